@@ -17,6 +17,17 @@ TEST_STEPS  :=
 FUZZ_STEPS  :=
 BENCH_STEPS :=
 
+# ---- unit-test programs --------------------------------------------------------------------------
+# A fragment lists its C test programs in UNIT_SRCS (tests/test_*.c). Each is a standalone program
+# (cmocka or plain) run from the repository root, exiting 0 on success. They run three ways:
+#   test-unit      -O2, full strength
+#   test-asan      ASan + UBSan (clang), STS_TEST_LEVEL=quick
+#   test-valgrind  valgrind memcheck, zero errors and zero leaks, STS_TEST_LEVEL=quick
+# Under STS_TEST_LEVEL=quick, exhaustive loops (2^32 codec sweeps, ...) shrink to samples.
+UNIT_SRCS   :=
+UNIT_LIBS   := -lcmocka -lm -lpthread
+ASAN_FLAGS  := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+
 .PHONY: all test demo fuzz bench deps install uninstall clean
 all: sts
 
@@ -39,6 +50,29 @@ deps:
 include $(sort $(wildcard tests/*.mk))
 include $(sort $(wildcard fuzz/*.mk))
 include $(sort $(wildcard bench/*.mk))
+
+UNIT_BINS  = $(patsubst tests/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
+ASAN_BINS  = $(patsubst tests/%.c,$(BUILD)/asan/%,$(UNIT_SRCS))
+VG_BINS    = $(patsubst tests/%.c,$(BUILD)/vg/%,$(UNIT_SRCS))
+
+$(BUILD)/unit/%: tests/%.c $(HEADER) $(wildcard tests/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c99 $(OPT) $(STS_WARN) -o $@ $< $(UNIT_LIBS)
+$(BUILD)/asan/%: tests/%.c $(HEADER) $(wildcard tests/*.h)
+	@mkdir -p $(dir $@)
+	$(CLANG) -std=c99 $(ASAN_FLAGS) $(STS_WARN) -o $@ $< $(UNIT_LIBS)
+$(BUILD)/vg/%: tests/%.c $(HEADER) $(wildcard tests/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c99 -O1 -g $(STS_WARN) -o $@ $< $(UNIT_LIBS)
+
+.PHONY: test-unit test-asan test-valgrind
+test-unit: $(UNIT_BINS) sts
+	@set -e; for t in $(UNIT_BINS); do echo "--- $$t"; ./$$t; done
+test-asan: $(ASAN_BINS) sts
+	@set -e; for t in $(ASAN_BINS); do echo "--- $$t"; STS_TEST_LEVEL=quick ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ./$$t; done
+test-valgrind: $(VG_BINS) sts
+	@set -e; for t in $(VG_BINS); do echo "--- $$t"; STS_TEST_LEVEL=quick valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=all --show-leak-kinds=all ./$$t; done
+TEST_STEPS := test-unit $(TEST_STEPS) test-asan test-valgrind
 
 test: deps
 	@set -e; for s in $(TEST_STEPS); do echo "=== $$s"; $(MAKE) --no-print-directory $$s; done; echo "=== all test steps passed: $(TEST_STEPS)"
