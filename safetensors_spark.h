@@ -813,37 +813,41 @@ STS__PRIVATE size_t sts__utf8_check(const uint8_t *s, size_t n) {
    May call: util.
    ============================================================================================== */
 typedef struct sts__json {
-    const uint8_t *p, *end;   /* cursor and end of the header */
-    const uint8_t *base;      /* header start: file offset = 8 + (p - base) */
+    const uint8_t *p, *end;   /* cursor and end of the text */
+    const uint8_t *base;      /* text start: reported offset = off0 + (p - base) */
+    uint64_t off0;            /* 8 for a safetensors header, 0 for other documents */
     sts_error *err;
     uint32_t depth, max_depth;
     const char *ctx;          /* tensor name named in messages, or NULL */
     size_t ctx_len;
+    sts_result code;          /* STS_OK: the rule's own code; else report this code (other documents) */
+    const char *doc;          /* names the document in messages, or NULL for a header */
 } sts__json;
 
 typedef struct sts__str { const char *p; size_t n; int esc; } sts__str; /* raw bytes between quotes */
 
 STS__PRIVATE uint64_t sts__json_off(const sts__json *j, const uint8_t *at) {
-    return 8 + (uint64_t)(at - j->base);
+    return j->off0 + (uint64_t)(at - j->base);
 }
 STS__PRIVATE sts_result sts__json_fail(sts__json *j, sts_rule rule, const uint8_t *at, const char *fmt, ...) {
-    sts_result r;
+    sts_result r, code = j->code != STS_OK ? j->code : sts__rule_codes[rule];
     va_list ap;
-    if (!j->err) return sts__rule_codes[rule];
+    if (!j->err) return code;
     va_start(ap, fmt);
-    r = sts__failv(j->err, sts__rule_codes[rule], rule, sts__json_off(j, at), fmt, ap);
+    r = sts__failv(j->err, code, rule, sts__json_off(j, at), fmt, ap);
     va_end(ap);
     {
         sts__buf b;
         b.p = j->err->message; b.n = strlen(b.p); b.cap = sizeof j->err->message;
         if (j->ctx) { sts__buf_put(&b, " in tensor ", 11); sts__buf_quote(&b, j->ctx, j->ctx_len, 80); }
+        if (j->doc) { sts__buf_put(&b, " in ", 4); sts__buf_put(&b, j->doc, strlen(j->doc)); }
         sts__buf_put(&b, " at byte ", 9);
         sts__buf_u64(&b, sts__json_off(j, at));
     }
     return r;
 }
 STS__PRIVATE const char *sts__json_what(const sts__json *j) {  /* the token at the cursor, for messages */
-    if (j->p >= j->end) return "the end of the header";
+    if (j->p >= j->end) return j->doc ? "the end of the text" : "the end of the header";
     switch (*j->p) {
     case '{': return "an object"; case '[': return "an array"; case '"': return "a string";
     case 't': case 'f': return "a boolean"; case 'n': return "null";
@@ -1099,6 +1103,182 @@ STS__PRIVATE sts_result sts__json_skip(sts__json *j) {
             return sts__json_fail(j, STS_RULE_JSON_SYNTAX, j->p, obj ? "expected ',' or '}', found %s" : "expected ',' or ']', found %s", sts__json_what(j));
         }
     }
+}
+
+/* ---- a token tape for small documents (commit messages, manifests, options) ----
+   One growable array of tokens (no allocation per token), built iteratively. Each token knows
+   where its subtree ends, so walking an object or array skips children in O(1). */
+typedef struct sts__jtok {
+    uint8_t type;           /* '{' '[' '"' '0' (number) 't' 'f' 'n' */
+    uint8_t esc;            /* string holds escapes */
+    uint32_t count;         /* containers: members (objects) or elements (arrays) */
+    uint32_t next;          /* index of the first token after this subtree */
+    size_t at, len;         /* strings: the raw bytes between the quotes; others: the token text start */
+} sts__jtok;
+typedef struct sts__jdoc {
+    sts__mem mem;
+    const uint8_t *text;
+    sts__jtok *tok;
+    size_t n, cap;
+} sts__jdoc;
+
+STS__PRIVATE void sts__jdoc_free(sts__jdoc *d) {
+    sts__free(&d->mem, d->tok, d->cap * sizeof *d->tok);
+    d->tok = NULL;
+    d->n = d->cap = 0;
+}
+STS__PRIVATE sts_result sts__jdoc_push(sts__jdoc *d, sts__json *j, uint8_t type, size_t at, size_t len, int esc) {
+    sts__jtok *t;
+    if (d->n >= 0xfffffff0u) return sts__json_fail(j, STS_RULE_JSON_SYNTAX, j->p, "too many JSON tokens");
+    if (d->n == d->cap && !sts__grow(&d->mem, (void **)&d->tok, &d->cap, d->n + 1, sizeof *d->tok))
+        return sts__fail_code(j->err, STS_ERR_NOMEM, STS_RULE_ALLOC, STS_OFFSET_UNKNOWN, "out of memory while tokenizing %s", j->doc ? j->doc : "JSON");
+    t = &d->tok[d->n++];
+    t->type = type; t->esc = (uint8_t)esc; t->count = 0; t->next = (uint32_t)d->n; t->at = at; t->len = len;
+    return STS_OK;
+}
+/* Tokenize one JSON value (surrounded by optional whitespace). `what` names the document and
+   `code` is the result reported for its problems. The text is checked as UTF-8 first. */
+STS__PRIVATE sts_result sts__jdoc_parse(sts__jdoc *d, const void *text, size_t len, const sts__mem *m, const char *what,
+                                        sts_result code, sts_error *err) {
+    uint32_t stack[STS_MAX_DEPTH + 1];
+    uint32_t level = 0;
+    sts__json j;
+    sts_result r;
+    size_t bad;
+    memset(d, 0, sizeof *d);
+    d->mem = *m;
+    d->text = (const uint8_t *)text;
+    memset(&j, 0, sizeof j);
+    j.p = j.base = d->text;
+    j.end = d->text + len;
+    j.err = err;
+    j.max_depth = STS_MAX_DEPTH;
+    j.code = code;
+    j.doc = what;
+    if ((bad = sts__utf8_check(d->text, len)) != len)
+        return sts__fail_code(err, code, STS_RULE_HEADER_UTF8, (uint64_t)bad, "%s is not valid UTF-8 at byte %U", what, (uint64_t)bad);
+    for (;;) {
+        sts__json_ws(&j);
+        if (j.p >= j.end) { r = sts__json_fail(&j, STS_RULE_JSON_SYNTAX, j.p, "expected a value, found the end"); goto fail; }
+        switch (*j.p) {
+        case '{': case '[': {
+            uint8_t type = *j.p;
+            if ((r = sts__json_enter(&j)) != STS_OK) goto fail;
+            if ((r = sts__jdoc_push(d, &j, type, (size_t)(j.p - j.base), 1, 0)) != STS_OK) goto fail;
+            stack[level++] = (uint32_t)(d->n - 1);
+            j.p++;
+            sts__json_ws(&j);
+            if (j.p < j.end && *j.p == (type == '{' ? '}' : ']')) { j.p++; level--; j.depth--; d->tok[stack[level]].next = (uint32_t)d->n; goto after_value; }
+            if (type == '{') goto key;
+            continue;
+        }
+        case '"': {
+            sts__str s;
+            size_t at = (size_t)(j.p - j.base) + 1;
+            if ((r = sts__json_string(&j, &s)) != STS_OK) goto fail;
+            if ((r = sts__jdoc_push(d, &j, '"', at, s.n, s.esc)) != STS_OK) goto fail;
+            break;
+        }
+        case '-': case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8': case '9': {
+            const uint8_t *start = j.p;
+            if ((r = sts__json_number(&j)) != STS_OK) goto fail;
+            if ((r = sts__jdoc_push(d, &j, '0', (size_t)(start - j.base), (size_t)(j.p - start), 0)) != STS_OK) goto fail;
+            break;
+        }
+        default: {
+            const uint8_t *start = j.p;
+            if ((r = sts__json_literal(&j)) != STS_OK) goto fail;
+            if ((r = sts__jdoc_push(d, &j, *start, (size_t)(start - j.base), (size_t)(j.p - start), 0)) != STS_OK) goto fail;
+            break;
+        }
+        }
+    after_value:
+        for (;;) {
+            sts__jtok *parent;
+            if (level == 0) {
+                sts__json_ws(&j);
+                if (j.p < j.end) { r = sts__json_fail(&j, STS_RULE_JSON_SYNTAX, j.p, "unexpected byte %x after the value", (int)*j.p); goto fail; }
+                return STS_OK;
+            }
+            parent = &d->tok[stack[level - 1]];
+            parent->count++;
+            sts__json_ws(&j);
+            if (j.p < j.end && *j.p == ',') {
+                j.p++;
+                if (parent->type == '{') goto key;
+                break;
+            }
+            if (j.p < j.end && *j.p == (parent->type == '{' ? '}' : ']')) {
+                j.p++; level--; j.depth--;
+                parent->next = (uint32_t)d->n;
+                continue;
+            }
+            r = sts__json_fail(&j, STS_RULE_JSON_SYNTAX, j.p, parent->type == '{' ? "expected ',' or '}', found %s" : "expected ',' or ']', found %s", sts__json_what(&j));
+            goto fail;
+        }
+        continue;
+    key: {
+            sts__str s;
+            size_t at;
+            sts__json_ws(&j);
+            if (j.p >= j.end || *j.p != '"') { r = sts__json_fail(&j, STS_RULE_JSON_SYNTAX, j.p, "expected a string key, found %s", sts__json_what(&j)); goto fail; }
+            at = (size_t)(j.p - j.base) + 1;
+            if ((r = sts__json_string(&j, &s)) != STS_OK) goto fail;
+            if ((r = sts__jdoc_push(d, &j, '"', at, s.n, s.esc)) != STS_OK) goto fail;
+            if ((r = sts__json_expect(&j, ':', "':'")) != STS_OK) goto fail;
+        }
+    }
+fail:
+    sts__jdoc_free(d);
+    return r;
+}
+/* A string token's unescaped bytes: into dst (room for len bytes) when escaped, else in place. */
+STS__PRIVATE const char *sts__jdoc_str(const sts__jdoc *d, uint32_t t, char *dst, size_t *len) {
+    const sts__jtok *tk = &d->tok[t];
+    if (!tk->esc) { *len = tk->len; return (const char *)d->text + tk->at; }
+    *len = sts__json_unescape((const char *)d->text + tk->at, tk->len, dst);
+    return dst;
+}
+/* 1 when string token t equals s exactly (after unescaping). */
+STS__PRIVATE int sts__jdoc_is(const sts__jdoc *d, uint32_t t, const char *s) {
+    char buf[64];
+    size_t n, sl = strlen(s);
+    const char *p;
+    if (!t || d->tok[t].type != '"' || (d->tok[t].esc && d->tok[t].len > sizeof buf)) return 0;
+    p = sts__jdoc_str(d, t, buf, &n);
+    return n == sl && memcmp(p, s, n) == 0;
+}
+/* The value of key `key` in object token `obj` (the last one if repeated), or 0 when absent
+   (token 0 is always the root, never a member value). */
+STS__PRIVATE uint32_t sts__jdoc_get(const sts__jdoc *d, uint32_t obj, const char *key) {
+    size_t klen = strlen(key);
+    uint32_t i, k, found = 0;
+    if (d->tok[obj].type != '{') return 0;
+    for (i = 0, k = obj + 1; i < d->tok[obj].count; i++) {
+        const sts__jtok *kt = &d->tok[k];
+        if (kt->esc ? sts__jdoc_is(d, k, key) : (kt->len == klen && memcmp(d->text + kt->at, key, klen) == 0)) found = k + 1;
+        k = d->tok[k + 1].next;  /* past the value */
+    }
+    return found;
+}
+/* Element i of array token `arr` (linear in i: walk with sts__jdoc_first/next for loops). */
+STS__PRIVATE uint32_t sts__jdoc_next(const sts__jdoc *d, uint32_t t) { return d->tok[t].next; }
+/* A number token as u64 (digits only, no sign, fraction or exponent, no overflow). */
+STS__PRIVATE int sts__jdoc_u64(const sts__jdoc *d, uint32_t t, uint64_t *v) {
+    const sts__jtok *tk = &d->tok[t];
+    const uint8_t *p = d->text + tk->at;
+    uint64_t x = 0;
+    size_t i;
+    if (tk->type != '0' || tk->len == 0) return 0;
+    for (i = 0; i < tk->len; i++) {
+        uint64_t dg;
+        if (p[i] < '0' || p[i] > '9') return 0;
+        dg = (uint64_t)(p[i] - '0');
+        if (x > (UINT64_MAX - dg) / 10) return 0;
+        x = x * 10 + dg;
+    }
+    *v = x;
+    return 1;
 }
 
 /* ==============================================================================================
@@ -1722,6 +1902,7 @@ STS__PRIVATE sts_result sts__parse_core(sts_file *f, const sts_options *o, sts_e
         return sts__fail(err, STS_RULE_HEADER_UTF8, 8 + (uint64_t)bad, "byte %x at file offset %U is not part of a valid UTF-8 sequence",
                          (int)f->header[bad], 8 + (uint64_t)bad);
     memset(&ps, 0, sizeof ps);
+    ps.j.off0 = 8;
     ps.j.p = ps.j.base = f->header;
     ps.j.end = f->header + n;
     ps.j.err = err;
