@@ -227,7 +227,8 @@ typedef enum sts_result { STS_RESULT_LIST(STS__RESULT_ENUM) STS_RESULT_COUNT } s
     X(STS_RULE_WRITE_TEXT,        STS_ERR_INVALID_ARGUMENT, "write.text", "writer: names and metadata are valid UTF-8, and names hold no NUL") \
     X(STS_RULE_WRITE_DTYPE,       STS_ERR_INVALID_ARGUMENT, "write.dtype", "writer: the dtype is one of the 22 and the shape pointer is set when rank > 0") \
     X(STS_RULE_WRITE_DATA_SIZE,   STS_ERR_INVALID_ARGUMENT, "write.data_size", "writer: data_size equals the shape's byte size, and data or a producer is given") \
-    X(STS_RULE_WRITE_PRODUCER,    STS_ERR_INVALID_ARGUMENT, "write.producer", "writer: a producer emits exactly data_size bytes and succeeds")
+    X(STS_RULE_WRITE_PRODUCER,    STS_ERR_INVALID_ARGUMENT, "write.producer", "writer: a producer emits exactly data_size bytes and succeeds") \
+    X(STS_RULE_WRITE_TOTAL,       STS_ERR_VALIDATION_OVERFLOW, "write.total_size", "writer: 8 + N + the total data size fits in 64 bits")
 
 #define STS__RULE_ENUM(e, code, id, text) e,
 typedef enum sts_rule { STS_RULE_LIST(STS__RULE_ENUM) STS_RULE_COUNT } sts_rule;
@@ -2247,26 +2248,79 @@ STS__PRIVATE int sts__fsync_dir(const char *path) {
     close(fd);
     return e;
 }
-/* fsync (when durable), close, rename over the final name, fsync the folder. */
-STS__PRIVATE sts_result sts__atomic_commit(sts__atomic *a, int durable, sts_error *err) {
+/* Seal: fsync (when durable) and close. On failure the temporary is removed. */
+STS__PRIVATE sts_result sts__atomic_seal(sts__atomic *a, int durable, sts_error *err) {
     int e;
     if (durable && fsync(a->fd) != 0) { e = errno; sts__atomic_abort(a); return sts__fail_errno(err, e, "fsync", a->path); }
     e = close(a->fd) != 0 ? errno : 0;
     a->fd = -1;
     if (e) { sts__atomic_abort(a); return sts__fail_errno(err, e, "close", a->path); }
+    return STS_OK;
+}
+/* Publish a sealed temporary: rename over the final name, then fsync the folder when asked. */
+STS__PRIVATE sts_result sts__atomic_publish(sts__atomic *a, int sync_dir, sts_error *err) {
+    int e;
     if (rename(a->tmp, a->path) != 0) { e = errno; sts__atomic_abort(a); return sts__fail_errno(err, e, "rename into", a->path); }
     sts__free(&a->mem, a->tmp, a->tmp_size);
     a->tmp = NULL;
-    if (durable && (e = sts__fsync_dir(a->path)) != 0) return sts__fail_errno(err, e, "fsync the folder of", a->path);
+    if (sync_dir && (e = sts__fsync_dir(a->path)) != 0) return sts__fail_errno(err, e, "fsync the folder of", a->path);
     return STS_OK;
 }
-typedef struct sts__fdsink { int fd; int err_no; } sts__fdsink;
-STS__PRIVATE sts_result sts__fdsink_write(void *user, const void *bytes, size_t len) {
-    sts__fdsink *s = (sts__fdsink *)user;
-    int e = sts__write_all(s->fd, bytes, len);
+STS__PRIVATE sts_result sts__atomic_commit(sts__atomic *a, int durable, sts_error *err) {
+    sts_result r = sts__atomic_seal(a, durable, err);
+    return r != STS_OK ? r : sts__atomic_publish(a, durable, err);
+}
+#include <sys/uio.h>
+#define STS__IOV_MAX 1024  /* POSIX guarantees at least 16; Linux and the BSDs allow 1024 */
+/* writev until every byte is out; 0 or an errno. Advances iov in place. */
+STS__PRIVATE int sts__writev_all(int fd, struct iovec *iov, int n) {
+    while (n > 0) {
+        ssize_t put = writev(fd, iov, n);
+        if (put < 0) { if (errno == EINTR) continue; return errno; }
+        if (put == 0) return EIO;
+        while (n > 0 && (size_t)put >= iov->iov_len) { put -= (ssize_t)iov->iov_len; iov++; n--; }
+        if (n > 0) { iov->iov_base = (char *)iov->iov_base + put; iov->iov_len -= (size_t)put; }
+    }
+    return 0;
+}
+/* The fd sink gathers writes: up to STS__IOV_MAX pieces (and at least 64 KiB of them) go out in
+   one writev, so a shard of a million small tensors does not cost a million system calls. The
+   pieces must stay valid until sts__fdsink_flush; the writer guarantees that (data pointers are
+   the caller's, the header buffer lives until the end of the emit). */
+typedef struct sts__fdsink {
+    int fd, err_no, n;
+    size_t pending;
+    struct iovec iov[STS__IOV_MAX];
+} sts__fdsink;
+STS__PRIVATE sts_result sts__fdsink_flush(sts__fdsink *s) {
+    int e;
+    if (!s->n) return STS_OK;
+    e = sts__writev_all(s->fd, s->iov, s->n);
+    s->n = 0;
+    s->pending = 0;
     if (e) { s->err_no = e; return STS_ERR_IO; }
     return STS_OK;
 }
+STS__PRIVATE sts_result sts__fdsink_write(void *user, const void *bytes, size_t len) {
+    sts__fdsink *s = (sts__fdsink *)user;
+    if (len >= ((size_t)1 << 20)) {  /* large: straight out, after what is queued */
+        int e;
+        if (sts__fdsink_flush(s) != STS_OK) return STS_ERR_IO;
+        if ((e = sts__write_all(s->fd, bytes, len)) != 0) { s->err_no = e; return STS_ERR_IO; }
+        return STS_OK;
+    }
+    if (s->n && (const char *)s->iov[s->n - 1].iov_base + s->iov[s->n - 1].iov_len == (const char *)bytes)
+        s->iov[s->n - 1].iov_len += len;  /* adjacent in memory: extend the last piece */
+    else {
+        if (s->n == STS__IOV_MAX && sts__fdsink_flush(s) != STS_OK) return STS_ERR_IO;
+        s->iov[s->n].iov_base = (void *)(uintptr_t)bytes;
+        s->iov[s->n].iov_len = len;
+        s->n++;
+    }
+    s->pending += len;
+    return STS_OK;
+}
+STS__PRIVATE sts_result sts__fdsink_flush_cb(void *user) { return sts__fdsink_flush((sts__fdsink *)user); }
 #endif /* STS_NO_STDIO */
 
 /* ==============================================================================================
@@ -2478,7 +2532,7 @@ STS__PRIVATE sts_result sts__plan_make(sts__plan *pl, const sts_tensor_spec *spe
         pl->begin[s] = cursor;
         len += sts__digits(cursor);
         if (!sts__add64(cursor, specs[s].data_size, &cursor)) {
-            r = sts__fail(err, STS_RULE_BITS_OVERFLOW, STS_OFFSET_UNKNOWN, "the total data size overflows 64 bits at tensor %q", specs[s].name, specs[s].name_len);
+            r = sts__fail(err, STS_RULE_WRITE_TOTAL, STS_OFFSET_UNKNOWN, "the total data size overflows 64 bits at tensor %q", specs[s].name, specs[s].name_len);
             goto done;
         }
         len += sts__digits(cursor);
@@ -2488,6 +2542,8 @@ STS__PRIVATE sts_result sts__plan_make(sts__plan *pl, const sts_tensor_spec *spe
     pl->data_len = cursor;
     if (pl->header_len > max)
         r = sts__fail(err, STS_RULE_HEADER_TOO_LARGE, STS_OFFSET_UNKNOWN, "the header would be %U bytes, over the limit of %U", pl->header_len, max);
+    else if (!sts__add64(8 + pl->header_len, cursor, &len))
+        r = sts__fail(err, STS_RULE_WRITE_TOTAL, STS_OFFSET_UNKNOWN, "8 + %U header bytes + %U data bytes overflow 64 bits", pl->header_len, cursor);
 done:
     sts__index_free(&pl->mem, &ix);
     sts__free(&pl->mem, hashes, hbytes);
@@ -2534,18 +2590,28 @@ STS__PRIVATE void sts__plan_render(const sts__plan *pl, const sts_tensor_spec *s
     STS_ASSERT((uint64_t)(o - dst - 8) == pl->json_len);
     while (o < end) *o++ = ' ';
 }
-/* Header, then each tensor's bytes in layout order, straight to the sink. */
+/* Header, then each tensor's bytes in layout order, straight to the sink. A gathering sink
+   (the fd sink) is flushed through `flush` before the header buffer is released. */
+STS__PRIVATE sts_result sts__plan_emit_data(const sts__plan *pl, const sts_tensor_spec *specs, const sts_sink *sink, sts_error *err);
 STS__PRIVATE sts_result sts__plan_emit(const sts__plan *pl, const sts_tensor_spec *specs, const sts_kv *meta, size_t n_meta,
-                                       const sts_sink *sink, sts_error *err) {
-    size_t i, hbytes = (size_t)(8 + pl->header_len);
+                                       const sts_sink *sink, sts_result (*flush)(void *user), sts_error *err) {
+    size_t hbytes = (size_t)(8 + pl->header_len);
     uint8_t *hdr;
     sts_result r;
-    uint64_t off = 8 + pl->header_len;
     if (!(hdr = (uint8_t *)sts__alloc(&pl->mem, hbytes))) return sts__nomem(err, "the header");
     sts__plan_render(pl, specs, meta, n_meta, hdr);
     r = sink->write(sink->user, hdr, hbytes);
+    if (r != STS_OK) r = sts__fail_code(err, r, STS_RULE_IO, 0, "the sink failed writing the header (%s)", sts_result_name(r));
+    else r = sts__plan_emit_data(pl, specs, sink, err);
+    if (r == STS_OK && flush && (r = flush(sink->user)) != STS_OK)
+        r = sts__fail_code(err, r, STS_RULE_IO, STS_OFFSET_UNKNOWN, "the sink failed (%s)", sts_result_name(r));
     sts__free(&pl->mem, hdr, hbytes);
-    if (r != STS_OK) return sts__fail_code(err, r, STS_RULE_IO, 0, "the sink failed writing the header (%s)", sts_result_name(r));
+    return r;
+}
+STS__PRIVATE sts_result sts__plan_emit_data(const sts__plan *pl, const sts_tensor_spec *specs, const sts_sink *sink, sts_error *err) {
+    size_t i;
+    sts_result r;
+    uint64_t off = 8 + pl->header_len;
     for (i = 0; i < pl->n; i++) {
         const sts_tensor_spec *s = &specs[pl->order[i]];
         if (!s->data_size) continue;
@@ -2594,7 +2660,7 @@ STSDEF sts_result sts_write(const sts_tensor_spec *specs, size_t n, const sts_kv
     sts_result r;
     if (!sink || !sink->write) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "sts_write needs a sink with write");
     if ((r = sts__plan_make(&pl, specs, n, meta, n_meta, opts, err)) != STS_OK) return r;
-    r = sts__plan_emit(&pl, specs, meta, n_meta, sink, err);
+    r = sts__plan_emit(&pl, specs, meta, n_meta, sink, NULL, err);
     sts__plan_free(&pl);
     if (r == STS_OK) sts__ok(err);
     return r;
@@ -2623,7 +2689,7 @@ STSDEF sts_result sts_write_memory(const sts_tensor_spec *specs, size_t n, const
     if (!(ms.p = (uint8_t *)sts__alloc(&pl.mem, ms.cap))) { sts__plan_free(&pl); return sts__nomem(err, "the output buffer"); }
     sink.write = sts__memsink_write;
     sink.user = &ms;
-    r = sts__plan_emit(&pl, specs, meta, n_meta, &sink, err);
+    r = sts__plan_emit(&pl, specs, meta, n_meta, &sink, NULL, err);
     sts__plan_free(&pl);
     if (r != STS_OK) { sts__free(&pl.mem, ms.p, ms.cap); return r; }
     *out = ms.p;
@@ -2636,20 +2702,24 @@ STSDEF sts_result sts_write_path(const char *path, const sts_tensor_spec *specs,
                                  const sts_options *opts, sts_error *err) {
     sts__plan pl;
     sts__atomic a;
-    sts__fdsink fs;
+    sts__fdsink *fs;
     sts_sink sink;
     sts_result r;
     if (!path) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "sts_write_path needs a path");
     if ((r = sts__plan_make(&pl, specs, n, meta, n_meta, opts, err)) != STS_OK) return r;
-    if ((r = sts__atomic_begin(&a, path, &pl.mem, err)) != STS_OK) { sts__plan_free(&pl); return r; }
-    fs.fd = a.fd;
-    fs.err_no = 0;
+    if (!(fs = (sts__fdsink *)sts__alloc(&pl.mem, sizeof *fs))) { sts__plan_free(&pl); return sts__nomem(err, "the file sink"); }
+    if ((r = sts__atomic_begin(&a, path, &pl.mem, err)) != STS_OK) { sts__free(&pl.mem, fs, sizeof *fs); sts__plan_free(&pl); return r; }
+    fs->fd = a.fd;
+    fs->err_no = 0;
+    fs->n = 0;
+    fs->pending = 0;
     sink.write = sts__fdsink_write;
-    sink.user = &fs;
-    r = sts__plan_emit(&pl, specs, meta, n_meta, &sink, err);
+    sink.user = fs;
+    r = sts__plan_emit(&pl, specs, meta, n_meta, &sink, sts__fdsink_flush_cb, err);
     sts__plan_free(&pl);
+    if (r != STS_OK && fs->err_no) sts__fail_errno(err, fs->err_no, "write", path);
+    sts__free(&pl.mem, fs, sizeof *fs);
     if (r != STS_OK) {
-        if (fs.err_no) sts__fail_errno(err, fs.err_no, "write", path);
         sts__atomic_abort(&a);
         return r;
     }
