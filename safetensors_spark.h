@@ -176,7 +176,11 @@ extern "C" {
     X(STS_ERR_INVALID_ARGUMENT,               "INVALID_ARGUMENT", NULL, "an argument is invalid") \
     X(STS_ERR_UNSUPPORTED,                    "UNSUPPORTED", NULL, "the operation is not supported") \
     X(STS_ERR_NOT_FOUND,                      "NOT_FOUND", NULL, "no such tensor, key or file") \
-    X(STS_ERR_DUPLICATE_KEY,                  "DUPLICATE_KEY", NULL, "a name or key appears twice")
+    X(STS_ERR_DUPLICATE_KEY,                  "DUPLICATE_KEY", NULL, "a name or key appears twice") \
+    X(STS_ERR_OPTION,                         "OPTION", NULL, "a write option is invalid or inconsistent") \
+    X(STS_ERR_EXISTS,                         "EXISTS", NULL, "the output folder is not empty") \
+    X(STS_ERR_SCHEMA,                         "SCHEMA", NULL, "a row does not match the schema") \
+    X(STS_ERR_DATASET,                        "DATASET", NULL, "a dataset, manifest, index or commit message is inconsistent")
 
 #define STS__RESULT_ENUM(e, name, variant, text) e,
 typedef enum sts_result { STS_RESULT_LIST(STS__RESULT_ENUM) STS_RESULT_COUNT } sts_result;
@@ -192,7 +196,7 @@ typedef enum sts_result { STS_RESULT_LIST(STS__RESULT_ENUM) STS_RESULT_COUNT } s
     X(STS_RULE_HEADER_UTF8,       STS_ERR_INVALID_HEADER, "header.utf8", "all N header bytes, padding included, are UTF-8 without overlongs, surrogates or code points over U+10FFFF") \
     X(STS_RULE_JSON_SYNTAX,       STS_ERR_INVALID_HEADER_DESERIALIZATION, "json.syntax", "the header is one RFC 8259 JSON value, optionally surrounded by space, TAB, LF or CR") \
     X(STS_RULE_JSON_STRING,       STS_ERR_INVALID_HEADER_DESERIALIZATION, "json.string", "strings hold no raw control characters, only valid escapes, and no unpaired surrogate escapes") \
-    X(STS_RULE_JSON_NUMBER,       STS_ERR_INVALID_HEADER_DESERIALIZATION, "json.number", "numbers follow the JSON grammar (no leading zeros, no bare '-')") \
+    X(STS_RULE_JSON_NUMBER,       STS_ERR_INVALID_HEADER_DESERIALIZATION, "json.number", "numbers follow the JSON grammar (no leading zeros, no bare '-') and, in ignored fields, fit a 64-bit float") \
     X(STS_RULE_JSON_DEPTH,        STS_ERR_INVALID_HEADER_DESERIALIZATION, "json.depth", "at most 127 nested containers (or the tightened limit), the top-level object included, ignored fields too") \
     X(STS_RULE_HEADER_OBJECT,     STS_ERR_INVALID_HEADER_DESERIALIZATION, "header.object", "the top-level value is an object") \
     X(STS_RULE_METADATA_TYPE,     STS_ERR_INVALID_HEADER_DESERIALIZATION, "metadata.type", "__metadata__ is null or an object") \
@@ -228,7 +232,16 @@ typedef enum sts_result { STS_RESULT_LIST(STS__RESULT_ENUM) STS_RESULT_COUNT } s
     X(STS_RULE_WRITE_DTYPE,       STS_ERR_INVALID_ARGUMENT, "write.dtype", "writer: the dtype is one of the 22 and the shape pointer is set when rank > 0") \
     X(STS_RULE_WRITE_DATA_SIZE,   STS_ERR_INVALID_ARGUMENT, "write.data_size", "writer: data_size equals the shape's byte size, and data or a producer is given") \
     X(STS_RULE_WRITE_PRODUCER,    STS_ERR_INVALID_ARGUMENT, "write.producer", "writer: a producer emits exactly data_size bytes and succeeds") \
-    X(STS_RULE_WRITE_TOTAL,       STS_ERR_VALIDATION_OVERFLOW, "write.total_size", "writer: 8 + N + the total data size fits in 64 bits")
+    X(STS_RULE_WRITE_TOTAL,       STS_ERR_VALIDATION_OVERFLOW, "write.total_size", "writer: 8 + N + the total data size fits in 64 bits") \
+    X(STS_RULE_OPTION,            STS_ERR_OPTION, "option", "dataset: write options are valid and consistent with the schema (the message names the option and the value)") \
+    X(STS_RULE_EXISTS,            STS_ERR_EXISTS, "dataset.exists", "dataset: the output folder is empty, unless overwrite is set") \
+    X(STS_RULE_ROW_DTYPE,         STS_ERR_SCHEMA, "row.dtype", "dataset: a column's tensors all have the dtype of its first row") \
+    X(STS_RULE_ROW_SHAPE,         STS_ERR_SCHEMA, "row.shape", "dataset: in batch mode every row has the first row's shape; arrays match their shapes option") \
+    X(STS_RULE_ROW_VALUE,         STS_ERR_SCHEMA, "row.value", "dataset: a tensor's bytes match its dtype and shape; a key is UTF-8 without NUL") \
+    X(STS_RULE_DUPLICATE_KEY,     STS_ERR_DUPLICATE_KEY, "dataset.duplicate_key", "dataset: with duplicatesStrategy=fail no tensor key is written twice, across shards and tasks") \
+    X(STS_RULE_MESSAGE,           STS_ERR_DATASET, "dataset.message", "dataset: commit messages come from this library's task writers and agree with each other") \
+    X(STS_RULE_SHARD,             STS_ERR_DATASET, "dataset.shard", "dataset: every shard exists with its recorded size and a valid header") \
+    X(STS_RULE_STATE,             STS_ERR_INVALID_ARGUMENT, "writer.state", "dataset: a task writer takes rows, then one commit, and nothing after a failure")
 
 #define STS__RULE_ENUM(e, code, id, text) e,
 typedef enum sts_rule { STS_RULE_LIST(STS__RULE_ENUM) STS_RULE_COUNT } sts_rule;
@@ -1042,6 +1055,52 @@ STS__PRIVATE sts_result sts__json_u64(sts__json *j, uint64_t *out, sts_rule rule
     *out = v;
     return STS_OK;
 }
+/* The reference buffers tensor entries (unknown fields included) through serde's `flatten`,
+   which turns every number that is not an integer of 64 bits into an f64 and rejects one that
+   rounds to infinity. This decides the same thing exactly, without floating point: the value is
+   finite iff it is below the midpoint between the largest double and 2^1024 (ties go to even,
+   i.e. to infinity). A zero significand is finite whatever its exponent. */
+static const char sts__f64_midpoint[] = "179769313486231580793728971405303415079934132710037826936173778980444968292764750946649017977587207096330286416692887910946555547851940402630657488671505820681908902000708383676273854845817711531764475730270069855571366959622842914819860834936475292719074168444365510704342711559699508093042880177904174497792";  /* 2^1024 - 2^970 */
+STS__PRIVATE int sts__json_f64_finite(const uint8_t *p, const uint8_t *end) {
+    const uint8_t *digits = NULL, *q;
+    int64_t e10 = 0, exp = 0;   /* decimal exponent of the first significant digit */
+    size_t ndig = 0, i;
+    int seen_point = 0, exp_neg = 0, exp_huge = 0;
+    if (p < end && *p == '-') p++;
+    for (q = p; q < end && ((*q >= '0' && *q <= '9') || *q == '.'); q++) {
+        if (*q == '.') { seen_point = 1; continue; }
+        if (!digits) {
+            if (*q == '0') { if (seen_point) e10--; continue; }
+            digits = q;
+            e10 += seen_point ? -1 : 0;
+        } else if (!seen_point) e10++;
+        ndig++;
+    }
+    if (!digits) return 1;  /* zero */
+    if (q < end && (*q == 'e' || *q == 'E')) {
+        q++;
+        if (q < end && (*q == '+' || *q == '-')) exp_neg = *q++ == '-';
+        for (; q < end && *q >= '0' && *q <= '9'; q++) {
+            if (exp > 100000000) exp_huge = 1;
+            else exp = exp * 10 + (*q - '0');
+        }
+    }
+    if (exp_huge) return exp_neg;  /* astronomically small is 0, large is infinite */
+    e10 += exp_neg ? -exp : exp;
+    if (e10 != 308) return e10 < 308;
+    for (i = 0, q = digits; i < sizeof sts__f64_midpoint - 1; i++) {  /* compare digit strings */
+        int d;
+        while (q < end && *q == '.') q++;
+        d = (i < ndig && q < end && *q >= '0' && *q <= '9') ? *q++ : '0';
+        if (d != sts__f64_midpoint[i]) return d < sts__f64_midpoint[i];
+    }
+    for (; i < ndig; i++) {  /* beyond the midpoint's digits: any nonzero digit is above it */
+        while (q < end && *q == '.') q++;
+        if (q < end && *q > '0' && *q <= '9') return 0;
+        q++;
+    }
+    return 0;  /* exactly the midpoint: rounds to infinity */
+}
 STS__PRIVATE sts_result sts__json_literal(sts__json *j) {
     static const char *const lits[3] = { "true", "false", "null" };
     size_t k;
@@ -1079,9 +1138,13 @@ STS__PRIVATE sts_result sts__json_skip(sts__json *j) {
             continue;
         }
         case '"': if ((r = sts__json_string(j, &s)) != STS_OK) return r; break;
-        case '-': case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8': case '9':
+        case '-': case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8': case '9': {
+            const uint8_t *start = j->p;
             if ((r = sts__json_number(j)) != STS_OK) return r;
+            if (!sts__json_f64_finite(start, j->p))
+                return sts__json_fail(j, STS_RULE_JSON_NUMBER, start, "number out of the range of a 64-bit float");
             break;
+        }
         default: if ((r = sts__json_literal(j)) != STS_OK) return r; break;
         }
     after_value:
@@ -1745,14 +1808,14 @@ STS__PRIVATE sts__names sts__tensor_names(const sts_file *f) {
     sts__names k;
     k.items = f->tensors; k.stride = sizeof(sts_tensor);
     k.ptr_off = offsetof(sts_tensor, name); k.len_off = offsetof(sts_tensor, name_len);
-    k.hashes = &f->info[0].hash; k.hash_stride = sizeof(sts__info);
+    k.hashes = f->info ? (const void *)&f->info[0].hash : NULL; k.hash_stride = sizeof(sts__info);
     return k;
 }
 STS__PRIVATE sts__names sts__meta_names(const sts_file *f) {
     sts__names k;
     k.items = f->meta; k.stride = sizeof(sts_kv);
     k.ptr_off = offsetof(sts_kv, key); k.len_off = offsetof(sts_kv, key_len);
-    k.hashes = &f->meta_info[0].hash; k.hash_stride = sizeof(sts__info);
+    k.hashes = f->meta_info ? (const void *)&f->meta_info[0].hash : NULL; k.hash_stride = sizeof(sts__info);
     return k;
 }
 STS__PRIVATE int sts__by_offsets(const void *ctx, size_t a, size_t b) {
@@ -2523,9 +2586,13 @@ STS__PRIVATE sts_result sts__plan_make(sts__plan *pl, const sts_tensor_spec *spe
     {
         sts__spec_order ctx;
         ctx.specs = specs;
+        int in_order = 1;
         for (i = 0; i < n; i++) pl->order[i] = i;
-        sorted = sts__msort(pl->order, tmp, n, sts__by_layout, &ctx);
-        if (sorted != pl->order) memcpy(pl->order, sorted, n * sizeof(size_t));
+        for (i = 1; i < n && in_order; i++) in_order = !sts__by_layout(&ctx, i, i - 1);  /* often already sorted */
+        if (!in_order) {
+            sorted = sts__msort(pl->order, tmp, n, sts__by_layout, &ctx);
+            if (sorted != pl->order) memcpy(pl->order, sorted, n * sizeof(size_t));
+        }
     }
     for (i = 0; i < n; i++) {
         size_t s = pl->order[i];
