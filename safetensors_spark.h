@@ -294,6 +294,11 @@ typedef struct sts_options {    /* zero-initialise: {0} means every default */
     int no_mmap;                /* sts_open: read the file into memory rather than map it */
     int no_fsync;               /* sts_write_path: skip fsync (faster, not crash-safe) */
     uint64_t hash_seed;         /* name-index seed; 0 = derived per file from address entropy */
+    /* Fault injection for tests: called before each write-side system call on files the library
+       creates ("write", "pwrite", "ftruncate", "fsync", "rename", "link"); a nonzero return is
+       taken as that call's errno. Leave NULL in production. */
+    int (*io_fault)(void *user, const char *op);
+    void *io_fault_user;
 } sts_options;
 
 /* ---- one file, read side --------------------------------------------------------------------- */
@@ -485,13 +490,22 @@ STSDEF sts_result sts_rule_result(sts_rule r) {
 }
 
 /* ---- allocation ---- */
-typedef struct sts__mem { sts_allocator a; } sts__mem;
+/* The environment every internal routine gets: the allocator and the I/O fault hook. */
+typedef struct sts__mem {
+    sts_allocator a;
+    int (*io_fault)(void *user, const char *op);
+    void *io_fault_user;
+} sts__mem;
 
 STS__PRIVATE sts__mem sts__mem_from(const sts_options *o) {
     sts__mem m;
     memset(&m, 0, sizeof m);
-    if (o) m.a = o->allocator;
+    if (o) { m.a = o->allocator; m.io_fault = o->io_fault; m.io_fault_user = o->io_fault_user; }
     return m;
+}
+/* 0 to go ahead with the system call `op`, else the errno the test hook injects. */
+STS__PRIVATE int sts__fault(const sts__mem *m, const char *op) {
+    return m && m->io_fault ? m->io_fault(m->io_fault_user, op) : 0;
 }
 STS__PRIVATE int sts__mem_valid(const sts__mem *m) {  /* all three hooks or none */
     int n = (m->a.alloc != NULL) + (m->a.realloc != NULL) + (m->a.free != NULL);
@@ -2159,11 +2173,14 @@ STS__PRIVATE int sts__pread_all(int fd, void *dst, uint64_t len, uint64_t off) {
     }
     return 0;
 }
-STS__PRIVATE int sts__write_all(int fd, const void *src, size_t len) {
+STS__PRIVATE int sts__write_all(const sts__mem *m, int fd, const void *src, size_t len) {
     const uint8_t *p = (const uint8_t *)src;
     while (len) {
         size_t chunk = len > ((size_t)1 << 30) ? ((size_t)1 << 30) : len;
-        ssize_t put = write(fd, p, chunk);
+        ssize_t put;
+        int e = sts__fault(m, "write");
+        if (e) return e;
+        put = write(fd, p, chunk);
         if (put < 0) { if (errno == EINTR) continue; return errno; }
         if (put == 0) return EIO;
         p += put; len -= (size_t)put;
@@ -2282,7 +2299,7 @@ STS__PRIVATE sts_result sts__atomic_begin(sts__atomic *a, const char *path, cons
         memcpy(o, ".tmp-", 5); o += 5;
         for (i = 0; i < 8; i++) { *o++ = hex[rnd[i] >> 4]; *o++ = hex[rnd[i] & 15]; }
         *o = 0;
-        do a->fd = open(a->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666); while (a->fd < 0 && errno == EINTR);
+        do a->fd = open(a->tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666); while (a->fd < 0 && errno == EINTR);
         if (a->fd >= 0) return STS_OK;
         if (errno != EEXIST) {
             int e = errno;
@@ -2314,7 +2331,10 @@ STS__PRIVATE int sts__fsync_dir(const char *path) {
 /* Seal: fsync (when durable) and close. On failure the temporary is removed. */
 STS__PRIVATE sts_result sts__atomic_seal(sts__atomic *a, int durable, sts_error *err) {
     int e;
-    if (durable && fsync(a->fd) != 0) { e = errno; sts__atomic_abort(a); return sts__fail_errno(err, e, "fsync", a->path); }
+    if (durable && ((e = sts__fault(&a->mem, "fsync")) != 0 || (fsync(a->fd) != 0 && (e = errno) != 0))) {
+        sts__atomic_abort(a);
+        return sts__fail_errno(err, e, "fsync", a->path);
+    }
     e = close(a->fd) != 0 ? errno : 0;
     a->fd = -1;
     if (e) { sts__atomic_abort(a); return sts__fail_errno(err, e, "close", a->path); }
@@ -2323,7 +2343,10 @@ STS__PRIVATE sts_result sts__atomic_seal(sts__atomic *a, int durable, sts_error 
 /* Publish a sealed temporary: rename over the final name, then fsync the folder when asked. */
 STS__PRIVATE sts_result sts__atomic_publish(sts__atomic *a, int sync_dir, sts_error *err) {
     int e;
-    if (rename(a->tmp, a->path) != 0) { e = errno; sts__atomic_abort(a); return sts__fail_errno(err, e, "rename into", a->path); }
+    if ((e = sts__fault(&a->mem, "rename")) != 0 || (rename(a->tmp, a->path) != 0 && (e = errno) != 0)) {
+        sts__atomic_abort(a);
+        return sts__fail_errno(err, e, "rename into", a->path);
+    }
     sts__free(&a->mem, a->tmp, a->tmp_size);
     a->tmp = NULL;
     if (sync_dir && (e = sts__fsync_dir(a->path)) != 0) return sts__fail_errno(err, e, "fsync the folder of", a->path);
@@ -2336,9 +2359,12 @@ STS__PRIVATE sts_result sts__atomic_commit(sts__atomic *a, int durable, sts_erro
 #include <sys/uio.h>
 #define STS__IOV_MAX 1024  /* POSIX guarantees at least 16; Linux and the BSDs allow 1024 */
 /* writev until every byte is out; 0 or an errno. Advances iov in place. */
-STS__PRIVATE int sts__writev_all(int fd, struct iovec *iov, int n) {
+STS__PRIVATE int sts__writev_all(const sts__mem *m, int fd, struct iovec *iov, int n) {
     while (n > 0) {
-        ssize_t put = writev(fd, iov, n);
+        ssize_t put;
+        int e = sts__fault(m, "write");
+        if (e) return e;
+        put = writev(fd, iov, n);
         if (put < 0) { if (errno == EINTR) continue; return errno; }
         if (put == 0) return EIO;
         while (n > 0 && (size_t)put >= iov->iov_len) { put -= (ssize_t)iov->iov_len; iov++; n--; }
@@ -2351,6 +2377,7 @@ STS__PRIVATE int sts__writev_all(int fd, struct iovec *iov, int n) {
    pieces must stay valid until sts__fdsink_flush; the writer guarantees that (data pointers are
    the caller's, the header buffer lives until the end of the emit). */
 typedef struct sts__fdsink {
+    const sts__mem *mem;
     int fd, err_no, n;
     size_t pending;
     struct iovec iov[STS__IOV_MAX];
@@ -2358,7 +2385,7 @@ typedef struct sts__fdsink {
 STS__PRIVATE sts_result sts__fdsink_flush(sts__fdsink *s) {
     int e;
     if (!s->n) return STS_OK;
-    e = sts__writev_all(s->fd, s->iov, s->n);
+    e = sts__writev_all(s->mem, s->fd, s->iov, s->n);
     s->n = 0;
     s->pending = 0;
     if (e) { s->err_no = e; return STS_ERR_IO; }
@@ -2369,7 +2396,7 @@ STS__PRIVATE sts_result sts__fdsink_write(void *user, const void *bytes, size_t 
     if (len >= ((size_t)1 << 20)) {  /* large: straight out, after what is queued */
         int e;
         if (sts__fdsink_flush(s) != STS_OK) return STS_ERR_IO;
-        if ((e = sts__write_all(s->fd, bytes, len)) != 0) { s->err_no = e; return STS_ERR_IO; }
+        if ((e = sts__write_all(s->mem, s->fd, bytes, len)) != 0) { s->err_no = e; return STS_ERR_IO; }
         return STS_OK;
     }
     if (s->n && (const char *)s->iov[s->n - 1].iov_base + s->iov[s->n - 1].iov_len == (const char *)bytes)
@@ -2776,6 +2803,7 @@ STSDEF sts_result sts_write_path(const char *path, const sts_tensor_spec *specs,
     if ((r = sts__plan_make(&pl, specs, n, meta, n_meta, opts, err)) != STS_OK) return r;
     if (!(fs = (sts__fdsink *)sts__alloc(&pl.mem, sizeof *fs))) { sts__plan_free(&pl); return sts__nomem(err, "the file sink"); }
     if ((r = sts__atomic_begin(&a, path, &pl.mem, err)) != STS_OK) { sts__free(&pl.mem, fs, sizeof *fs); sts__plan_free(&pl); return r; }
+    fs->mem = &pl.mem;
     fs->fd = a.fd;
     fs->err_no = 0;
     fs->n = 0;
