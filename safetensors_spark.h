@@ -241,7 +241,10 @@ typedef enum sts_result { STS_RESULT_LIST(STS__RESULT_ENUM) STS_RESULT_COUNT } s
     X(STS_RULE_DUPLICATE_KEY,     STS_ERR_DUPLICATE_KEY, "dataset.duplicate_key", "dataset: with duplicatesStrategy=fail no tensor key is written twice, across shards and tasks") \
     X(STS_RULE_MESSAGE,           STS_ERR_DATASET, "dataset.message", "dataset: commit messages come from this library's task writers and agree with each other") \
     X(STS_RULE_SHARD,             STS_ERR_DATASET, "dataset.shard", "dataset: every shard exists with its recorded size and a valid header") \
-    X(STS_RULE_STATE,             STS_ERR_INVALID_ARGUMENT, "writer.state", "dataset: a task writer takes rows, then one commit, and nothing after a failure")
+    X(STS_RULE_STATE,             STS_ERR_INVALID_ARGUMENT, "writer.state", "dataset: a task writer takes rows, then one commit, and nothing after a failure") \
+    X(STS_RULE_DATASET_MANIFEST,  STS_ERR_DATASET, "dataset.manifest", "dataset: dataset_manifest.json is valid and every shard it lists exists with the listed size") \
+    X(STS_RULE_DATASET_INDEX,     STS_ERR_DATASET, "dataset.index", "dataset: _tensor_index.json is valid, current (the manifest's dataset_id) and agrees with the shards' headers") \
+    X(STS_RULE_READ_SCHEMA,       STS_ERR_SCHEMA, "read.schema", "dataset: a schema is given or inferred, and every file agrees with an explicit one")
 
 #define STS__RULE_ENUM(e, code, id, text) e,
 typedef enum sts_rule { STS_RULE_LIST(STS__RULE_ENUM) STS_RULE_COUNT } sts_rule;
