@@ -40,11 +40,13 @@
       #define STS_IMPLEMENTATION
       #include "safetensors_spark.h"
       #include <stdio.h>
+      #include <string.h>
 
       int main(void) {
           float w[6] = {1, 2, 3, 4, 5, 6};
           uint64_t shape[2] = {2, 3};
-          sts_tensor_spec spec = {0};
+          sts_tensor_spec spec;
+          memset(&spec, 0, sizeof spec);     // zero = defaults (C++ too)
           spec.name = "weight"; spec.name_len = 6;
           spec.dtype = STS_DTYPE_F32; spec.rank = 2; spec.shape = shape;
           spec.data = w; spec.data_size = sizeof w;
@@ -61,7 +63,7 @@
           }
           const sts_tensor *t = sts_find(f, "weight", 6);
           const float *data = (const float *)sts_data(f, t);   // zero-copy, points into bytes
-          printf("%s %s [%llu,%llu] last=%g\n", t->name, sts_dtype_name(t->dtype),
+          printf("%.*s %s [%llu,%llu] last=%g\n", (int)t->name_len, t->name, sts_dtype_name(t->dtype),
                  (unsigned long long)t->shape[0], (unsigned long long)t->shape[1], data[5]);
           sts_close(f);
           sts_free(NULL, bytes, size);
@@ -118,10 +120,12 @@
 #ifndef STS_INCLUDE_SAFETENSORS_SPARK_H
 #define STS_INCLUDE_SAFETENSORS_SPARK_H
 
-/* The implementation uses POSIX (open, pread, fsync, mmap). In strict ISO modes (-std=c99) the C
-   library hides POSIX unless asked; ask for it here, which hides nothing the TU already had. If
-   other system headers come first in such a TU, define _POSIX_C_SOURCE 200809L yourself. */
-#if defined(STS_IMPLEMENTATION) && !defined(STS_NO_STDIO) && defined(__STRICT_ANSI__) && \
+/* The implementation uses POSIX (open, pread, fsync, ftruncate, mmap). In strict ISO modes
+   (-std=c99) the C library hides POSIX unless asked; ask for it here (also when only the
+   declarations are included, since the implementation may follow in the same translation unit),
+   which hides nothing the TU already had. If other system headers come before this one in such a
+   TU, define _POSIX_C_SOURCE 200809L yourself. */
+#if !defined(STS_NO_STDIO) && defined(__STRICT_ANSI__) && \
     !defined(_POSIX_C_SOURCE) && !defined(_XOPEN_SOURCE) && !defined(_GNU_SOURCE) && !defined(_DEFAULT_SOURCE)
 #  define _POSIX_C_SOURCE 200809L
 #endif
@@ -1133,6 +1137,7 @@ STS__PRIVATE sts_result sts__json_skip(sts__json *j) {
     uint32_t level = 0, base_depth = j->depth;
     sts_result r;
     sts__str s;
+    (void)base_depth;  /* only asserted */
     memset(kinds, 0, sizeof kinds);
     for (;;) {
         sts__json_ws(j);
@@ -2256,10 +2261,8 @@ STS__PRIVATE void sts__random(void *dst, size_t n) {
         if (e == 0) return;
     }
     {
-        struct timespec ts;
         uint64_t h = sts__seed_from(dst, 0);
-        clock_gettime(CLOCK_REALTIME, &ts);
-        h ^= sts__fold((uint64_t)ts.tv_nsec ^ STS__K1, (uint64_t)ts.tv_sec ^ (uint64_t)getpid());
+        h ^= sts__fold((uint64_t)time(NULL) ^ STS__K1, (uint64_t)clock() ^ ((uint64_t)getpid() << 32));
         for (i = 0; i < n; i++) { if (i % 8 == 0) h = sts__fold(h ^ STS__K2, (uint64_t)i ^ STS__K3); p[i] = (uint8_t)(h >> (8 * (i % 8))); }
     }
 }

@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# Compile matrix for safetensors_spark.h: every configuration the header promises to build in,
+# each compiled with -Wall -Wextra -Wpedantic -Werror at -O0 and -O2 (some warnings, such as
+# maybe-uninitialized, appear only with the optimiser on), linked and, where it is a program, run.
+#
+#   tests/compile_matrix.sh            run everything, one PASS/FAIL line per configuration
+#
+# Environment: MATRIX_GCC MATRIX_GXX MATRIX_CLANG MATRIX_CLANGXX (compilers; defaults gcc, g++,
+# $CLANG or clang, clang++), MATRIX_JOBS (parallel compilations; default: the number of CPUs),
+# MATRIX_KEEP=1 (keep the work folder), MATRIX_ONLY=ERE (only configurations whose name matches).
+# Exit status 1 if any configuration fails.
+# Helper sources live in tests/matrix/. Run from anywhere; paths are taken from this script.
+set -u
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+M="$ROOT/tests/matrix"
+GCC=${MATRIX_GCC:-gcc}
+GXX=${MATRIX_GXX:-g++}
+CLANGC=${MATRIX_CLANG:-${CLANG:-clang}}
+CLANGXX=${MATRIX_CLANGXX:-clang++}
+JOBS=${MATRIX_JOBS:-$(nproc 2>/dev/null || echo 2)}
+WARN="-Wall -Wextra -Wpedantic -Werror"
+OPTS="-O0 -O2"
+
+W=$(mktemp -d "${TMPDIR:-/tmp}/sts-matrix.XXXXXX") || exit 1
+cleanup() { [ "${MATRIX_KEEP:-0}" = 1 ] && echo "work folder kept: $W" || rm -rf "$W"; }
+trap cleanup EXIT
+mkdir -p "$W/jobs"
+start=$(date +%s)
+
+# ---- job table -----------------------------------------------------------------------------
+# Each configuration becomes one small bash script in $W/jobs (numbered, so results print in
+# order) that runs in its own folder $W/jobs/NNN.d; a nonzero exit marks it FAIL.
+n=0
+job() {  # job NAME SCRIPT-TEXT
+    if [ -n "${MATRIX_ONLY:-}" ] && ! printf '%s\n' "$1" | grep -Eq -- "$MATRIX_ONLY"; then return 0; fi
+    n=$((n + 1))
+    local id
+    id=$(printf '%03d' "$n")
+    printf '%s\n' "$1" > "$W/jobs/$id.name"
+    {
+        printf 'set -eu\ncd %q\nmkdir -p %q\ncd %q\n' "$W/jobs" "$id.d" "$id.d"
+        printf 'ROOT=%q M=%q W=%q\n' "$ROOT" "$M" "$W"
+        printf '%s\n' "$2"
+    } > "$W/jobs/$id.sh"
+}
+q() { printf '%q' "$1"; }
+
+# gcc, clang, g++, clang++: the command, and -x c++ for the C++ compilers (the sources are .c)
+cc_cmd() { case $1 in gcc) echo "$GCC" ;; clang) echo "$CLANGC" ;; g++) echo "$GXX" ;; clang++) echo "$CLANGXX" ;; esac; }
+lang_flag() { case $1 in g++|clang++) echo "-x c++" ;; *) echo "" ;; esac; }
+
+# A program: compile SOURCES into ./prog with COMPILER STD OPT DEFS, then run it with the job
+# folder as its argument (a scratch folder for the path-based calls).
+program() {  # program NAME COMPILER STD OPT "DEFS" SOURCES...
+    local name=$1 comp=$2 std=$3 opt=$4 defs=$5
+    shift 5
+    local srcs="" s
+    for s in "$@"; do srcs="$srcs $(q "$M/$s")"; done
+    job "$name" "$(cc_cmd "$comp") -std=$std $opt $WARN -I$(q "$ROOT") $defs $(lang_flag "$comp") $srcs -o prog
+./prog \"\$PWD\""
+}
+
+# ---- A1. the implementation TU in every language mode ----------------------------------------
+for opt in $OPTS; do
+    for comp in gcc clang; do
+        for std in c99 c11; do program "impl $std $comp $opt" $comp $std $opt "" impl_main.c; done
+    done
+    for comp in g++ clang++; do
+        for std in c++11 c++17; do program "impl $std $comp $opt" $comp $std $opt "" impl_main.c; done
+    done
+    # release builds: assert() compiles to nothing, so nothing may exist only for an assertion
+    for comp in gcc clang; do program "impl -DNDEBUG c99 $comp $opt" $comp c99 $opt "-DNDEBUG" impl_main.c; done
+    for comp in g++ clang++; do program "impl -DNDEBUG c++11 $comp $opt" $comp c++11 $opt "-DNDEBUG" impl_main.c; done
+done
+
+# ---- A2. each cut, and all three together, in C99 and C++11 ----------------------------------
+for cut in "-DSTS_NO_MMAP" "-DSTS_NO_STDIO" "-DSTS_NO_SIMD" "-DSTS_NO_MMAP -DSTS_NO_STDIO -DSTS_NO_SIMD"; do
+    for opt in $OPTS; do
+        for comp in gcc clang; do program "cut $cut c99 $comp $opt" $comp c99 $opt "$cut" impl_main.c; done
+        for comp in g++ clang++; do program "cut $cut c++11 $comp $opt" $comp c++11 $opt "$cut" impl_main.c; done
+    done
+done
+
+# ---- A3. linkage: two STS_STATIC TUs, double include, declarations-only TU -------------------
+for opt in $OPTS; do
+    for comp in gcc clang; do
+        program "two STS_STATIC TUs c99 $comp $opt" $comp c99 $opt "" static_a.c static_b.c static_main.c
+        program "include twice with STS_IMPLEMENTATION c99 $comp $opt" $comp c99 $opt "" twice.c
+        program "declarations TU + implementation TU c99 $comp $opt" $comp c99 $opt "" user.c lib.c
+        program "include plain, then with STS_IMPLEMENTATION c99 $comp $opt" $comp c99 $opt "" decl_then_impl.c
+    done
+    for comp in g++ clang++; do
+        program "two STS_STATIC TUs c++11 $comp $opt" $comp c++11 $opt "" static_a.c static_b.c static_main.c
+        program "include twice with STS_IMPLEMENTATION c++11 $comp $opt" $comp c++11 $opt "" twice.c
+        program "include plain, then with STS_IMPLEMENTATION c++11 $comp $opt" $comp c++11 $opt "" decl_then_impl.c
+    done
+    # C++ user of a C-compiled implementation: the declarations' extern "C" block must match.
+    job "C++ declarations TU + C implementation TU g++/gcc $opt" \
+        "$GCC -std=c99 $opt $WARN -I$(q "$ROOT") -c $(q "$M/lib.c") -o lib.o
+$GXX -std=c++11 $opt $WARN -I$(q "$ROOT") -x c++ -c $(q "$M/user.c") -o user.o
+$GXX user.o lib.o -o prog
+./prog \"\$PWD\""
+done
+
+# ---- A4. allocator macros: all three work; any proper subset is an #error -------------------
+for opt in $OPTS; do
+    for comp in gcc clang; do program "STS_MALLOC+STS_REALLOC+STS_FREE c99 $comp $opt" $comp c99 $opt "" alloc_all.c; done
+    for comp in g++ clang++; do program "STS_MALLOC+STS_REALLOC+STS_FREE c++11 $comp $opt" $comp c++11 $opt "" alloc_all.c; done
+done
+for subset in "-DWANT_MALLOC" "-DWANT_REALLOC" "-DWANT_FREE" "-DWANT_MALLOC -DWANT_REALLOC" "-DWANT_REALLOC -DWANT_FREE"; do
+    for comp in gcc g++; do
+        std=c99; [ $comp = g++ ] && std=c++11
+        job "only $subset must fail to compile ($comp)" \
+            "if $(cc_cmd $comp) -std=$std $WARN -I$(q "$ROOT") $subset $(lang_flag $comp) -c $(q "$M/alloc_partial.c") -o x.o 2>err.txt; then
+  echo 'compiled, but the header must refuse a partial set of allocator macros'; exit 1
+fi
+grep -q 'define all of STS_MALLOC, STS_REALLOC and STS_FREE' err.txt || { echo 'failed, but not with the #error:'; cat err.txt; exit 1; }"
+    done
+done
+
+# ---- A5. the header's quick start, extracted verbatim ----------------------------------------
+# The lines between a line ">>quickstart" and a line "<<quickstart" (anchors alone on their line,
+# so a table of contents may mention them), minus their 6-space indentation.
+QS="$W/quickstart.c"
+awk '/^[ \t]*>>quickstart[ \t]*$/ { on = 1; next } /^[ \t]*<<quickstart[ \t]*$/ { on = 0 } on' "$ROOT/safetensors_spark.h" > "$W/qs.raw"
+qs_ok=1
+if [ ! -s "$W/qs.raw" ] || grep -qv '^      \|^ *$' "$W/qs.raw"; then qs_ok=0; fi
+sed 's/^      //' "$W/qs.raw" > "$QS"
+for opt in $OPTS; do
+    for comp in gcc clang g++ clang++; do
+        std=c99; case $comp in g++|clang++) std=c++11 ;; esac
+        if [ $qs_ok = 1 ]; then
+            job "header quick start $std $comp $opt" \
+                "$(cc_cmd $comp) -std=$std $opt $WARN -I$(q "$ROOT") $(lang_flag $comp) $(q "$QS") -o prog
+./prog > out.txt
+cat out.txt
+# names are (pointer, length), not C strings: printing one with %s shows the header's JSON
+if grep -q 'dtype.:' out.txt; then echo 'the output shows raw header JSON: a name printed with %s (not NUL-terminated)'; exit 1; fi"
+        else
+            job "header quick start $std $comp $opt" "echo 'no >>quickstart block, or a line not indented by 6 spaces'; exit 1"
+        fi
+    done
+done
+
+# ---- A6. the README quick start: the first \`\`\`c block after "## Quick start" -------------------
+RQ="$W/readme_quickstart.c"
+awk '/^## Quick start/ { sec = 1; next }
+     sec && !done && /^```c *$/ { on = 1; next }
+     on && /^```/ { on = 0; done = 1 }
+     on' "$ROOT/README.md" > "$RQ"
+# A valid model holding lm_head.weight (the tensor the README looks up), written by the library.
+if [ -s "$RQ" ] && "$GCC" -std=c99 -O0 $WARN -I"$ROOT" "$M/mkmodel.c" -o "$W/mkmodel" 2> "$W/mkmodel.log" &&
+   "$W/mkmodel" "$W/model.safetensors" >> "$W/mkmodel.log" 2>&1; then
+    for opt in $OPTS; do
+        for comp in gcc clang g++ clang++; do
+            std=c99; case $comp in g++|clang++) std=c++11 ;; esac
+            job "README quick start $std $comp $opt" \
+                "$(cc_cmd $comp) -std=$std $opt $WARN -I$(q "$ROOT") $(lang_flag $comp) $(q "$RQ") -o prog
+./prog $(q "$W/model.safetensors") > out.txt
+cat out.txt
+grep -q 'lm_head.weight' out.txt || { echo 'lm_head.weight is not listed'; exit 1; }
+grep -q 'model.embed_tokens.weight' out.txt || { echo 'model.embed_tokens.weight is not listed'; exit 1; }
+if grep -q 'dtype.:' out.txt; then echo 'the output shows raw header JSON: a name printed with %s'; exit 1; fi
+# and its error path: a missing file is reported with a nonzero exit
+if ./prog \"\$PWD/missing.safetensors\" 2>err.txt; then echo 'a missing file was not reported'; exit 1; fi
+test -s err.txt"
+        done
+    done
+else
+    job "README quick start" "echo 'no \`\`\`c block after ## Quick start in README.md, or mkmodel failed:'; cat $(q "$W/mkmodel.log"); exit 1"
+fi
+
+# ---- A7. examples/*.c, as the Makefile builds them ------------------------------------------
+for ex in "$ROOT"/examples/*.c; do
+    [ -e "$ex" ] || continue
+    for opt in $OPTS; do
+        for comp in gcc clang; do
+            job "example $(basename "$ex") c99 $comp $opt" \
+                "$(cc_cmd $comp) -std=c99 $opt -g $WARN -I$(q "$ROOT") $(q "$ex") -o prog"
+        done
+    done
+done
+
+# ---- run ------------------------------------------------------------------------------------
+for c in "$GCC" "$GXX" "$CLANGC" "$CLANGXX"; do
+    command -v "$c" > /dev/null 2>&1 || echo "matrix: compiler $c not found (its configurations will fail)"
+done
+[ "$n" -gt 0 ] || { echo "matrix: no configuration selected"; exit 1; }
+ls "$W"/jobs/*.sh | xargs -P "$JOBS" -n 1 bash -c 'bash "$0" > "${0%.sh}.log" 2>&1; echo $? > "${0%.sh}.rc"'
+
+pass=0 fail=0
+for s in "$W"/jobs/*.sh; do
+    b=${s%.sh}
+    name=$(cat "$b.name")
+    if [ "$(cat "$b.rc" 2>/dev/null)" = 0 ]; then
+        pass=$((pass + 1)); printf 'PASS  %s\n' "$name"
+    else
+        fail=$((fail + 1)); printf 'FAIL  %s\n' "$name"
+        sed 's/^/      | /' "$b.log" | head -n 40
+    fi
+done
+printf 'matrix: %d passed, %d failed, %d configurations in %ds (%s jobs)\n' \
+    "$pass" "$fail" "$n" "$(( $(date +%s) - start ))" "$JOBS"
+[ "$fail" = 0 ]

@@ -1,0 +1,3 @@
+/* The implementation alone (extern linkage), linked with user.c. */
+#define STS_IMPLEMENTATION
+#include "safetensors_spark.h"
