@@ -815,6 +815,15 @@ STS__PRIVATE size_t *sts__msort(size_t *idx, size_t *tmp, size_t n, sts__less_fn
 STS__PRIVATE size_t sts__utf8_check(const uint8_t *s, size_t n) {
     size_t i = 0;
     while (i < n) {
+#ifdef STS__SSE2
+        while (i + 64 <= n) {  /* ASCII runs, 64 bytes a step */
+            __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(s + i)), b = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 16));
+            __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 32)), d = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 48));
+            if (_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(a, b), _mm_or_si128(c, d)))) break;
+            i += 64;
+        }
+        if (i >= n) break;
+#endif
         if (i + 16 <= n) {
             uint64_t a, b;
             memcpy(&a, s + i, 8);
@@ -1525,6 +1534,9 @@ typedef struct sts__parser {
     int strict;
     int meta_seen;
     char field[72];         /* unescaped field keys and dtype values */
+    const uint8_t *last_end;  /* fast path: the previous entry's end offset as text ... */
+    size_t last_end_len;
+    uint64_t last_end_val;    /* ... and its value (writer order: it is the next begin) */
 } sts__parser;
 
 enum { STS__F_DTYPE = 1, STS__F_SHAPE = 2, STS__F_OFFSETS = 4 };
@@ -1622,6 +1634,68 @@ STS__PRIVATE sts_result sts__parse_offsets(sts__parser *ps, uint64_t *begin, uin
     j->depth--;
     return STS_OK;
 }
+/* Up to 19 digits (no overflow possible) followed by `stop`; 0 digits on any other form, which
+   the general path then reports exactly. */
+STS__PRIVATE size_t sts__fast_u64(const uint8_t *p, const uint8_t *end, uint8_t stop, uint64_t *v) {
+    size_t n = 0;
+    uint64_t x = 0;
+    while (p + n < end && n < 20 && p[n] >= '0' && p[n] <= '9') x = x * 10 + (uint64_t)(p[n++] - '0');
+    if (n == 0 || n > 19 || p + n >= end || p[n] != stop || (p[0] == '0' && n > 1)) return 0;
+    *v = x;
+    return n;
+}
+/* The writer's exact entry bytes, {"dtype":"X","shape":[..],"data_offsets":[b,e]}, with a local
+   cursor. Returns 1 and fills the outputs, or 0 having changed nothing (the shape pool is rolled
+   back), in which case the general path parses the same bytes and reports any problem. */
+STS__PRIVATE int sts__parse_entry_fast(sts__parser *ps, sts_dtype *dtype, uint64_t *shape_at, uint32_t *rank, uint64_t *begin, uint64_t *end) {
+    sts__json *j = &ps->j;
+    sts_file *f = ps->f;
+    const uint8_t *p = j->p, *e = j->end, *q;
+    size_t start = f->nshapes, n;
+    uint64_t v;
+    if (j->depth + 2 > j->max_depth || e - p < 48 || memcmp(p, "{\"dtype\":\"", 10) != 0) return 0;
+    p += 10;
+    for (q = p; q < e && q - p < 12 && ((*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') || *q == '_'); q++) {}
+    if (q >= e || *q != '"' || !sts_dtype_from_name((const char *)p, (size_t)(q - p), dtype)) return 0;
+    p = q + 1;
+    if (e - p < 11 || memcmp(p, ",\"shape\":[", 10) != 0) return 0;
+    p += 10;
+    if (*p == ']') p++;
+    else for (;;) {
+        uint8_t stop;
+        if (p >= e) goto undo;
+        for (q = p; q < e && *q >= '0' && *q <= '9'; q++) {}
+        if (q >= e) goto undo;
+        stop = *q == ',' ? ',' : ']';
+        if (!(n = sts__fast_u64(p, e, stop, &v))) goto undo;
+        if (STS__UNLIKELY(f->nshapes == f->shapes_cap) &&
+            !sts__grow(&f->mem, (void **)&f->shapes, &f->shapes_cap, f->nshapes + 1, sizeof *f->shapes)) goto undo;
+        f->shapes[f->nshapes++] = v;
+        p += n + 1;
+        if (stop == ']') break;
+    }
+    if (e - p < 19 || memcmp(p, ",\"data_offsets\":[", 17) != 0) goto undo;
+    p += 17;
+    if (ps->last_end && ps->last_end_len < (size_t)(e - p) && memcmp(p, ps->last_end, ps->last_end_len) == 0 && p[ps->last_end_len] == ',') {
+        *begin = ps->last_end_val;  /* writer order: this begin is the previous end, byte for byte */
+        p += ps->last_end_len + 1;
+    } else {
+        if (!(n = sts__fast_u64(p, e, ',', begin))) goto undo;
+        p += n + 1;
+    }
+    if (!(n = sts__fast_u64(p, e, ']', end))) goto undo;
+    if (e - (p + n) < 2 || p[n + 1] != '}') goto undo;
+    ps->last_end = p;
+    ps->last_end_len = n;
+    ps->last_end_val = *end;
+    j->p = p + n + 2;
+    *shape_at = start;
+    *rank = (uint32_t)(f->nshapes - start);
+    return 1;
+undo:
+    f->nshapes = start;
+    return 0;
+}
 /* One tensor entry, object or positional array; appends it to the file's table. */
 STS__PRIVATE sts_result sts__parse_entry(sts__parser *ps, const char *name, size_t name_len, uint64_t key_off) {
     sts__json *j = &ps->j;
@@ -1634,6 +1708,7 @@ STS__PRIVATE sts_result sts__parse_entry(sts__parser *ps, const char *name, size
     uint32_t rank = 0;
     int have = 0;
     const uint8_t *open = j->p;
+    if (STS__LIKELY(sts__parse_entry_fast(ps, &dtype, &shape_at, &rank, &begin, &end))) goto add;
     if (j->p >= j->end || (*j->p != '{' && *j->p != '['))
         return sts__json_fail(j, STS_RULE_ENTRY_TYPE, j->p, "a tensor entry must be an object, found %s", sts__json_what(j));
     if ((r = sts__json_enter(j)) != STS_OK) return r;
@@ -1696,6 +1771,7 @@ STS__PRIVATE sts_result sts__parse_entry(sts__parser *ps, const char *name, size
                                   !(have & STS__F_DTYPE) ? "\"dtype\"" : !(have & STS__F_SHAPE) ? "\"shape\"" : "\"data_offsets\"");
     }
     j->depth--;
+add:
     if (STS__UNLIKELY(f->count == f->cap) &&
         !sts__grow(&f->mem, (void **)&f->tensors, &f->cap, f->count + 1, sizeof *f->tensors))
         return sts__nomem(j->err, "the tensor table");
@@ -1996,6 +2072,13 @@ STS__PRIVATE sts_result sts__parse_core(sts_file *f, const sts_options *o, sts_e
     ps.f = f;
     ps.strict = strict;
     f->seed = sts__seed_from(f, o ? o->hash_seed : 0);
+    {   /* size the tables from the header length (a writer's entry takes ~100 bytes, ~2 dims) */
+        size_t guess = n / 96 + 16;
+        if (!sts__grow(&f->mem, (void **)&f->tensors, &f->cap, guess, sizeof *f->tensors) ||
+            !sts__grow(&f->mem, (void **)&f->info, &f->info_cap, guess, sizeof *f->info) ||
+            !sts__grow(&f->mem, (void **)&f->shapes, &f->shapes_cap, guess * 2, sizeof *f->shapes))
+            return sts__nomem(err, "the tensor table");
+    }
     if ((r = sts__parse_json(&ps)) != STS_OK) return r;
     if ((r = sts__finish_metadata(f, strict, err)) != STS_OK) return r;
     return sts__finish_tensors(f, strict, err);
