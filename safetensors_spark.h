@@ -590,7 +590,7 @@ STS__PRIVATE void sts__buf_u64(sts__buf *b, uint64_t v) {
 STS__PRIVATE void sts__buf_quote(sts__buf *b, const char *s, size_t n, size_t limit) {
     static const char hex[] = "0123456789abcdef";
     size_t i, shown = n;
-    if (!s) { sts__buf_put(b, "(null)", 6); return; }
+    if (!s) { sts__buf_put(b, n ? "(null)" : "\"\"", n ? 6 : 2); return; }
     if (shown > limit) {  /* cut at a UTF-8 character boundary */
         shown = limit;
         while (shown > 0 && ((unsigned char)s[shown] & 0xC0) == 0x80) shown--;
@@ -628,6 +628,16 @@ STS__PRIVATE void sts__vformat(sts__buf *b, const char *fmt, va_list ap) {
         }
     }
 }
+/* A full buffer may end inside a UTF-8 sequence: cut back to the last complete character. */
+STS__PRIVATE void sts__buf_trim(sts__buf *b) {
+    size_t i, need;
+    if (b->n + 1 < b->cap || b->n == 0) return;
+    i = b->n;
+    while (i > 0 && ((unsigned char)b->p[i - 1] & 0xC0) == 0x80) i--;  /* back over continuation bytes */
+    if (i == 0 || (unsigned char)b->p[i - 1] < 0x80) return;
+    need = (unsigned char)b->p[i - 1] >= 0xF0 ? 4 : (unsigned char)b->p[i - 1] >= 0xE0 ? 3 : 2;
+    if (b->n - (i - 1) < need) { b->n = i - 1; b->p[b->n] = 0; }
+}
 /* Fill *err (when given) and return the code. The message is "<rule id>: <formatted>". */
 STS__PRIVATE sts_result sts__failv(sts_error *err, sts_result code, sts_rule rule, uint64_t offset,
                                    const char *fmt, va_list ap) {
@@ -642,6 +652,7 @@ STS__PRIVATE sts_result sts__failv(sts_error *err, sts_result code, sts_rule rul
         sts__buf_put(&b, id, strlen(id));
         sts__buf_put(&b, ": ", 2);
         sts__vformat(&b, fmt, ap);
+        sts__buf_trim(&b);
     }
     return code;
 }
@@ -887,6 +898,7 @@ STS__PRIVATE sts_result sts__json_fail(sts__json *j, sts_rule rule, const uint8_
         if (j->doc) { sts__buf_put(&b, " in ", 4); sts__buf_put(&b, j->doc, strlen(j->doc)); }
         sts__buf_put(&b, " at byte ", 9);
         sts__buf_u64(&b, sts__json_off(j, at));
+        sts__buf_trim(&b);
     }
     return r;
 }
@@ -2392,7 +2404,7 @@ STS__PRIVATE sts_result sts__atomic_begin(sts__atomic *a, const char *path, cons
         if (a->fd >= 0) return STS_OK;
         if (errno != EEXIST) {
             int e = errno;
-            sts_result r = sts__fail_errno(err, e, "create", a->tmp);
+            sts_result r = sts__fail_errno(err, e, "create a temporary beside", path);
             sts__free(m, a->tmp, a->tmp_size);
             a->tmp = NULL;
             return r;
@@ -2512,6 +2524,7 @@ STS__PRIVATE sts_result sts__fdsink_flush_cb(void *user) { return sts__fdsink_fl
    ============================================================================================== */
 struct sts_stream {
     const sts_sink *sink;
+    sts_result (*flush)(void *user);  /* a gathering sink: pieces go out before the producer reuses its buffer */
     uint64_t left;          /* bytes the producer still owes */
     sts_result failed;
     int sink_failed;
@@ -2522,7 +2535,11 @@ STSDEF sts_result sts_stream_write(sts_stream *s, const void *bytes, size_t len)
     if (s->failed != STS_OK) return s->failed;
     if ((uint64_t)len > s->left) { s->failed = STS_ERR_INVALID_ARGUMENT; return s->failed; }
     if (len == 0) return STS_OK;
-    if ((r = s->sink->write(s->sink->user, bytes, len)) != STS_OK) { s->failed = r; s->sink_failed = 1; return r; }
+    if ((r = s->sink->write(s->sink->user, bytes, len)) != STS_OK || (s->flush && (r = s->flush(s->sink->user)) != STS_OK)) {
+        s->failed = r;
+        s->sink_failed = 1;
+        return r;
+    }
     s->left -= len;
     return STS_OK;
 }
@@ -2775,7 +2792,8 @@ STS__PRIVATE void sts__plan_render(const sts__plan *pl, const sts_tensor_spec *s
 }
 /* Header, then each tensor's bytes in layout order, straight to the sink. A gathering sink
    (the fd sink) is flushed through `flush` before the header buffer is released. */
-STS__PRIVATE sts_result sts__plan_emit_data(const sts__plan *pl, const sts_tensor_spec *specs, const sts_sink *sink, sts_error *err);
+STS__PRIVATE sts_result sts__plan_emit_data(const sts__plan *pl, const sts_tensor_spec *specs, const sts_sink *sink,
+                                            sts_result (*flush)(void *user), sts_error *err);
 STS__PRIVATE sts_result sts__plan_emit(const sts__plan *pl, const sts_tensor_spec *specs, const sts_kv *meta, size_t n_meta,
                                        const sts_sink *sink, sts_result (*flush)(void *user), sts_error *err) {
     size_t hbytes = (size_t)(8 + pl->header_len);
@@ -2785,13 +2803,14 @@ STS__PRIVATE sts_result sts__plan_emit(const sts__plan *pl, const sts_tensor_spe
     sts__plan_render(pl, specs, meta, n_meta, hdr);
     r = sink->write(sink->user, hdr, hbytes);
     if (r != STS_OK) r = sts__fail_code(err, r, STS_RULE_IO, 0, "the sink failed writing the header (%s)", sts_result_name(r));
-    else r = sts__plan_emit_data(pl, specs, sink, err);
+    else r = sts__plan_emit_data(pl, specs, sink, flush, err);
     if (r == STS_OK && flush && (r = flush(sink->user)) != STS_OK)
         r = sts__fail_code(err, r, STS_RULE_IO, STS_OFFSET_UNKNOWN, "the sink failed (%s)", sts_result_name(r));
     sts__free(&pl->mem, hdr, hbytes);
     return r;
 }
-STS__PRIVATE sts_result sts__plan_emit_data(const sts__plan *pl, const sts_tensor_spec *specs, const sts_sink *sink, sts_error *err) {
+STS__PRIVATE sts_result sts__plan_emit_data(const sts__plan *pl, const sts_tensor_spec *specs, const sts_sink *sink,
+                                            sts_result (*flush)(void *user), sts_error *err) {
     size_t i;
     sts_result r;
     uint64_t off = 8 + pl->header_len;
@@ -2809,7 +2828,7 @@ STS__PRIVATE sts_result sts__plan_emit_data(const sts__plan *pl, const sts_tenso
             }
         } else {
             sts_stream st;
-            st.sink = sink; st.left = s->data_size; st.failed = STS_OK; st.sink_failed = 0;
+            st.sink = sink; st.flush = flush; st.left = s->data_size; st.failed = STS_OK; st.sink_failed = 0;
             r = s->produce(s->produce_user, s, &st);
             if (st.sink_failed)
                 return sts__fail_code(err, st.failed, STS_RULE_IO, off, "the sink failed writing tensor %q (%s)", s->name, s->name_len, sts_result_name(st.failed));
