@@ -1,0 +1,39 @@
+# Codecs (layer 7, sts_convert).
+#   test-unit / test-asan / test-valgrind   tests/test_codec.c through the generic rules: every
+#                       instruction-set level against the independent reference tests/codec_ref.h;
+#                       all 2^32 F32 patterns into F16/BF16 at full strength, sampled under
+#                       STS_TEST_LEVEL=quick (the ASan and valgrind runs)
+#   test-codec-nosimd   the same program built with -DSTS_NO_SIMD (scalar code only), full strength
+#   test-codec-numpy    tests/codec_numpy.py: sts_convert through ctypes against numpy's astype
+#   test-codec-cross    (not in make test; needs qemu-user and the Debian cross compilers
+#                       gcc-s390x-linux-gnu, gcc-aarch64-linux-gnu) quick run on big-endian s390x and
+#                       on AArch64, where the NEON kernels are used
+UNIT_SRCS += tests/test_codec.c
+
+$(BUILD)/unit/test_codec $(BUILD)/asan/test_codec $(BUILD)/vg/test_codec: tests/codec_ref.h
+
+$(BUILD)/unit/test_codec_nosimd: tests/test_codec.c tests/codec_ref.h $(HEADER)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c99 $(OPT) $(STS_WARN) -DSTS_NO_SIMD -o $@ $< -lm -lpthread
+
+$(BUILD)/codec/libsts_codec.so: tests/codec_shlib.c $(HEADER)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c99 -O2 -fPIC -shared $(STS_WARN) -o $@ $<
+
+.PHONY: test-codec-nosimd test-codec-numpy test-codec-cross
+test-codec-nosimd: $(BUILD)/unit/test_codec_nosimd
+	./$(BUILD)/unit/test_codec_nosimd
+test-codec-numpy: $(BUILD)/codec/libsts_codec.so
+	$(PYTHON) tests/codec_numpy.py $(BUILD)/codec/libsts_codec.so
+TEST_STEPS += test-codec-nosimd test-codec-numpy
+
+CODEC_CROSS := s390x-linux-gnu:qemu-s390x aarch64-linux-gnu:qemu-aarch64
+test-codec-cross:
+	@set -e; for pair in $(CODEC_CROSS); do \
+	    tc=$${pair%%:*}; qemu=$${pair##*:}; \
+	    if ! command -v $$tc-gcc >/dev/null 2>&1 || ! command -v $$qemu >/dev/null 2>&1; then \
+	        echo "--- $$tc: skipped (apt-get install gcc-$$tc qemu-user)"; continue; fi; \
+	    mkdir -p $(BUILD)/cross; \
+	    $$tc-gcc -std=c99 -O2 $(STS_WARN) -static -o $(BUILD)/cross/test_codec_$$tc tests/test_codec.c -lm -lpthread; \
+	    echo "--- $$tc under $$qemu"; STS_TEST_LEVEL=quick $$qemu ./$(BUILD)/cross/test_codec_$$tc; \
+	done
