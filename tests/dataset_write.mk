@@ -1,0 +1,21 @@
+# Dataset writer (layer 8): options, batch and KV modes, duplicates, the shard roller, the commit
+# protocol, fault injection, threads and processes, and crash safety. The generic rules in the
+# Makefile build and run each program plain, under ASan+UBSan and under valgrind.
+DATASET_WRITE_SRCS := tests/test_dataset_write_options.c tests/test_dataset_write_batch.c \
+                      tests/test_dataset_write_kv.c tests/test_dataset_write_io.c tests/test_dataset_crash.c
+UNIT_SRCS += $(DATASET_WRITE_SRCS)
+
+
+# Python cross-check: tests/dataset_gen.c writes datasets of every mode, tail strategy, dtype and
+# rounding (plus the source rows) into a temporary folder; the crash driver keeps what survived
+# its kills; tests/check_dataset.py validates every manifest and index against format/*.schema.json
+# (jsonschema, draft 2020-12) and reads every shard with numpy alone, comparing values with the
+# source rows. The crash driver's own verdict belongs to test-unit/asan/valgrind; here it only
+# supplies the post-crash documents (the checker fails when there are none).
+.PHONY: test-dataset-py
+test-dataset-py: $(BUILD)/unit/dataset_gen $(BUILD)/unit/test_dataset_crash
+	@set -e; d=$$(mktemp -d /tmp/dsw-py.XXXXXX); trap 'rm -rf "$$d"' EXIT INT TERM; \
+	./$(BUILD)/unit/dataset_gen "$$d/gen"; \
+	STS_TEST_LEVEL=quick STS_CRASH_KEEP="$$d/crash" ./$(BUILD)/unit/test_dataset_crash >/dev/null 2>&1 || true; \
+	$(PYTHON) tests/check_dataset.py "$$d/gen" "$$d/crash"
+TEST_STEPS += test-dataset-py

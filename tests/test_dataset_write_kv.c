@@ -1,0 +1,1002 @@
+/* test_dataset_write_kv.c - layer 8, KV mode (name_col): each row's tensors are named
+   key + kv_separator + column; shards roll over on their real size; duplicates are caught across
+   the task and across tasks.
+   - golden layouts (with and without the index, fail and lastWin): every shard byte for byte the
+     reference writer's output for the rows it holds (the row -> shard map is read from the writer,
+     which the tests see), names, manifest (samples, schema with -1 where rows differ), index,
+     commit messages;
+   - duplicates: fail within a task (error names the key, later rows accepted, nothing changed by
+     the rejected row), across shards of a task, across tasks at dataset commit (error names the key
+     and both shards, every shard of the job removed, nothing published); lastWin in the same
+     shard, across shards, across tasks (the later path, i.e. the higher task id, wins; task ids
+     past 5 digits; shard numbers past 4 digits);
+   - keys: invalid ones refused (NUL, not UTF-8), a key making "__metadata__";
+   - the roller with a small target set on the writer (white box: w->c.target): shards within the
+     target unless a single row is larger, never rolled while the next row would have fitted,
+     rows never split, memory bounded; one run at the real minimum of 50 MB with ~120 MB of data
+     (skipped under STS_TEST_LEVEL=quick). */
+#define _POSIX_C_SOURCE 200809L
+#define STS_IMPLEMENTATION
+#include "../safetensors_spark.h"
+#include "dataset_util.h"
+
+static const sts_column KV[3] = {
+    { "id", STS_VALUE_STRING, STS_DTYPE_U8 },
+    { "img", STS_VALUE_TENSOR, STS_DTYPE_U8 },
+    { "emb", STS_VALUE_ARRAY, STS_DTYPE_F32 },
+};
+
+/* ---- a recorded row: its key, where the writer put it, the tensors it makes ---- */
+typedef struct krow { char key[64]; uint32_t task, shard; du_tl t; int rejected; } krow;
+typedef struct krows { krow *r; size_t n, cap; } krows;
+
+typedef struct kcell {       /* what a row holds */
+    const char *key;
+    size_t key_len;          /* (size_t)-1: strlen */
+    sts_dtype img_dtype;
+    uint32_t img_rank;
+    uint64_t img_shape[4];
+    const void *img;         /* NULL: a pattern from seed */
+    size_t emb_n;
+    uint32_t seed;
+} kcell;
+
+static krow *krows_add(krows *rs) {
+    if (rs->n == rs->cap) { rs->cap = rs->cap ? 2 * rs->cap : 64; rs->r = (krow *)realloc(rs->r, rs->cap * sizeof *rs->r); assert_non_null(rs->r); }
+    memset(&rs->r[rs->n], 0, sizeof rs->r[rs->n]);
+    return &rs->r[rs->n++];
+}
+static void krows_free(krows *rs) {
+    size_t i;
+    for (i = 0; i < rs->n; i++) du_tl_free(&rs->r[i].t);
+    free(rs->r);
+    memset(rs, 0, sizeof *rs);
+}
+
+/* Writes one row; records it (tensors and shard) when accepted. Returns the result. */
+static sts_result kv_put(sts_task_writer *w, uint32_t task, const kcell *k, krows *rs, sts_error *e) {
+    sts_value v[3];
+    uint64_t numel = 1, bytes;
+    uint32_t d;
+    uint8_t *img;
+    float *emb;
+    size_t i, kl = k->key_len == (size_t)-1 ? strlen(k->key) : k->key_len;
+    sts_result r;
+    for (d = 0; d < k->img_rank; d++) numel *= k->img_shape[d];
+    bytes = numel * sts_dtype_bits(k->img_dtype) / 8;
+    img = (uint8_t *)malloc(bytes ? (size_t)bytes : 1);
+    emb = (float *)malloc((k->emb_n ? k->emb_n : 1) * sizeof *emb);
+    assert_true(img && emb);
+    if (k->img) memcpy(img, k->img, (size_t)bytes);
+    else for (i = 0; i < bytes; i++) img[i] = (uint8_t)(i * 7 + k->seed * 13 + 1);
+    for (i = 0; i < k->emb_n; i++) emb[i] = (float)k->seed + (float)i / 3.0f;
+    memset(v, 0, sizeof v);
+    v[0].data = k->key; v[0].size = kl;
+    v[1].data = img; v[1].size = bytes; v[1].dtype = k->img_dtype; v[1].rank = k->img_rank; v[1].shape = k->img_shape;
+    v[2].data = emb; v[2].size = k->emb_n;
+    r = sts_task_write(w, v, e);
+    if (r == STS_OK && rs) {
+        krow *x = krows_add(rs);
+        char name[256];
+        uint8_t *enc = (uint8_t *)malloc(k->emb_n * 8 + 1);
+        uint64_t en = k->emb_n;
+        size_t sl = strlen(w->c.sep);
+        assert_non_null(enc);
+        assert_true(kl < sizeof x->key);
+        memcpy(x->key, k->key, kl);
+        x->task = task;
+        x->shard = (uint32_t)w->nshards;  /* white box: the open shard's number */
+        memcpy(name, k->key, kl); memcpy(name + kl, w->c.sep, sl); memcpy(name + kl + sl, "img", 3);
+        du_tl_put(&x->t, name, kl + sl + 3, k->img_dtype, k->img_rank, k->img_shape, img, bytes, 0);
+        assert_int_equal(sts_convert(enc, w->c.dtype, emb, STS_DTYPE_F32, k->emb_n, w->c.rounding), STS_OK);
+        memcpy(name + kl + sl, "emb", 3);
+        du_tl_put(&x->t, name, kl + sl + 3, w->c.dtype, 1, &en, enc, k->emb_n * sts_dtype_bits(w->c.dtype) / 8, 0);
+        free(enc);
+    }
+    free(img);
+    free(emb);
+    return r;
+}
+/* The expected tensors of (task, shard): its rows in order, a later row replacing an earlier one. */
+static void expect_shard(const krows *rs, uint32_t task, uint32_t shard, du_tl *tl, uint64_t *rows) {
+    size_t i, j;
+    *rows = 0;
+    for (i = 0; i < rs->n; i++) {
+        const krow *x = &rs->r[i];
+        int fresh = 1;
+        if (x->task != task || x->shard != shard) continue;
+        for (j = 0; j < x->t.n; j++) {
+            const du_t *t = &x->t.t[j];
+            if (du_tl_find(tl, t->name, t->name_len)) fresh = 0;
+            du_tl_put(tl, t->name, t->name_len, t->dtype, t->rank, t->shape, t->data, t->size, 1);
+        }
+        *rows += (uint64_t)fresh;
+    }
+}
+/* Every shard of the folder equals the reference layout of its rows; returns the count. Notes
+   collect the differences. */
+static size_t check_shards(const char *label, const char *dir, const krows *rs, du_sb *notes) {
+    du_names names = du_list_shards(dir);
+    size_t i;
+    for (i = 0; i < names.n; i++) {
+        uint32_t t, s;
+        du_tl tl = { 0, 0, 0 };
+        uint64_t rows;
+        char p[256];
+        assert_true(du_shard_name(names.v[i], &t, &s, NULL));
+        expect_shard(rs, t, s, &tl, &rows);
+        if (!tl.n) fail_msg("%s: %s holds no recorded row", label, names.v[i]);
+        du_join(p, sizeof p, dir, names.v[i]);
+        du_expect_file_note(notes, label, p, &tl);
+        du_tl_free(&tl);
+    }
+    i = names.n;
+    du_names_free(&names);
+    return i;
+}
+static void kv_config(sts_write_config *c) {
+    memset(c, 0, sizeof *c);
+    c->name_col = "id";
+    c->has_dtype = 1;
+    c->dtype = STS_DTYPE_BF16;
+    c->rounding = STS_ROUND_NEAREST_EVEN;
+    c->no_fsync = 1;
+}
+static kcell cell(const char *key, uint32_t seed, uint64_t d0, uint64_t d1, size_t emb_n) {
+    kcell k;
+    memset(&k, 0, sizeof k);
+    k.key = key; k.key_len = (size_t)-1; k.img_dtype = STS_DTYPE_U8; k.img_rank = 2; k.img_shape[0] = d0; k.img_shape[1] = d1;
+    k.emb_n = emb_n; k.seed = seed;
+    return k;
+}
+
+/* ================================================================================================
+   golden layouts */
+static void golden(int index, int last_win) {
+    static const uint32_t tasks[2] = { 0, 3 };
+    char root[64], label[64], p[256];
+    sts_write_config c;
+    sts_error e;
+    du_msgs m;
+    krows rs = { 0, 0, 0 };
+    du_ds ds;
+    du_sb notes = { 0, 0, 0 };
+    sts_dataset_summary sum;
+    size_t t, nfiles;
+    char uuid[2][40];
+    uint64_t rows_total = 0;
+    snprintf(label, sizeof label, "kv golden index=%d lastWin=%d", index, last_win);
+    memset(&m, 0, sizeof m);
+    du_tmpdir(root, sizeof root);
+    kv_config(&c);
+    c.generate_index = index;
+    c.duplicates = last_win ? STS_DUPLICATES_LAST_WIN : STS_DUPLICATES_FAIL;
+    c.kv_separator = index ? "::" : NULL;
+    DU_OK(label, sts_dataset_prepare(root, &c, KV, 3, NULL, &e), e);
+    for (t = 0; t < 2; t++) {
+        sts_task_writer *w;
+        int i;
+        DU_OK(label, sts_task_open(root, tasks[t], &c, KV, 3, NULL, &w, &e), e);
+        w->c.target = 900;  /* white box: several shards */
+        for (i = 0; i < 12; i++) {
+            char key[32];
+            kcell k;
+            /* lastWin: keys repeat within the task and across the tasks */
+            if (last_win) snprintf(key, sizeof key, "s%02d", i % 7);
+            else snprintf(key, sizeof key, "t%u-%02d", tasks[t], i);
+            k = cell(key, tasks[t] * 100 + (uint32_t)i, 2, 3 + (uint64_t)(i % 2), 8);  /* img [2,3] or [2,4] */
+            DU_OK(label, kv_put(w, tasks[t], &k, &rs, &e), e);
+        }
+        DU_OK(label, sts_task_commit(w, &m.m[m.n], &m.len[m.n], &e), e);
+        {
+            du_json j;
+            uint64_t v;
+            char buf[32];
+            assert_true(du_json_text(&j, m.m[m.n], m.len[m.n]));
+            assert_true(du_jstr(&j, du_jget(&j, 0, "mode"), buf, sizeof buf));
+            assert_string_equal(buf, "kv");
+            assert_true(du_ju64(&j, du_jget(&j, 0, "rows"), &v) && v == 12);
+            assert_true(du_jstr(&j, du_jget(&j, 0, "kv_separator"), buf, sizeof buf));
+            assert_string_equal(buf, index ? "::" : "__");
+            assert_true(du_jcount(&j, du_jget(&j, 0, "shards")) == w->nshards);
+            du_json_free(&j);
+        }
+        m.n++;
+        sts_task_close(w);
+    }
+    DU_OK(label, du_commit_all(root, &c, &m, NULL, &sum, &e), e);
+    nfiles = check_shards(label, root, &rs, &notes);
+    du_check_dataset(label, root, &ds);
+    assert_int_equal(ds.nshards, nfiles);
+    assert_true(nfiles >= 4);
+    assert_int_equal(ds.kv, 1);
+    assert_int_equal(ds.batch_size, 0);
+    assert_int_equal(ds.index, index);
+    assert_int_equal(ds.dup_last_win, last_win);
+    assert_string_equal(ds.sep, index ? "::" : "__");
+    /* names: task numbers, uuid per task */
+    {
+        size_t i;
+        uuid[0][0] = uuid[1][0] = 0;
+        for (i = 0; i < ds.nshards; i++) {
+            uint32_t tk, s;
+            char u[40];
+            size_t ti;
+            assert_true(du_shard_name(ds.shards[i].name, &tk, &s, u));
+            ti = tk == tasks[0] ? 0 : 1;
+            assert_true(tk == tasks[ti]);
+            if (!uuid[ti][0]) strcpy(uuid[ti], u);
+            else assert_string_equal(uuid[ti], u);
+            /* samples_count: the distinct keys of its rows */
+            {
+                du_tl tl = { 0, 0, 0 };
+                uint64_t rows;
+                expect_shard(&rs, tk, s, &tl, &rows);
+                if (ds.shards[i].samples != rows) fail_msg("%s: %s samples_count %llu, expected %llu", label, ds.shards[i].name,
+                                                           (unsigned long long)ds.shards[i].samples, (unsigned long long)rows);
+                rows_total += rows;
+                du_tl_free(&tl);
+            }
+        }
+        assert_true(strcmp(uuid[0], uuid[1]) != 0);
+    }
+    assert_int_equal(ds.total_samples, rows_total);
+    assert_int_equal(sum.samples, rows_total);
+    assert_int_equal(sum.shards, nfiles);
+    /* schema: img U8 [2,-1] (widths 3 and 4), emb BF16 [8] */
+    {
+        char dt[16];
+        int64_t dims[4];
+        assert_int_equal(du_schema_col(&ds, "img", dt, sizeof dt, dims, 4), 2);
+        assert_string_equal(dt, "U8");
+        assert_true(dims[0] == 2 && dims[1] == -1);
+        assert_int_equal(du_schema_col(&ds, "emb", dt, sizeof dt, dims, 4), 1);
+        assert_string_equal(dt, "BF16");
+        assert_true(dims[0] == 8);
+    }
+    /* the index points every key at its winner: the last row with it, the later task winning */
+    if (index) {
+        size_t i;
+        for (i = 0; i < rs.n; i++) {
+            const krow *x = &rs.r[i], *win = x;
+            size_t j;
+            char file[128];
+            const char *want;
+            du_names names = du_list_shards(root);
+            for (j = 0; j < rs.n; j++)
+                if (strcmp(rs.r[j].key, x->key) == 0 && (rs.r[j].task > win->task || (rs.r[j].task == win->task && j > (size_t)(win - rs.r))))
+                    win = &rs.r[j];
+            want = du_find_shard(&names, win->task, win->shard);
+            for (j = 0; j < x->t.n; j++) {
+                if (!du_index_file(&ds, x->t.t[j].name, file, sizeof file)) fail_msg("%s: %s is not indexed", label, x->t.t[j].name);
+                if (strcmp(file, want) != 0) fail_msg("%s: the index maps %s to %s, the winner is in %s", label, x->t.t[j].name, file, want);
+            }
+            du_names_free(&names);
+        }
+    } else {
+        du_join(p, sizeof p, root, "_tensor_index.json");
+        assert_false(du_exists(p));
+    }
+    du_ds_free(&ds);
+    krows_free(&rs);
+    du_msgs_free(&m);
+    du_rmtree(root);
+    du_notes_done(&notes, label);
+}
+static void test_golden_plain(void **state) { (void)state; golden(0, 0); }
+static void test_golden_index(void **state) { (void)state; golden(1, 0); }
+static void test_golden_last_win(void **state) { (void)state; golden(1, 1); }
+
+/* ================================================================================================
+   the schema of KV columns: -1 where rows differ, within a task and across tasks */
+static void test_schema_varying(void **state) {
+    char root[64];
+    sts_write_config c;
+    sts_error e;
+    du_msgs m;
+    du_ds ds;
+    char dt[16];
+    int64_t dims[4];
+    int t;
+    (void)state;
+    memset(&m, 0, sizeof m);
+    du_tmpdir(root, sizeof root);
+    kv_config(&c);
+    for (t = 0; t < 2; t++) {
+        sts_task_writer *w;
+        kcell k;
+        char key[16];
+        DU_OK("open", sts_task_open(root, (uint32_t)t, &c, KV, 3, NULL, &w, &e), e);
+        /* task 0: img [4,5] then [4,6] (dim 1 varies), emb 8 then 8; task 1: img [4,5], emb 3 */
+        snprintf(key, sizeof key, "a%d", t);
+        k = cell(key, 1, 4, 5, t ? 3 : 8);
+        DU_OK("row", kv_put(w, (uint32_t)t, &k, NULL, &e), e);
+        if (!t) {
+            k = cell("b", 2, 4, 6, 8);
+            DU_OK("row", kv_put(w, 0, &k, NULL, &e), e);
+        }
+        DU_OK("commit", sts_task_commit(w, &m.m[m.n], &m.len[m.n], &e), e);
+        m.n++;
+        sts_task_close(w);
+    }
+    DU_OK("commit", du_commit_all(root, &c, &m, NULL, NULL, &e), e);
+    du_check_dataset("varying", root, &ds);
+    assert_int_equal(du_schema_col(&ds, "img", dt, sizeof dt, dims, 4), 2);
+    if (!(dims[0] == 4 && dims[1] == -1)) fail_msg("img schema [%lld, %lld], expected [4, -1]", (long long)dims[0], (long long)dims[1]);
+    assert_int_equal(du_schema_col(&ds, "emb", dt, sizeof dt, dims, 4), 1);
+    if (dims[0] != -1) fail_msg("emb schema [%lld], expected [-1] (8 and 3 elements)", (long long)dims[0]);
+    du_ds_free(&ds);
+    du_msgs_free(&m);
+    du_rmtree(root);
+}
+
+/* ================================================================================================
+   duplicates, duplicatesStrategy=fail */
+static void test_dup_fail_in_task(void **state) {
+    char root[64];
+    sts_write_config c;
+    sts_error e;
+    sts_task_writer *w;
+    krows rs = { 0, 0, 0 };
+    char *msg;
+    size_t len;
+    du_sb notes = { 0, 0, 0 };
+    kcell k;
+    (void)state;
+    du_tmpdir(root, sizeof root);
+    kv_config(&c);
+    DU_OK("open", sts_task_open(root, 0, &c, KV, 3, NULL, &w, &e), e);
+    w->c.target = 700;
+    k = cell("alpha", 1, 2, 3, 4); DU_OK("alpha", kv_put(w, 0, &k, &rs, &e), e);
+    k = cell("beta", 2, 2, 3, 4); DU_OK("beta", kv_put(w, 0, &k, &rs, &e), e);
+    /* the same shard */
+    k = cell("alpha", 3, 2, 3, 4);
+    du_err_check("alpha again", kv_put(w, 0, &k, &rs, &e), &e, STS_ERR_DUPLICATE_KEY, STS_RULE_DUPLICATE_KEY, "\"alpha\"", "alpha__img", "fail", (const char *)NULL);
+    /* later rows are accepted; a row with a different shape is fine in KV mode */
+    k = cell("gamma", 4, 5, 5, 4); DU_OK("gamma", kv_put(w, 0, &k, &rs, &e), e);
+    k = cell("delta", 5, 2, 3, 4); DU_OK("delta", kv_put(w, 0, &k, &rs, &e), e);
+    k = cell("eps", 6, 2, 3, 4); DU_OK("eps", kv_put(w, 0, &k, &rs, &e), e);
+    assert_true(w->nshards >= 1);  /* alpha's shard has been rolled out */
+    /* a duplicate of a key in an earlier shard of the task */
+    k = cell("alpha", 7, 2, 3, 4);
+    du_err_check("alpha in an earlier shard", kv_put(w, 0, &k, &rs, &e), &e, STS_ERR_DUPLICATE_KEY, STS_RULE_DUPLICATE_KEY, "\"alpha\"", (const char *)NULL);
+    k = cell("beta", 8, 9, 9, 40);
+    du_err_check("beta (another shape)", kv_put(w, 0, &k, &rs, &e), &e, STS_ERR_DUPLICATE_KEY, STS_RULE_DUPLICATE_KEY, "\"beta\"", (const char *)NULL);
+    k = cell("zeta", 9, 2, 3, 4); DU_OK("zeta", kv_put(w, 0, &k, &rs, &e), e);
+    DU_OK("commit", sts_task_commit(w, &msg, &len, &e), e);
+    {
+        du_json j;
+        uint64_t v;
+        assert_true(du_json_text(&j, msg, len));
+        assert_true(du_ju64(&j, du_jget(&j, 0, "rows"), &v));
+        if (v != 6) fail_msg("the message counts %llu rows; 6 were accepted", (unsigned long long)v);
+        du_json_free(&j);
+    }
+    sts_task_close(w);
+    check_shards("dup fail", root, &rs, &notes);  /* the rejected rows left no trace */
+    sts_free(NULL, msg, len + 1);
+    krows_free(&rs);
+    du_rmtree(root);
+    du_notes_done(&notes, "dup fail in task");
+}
+/* Keys and columns that concatenate to the same tensor name collide too. */
+static void test_dup_fail_ambiguous_names(void **state) {
+    static const sts_column schema[3] = { { "id", STS_VALUE_STRING, STS_DTYPE_U8 }, { "c", STS_VALUE_ARRAY, STS_DTYPE_U8 },
+                                          { "b__c", STS_VALUE_ARRAY, STS_DTYPE_U8 } };
+    char root[64];
+    sts_write_config c;
+    sts_error e;
+    sts_task_writer *w;
+    sts_value v[3];
+    uint8_t x = 1;
+    (void)state;
+    du_tmpdir(root, sizeof root);
+    memset(&c, 0, sizeof c);
+    c.name_col = "id"; c.has_dtype = 1; c.dtype = STS_DTYPE_U8; c.no_fsync = 1;
+    DU_OK("open", sts_task_open(root, 0, &c, schema, 3, NULL, &w, &e), e);
+    memset(v, 0, sizeof v);
+    v[1].data = &x; v[1].size = 1;
+    v[2].data = &x; v[2].size = 1;
+    v[0].data = "a"; v[0].size = 1;        /* a__c, a__b__c */
+    DU_OK("a", sts_task_write(w, v, &e), e);
+    v[0].data = "a__b"; v[0].size = 4;     /* a__b__c collides */
+    du_err_check("a__b", sts_task_write(w, v, &e), &e, STS_ERR_DUPLICATE_KEY, STS_RULE_DUPLICATE_KEY, "a__b__c", (const char *)NULL);
+    sts_task_close(w);
+    du_rmtree(root);
+}
+
+/* Across tasks: the dataset commit names the key and both shards, removes every shard of the
+   job and publishes nothing. */
+static void test_dup_fail_across_tasks(void **state) {
+    char root[64];
+    sts_write_config c;
+    sts_error e;
+    du_msgs m;
+    du_snap before, after;
+    int t;
+    char shard_of[2][128];
+    (void)state;
+    memset(&m, 0, sizeof m);
+    du_tmpdir(root, sizeof root);
+    kv_config(&c);
+    c.generate_index = 1;
+    DU_OK("prepare", sts_dataset_prepare(root, &c, KV, 3, NULL, &e), e);
+    before = du_snapshot(root, 0);
+    for (t = 0; t < 2; t++) {
+        sts_task_writer *w;
+        kcell k;
+        char key[16];
+        int i;
+        DU_OK("open", sts_task_open(root, (uint32_t)t, &c, KV, 3, NULL, &w, &e), e);
+        w->c.target = 500;
+        for (i = 0; i < 4; i++) {
+            snprintf(key, sizeof key, "u%d-%d", t, i);
+            k = cell(i == 2 ? "x" : key, (uint32_t)i, 2, 2, 2);
+            DU_OK("row", kv_put(w, (uint32_t)t, &k, NULL, &e), e);
+            if (i == 2) {  /* the shard "x" went to */
+                snprintf(shard_of[t], sizeof shard_of[t], "part-%05d-%04u-", t, (unsigned)w->nshards);
+            }
+        }
+        DU_OK("commit", sts_task_commit(w, &m.m[m.n], &m.len[m.n], &e), e);
+        m.n++;
+        sts_task_close(w);
+    }
+    {
+        du_names n = du_list_shards(root);
+        assert_true(n.n >= 4);
+        du_names_free(&n);
+    }
+    du_err_check("x in two tasks", du_commit_all(root, &c, &m, NULL, NULL, &e), &e, STS_ERR_DUPLICATE_KEY, STS_RULE_DUPLICATE_KEY,
+                 "x__", shard_of[0], shard_of[1], (const char *)NULL);
+    after = du_snapshot(root, 0);
+    du_snap_equal(&before, &after, "a failed dataset commit");
+    du_snap_free(&before);
+    du_snap_free(&after);
+    du_msgs_free(&m);
+    du_rmtree(root);
+}
+
+/* ================================================================================================
+   duplicatesStrategy=lastWin */
+static void test_last_win(void **state) {
+    char root[64], file[128];
+    sts_write_config c;
+    sts_error e;
+    du_msgs m;
+    krows rs = { 0, 0, 0 };
+    du_ds ds;
+    du_names names;
+    du_sb notes = { 0, 0, 0 };
+    sts_task_writer *w;
+    kcell k;
+    uint32_t t5_shard;
+    (void)state;
+    memset(&m, 0, sizeof m);
+    du_tmpdir(root, sizeof root);
+    kv_config(&c);
+    c.duplicates = STS_DUPLICATES_LAST_WIN;
+    c.generate_index = 1;
+    /* task 2: "same" twice in one shard, "early" in shard 0 and again in a later shard */
+    DU_OK("open", sts_task_open(root, 2, &c, KV, 3, NULL, &w, &e), e);
+    w->c.target = 800;
+    k = cell("early", 1, 2, 2, 2); DU_OK("early", kv_put(w, 2, &k, &rs, &e), e);
+    k = cell("same", 2, 2, 2, 2); DU_OK("same", kv_put(w, 2, &k, &rs, &e), e);
+    k = cell("same", 3, 3, 3, 5); DU_OK("same again", kv_put(w, 2, &k, &rs, &e), e);   /* another shape too */
+    assert_int_equal(w->nshards, 0);
+    k = cell("f1", 4, 8, 8, 2); DU_OK("f1", kv_put(w, 2, &k, &rs, &e), e);
+    k = cell("f2", 5, 8, 8, 2); DU_OK("f2", kv_put(w, 2, &k, &rs, &e), e);
+    k = cell("f3", 6, 8, 8, 2); DU_OK("f3", kv_put(w, 2, &k, &rs, &e), e);
+    assert_true(w->nshards >= 1);
+    k = cell("early", 7, 1, 1, 1); DU_OK("early again", kv_put(w, 2, &k, &rs, &e), e);
+    k = cell("both", 8, 2, 2, 2); DU_OK("both", kv_put(w, 2, &k, &rs, &e), e);
+    DU_OK("commit", sts_task_commit(w, &m.m[m.n], &m.len[m.n], &e), e);
+    m.n++;
+    sts_task_close(w);
+    /* task 5: "both" again (the later task wins); task 1: "both" too (loses to 2 and 5) */
+    DU_OK("open", sts_task_open(root, 5, &c, KV, 3, NULL, &w, &e), e);
+    k = cell("both", 9, 2, 2, 2); DU_OK("both 5", kv_put(w, 5, &k, &rs, &e), e);
+    t5_shard = (uint32_t)w->nshards;
+    DU_OK("commit", sts_task_commit(w, &m.m[m.n], &m.len[m.n], &e), e);
+    m.n++;
+    sts_task_close(w);
+    DU_OK("open", sts_task_open(root, 1, &c, KV, 3, NULL, &w, &e), e);
+    k = cell("both", 10, 2, 2, 2); DU_OK("both 1", kv_put(w, 1, &k, &rs, &e), e);
+    DU_OK("commit", sts_task_commit(w, &m.m[m.n], &m.len[m.n], &e), e);
+    m.n++;
+    sts_task_close(w);
+    /* messages in any order */
+    {
+        char *tm = m.m[0]; size_t tl = m.len[0];
+        m.m[0] = m.m[1]; m.len[0] = m.len[1];
+        m.m[1] = tm; m.len[1] = tl;
+    }
+    DU_OK("dataset commit", du_commit_all(root, &c, &m, NULL, NULL, &e), e);
+    check_shards("lastWin", root, &rs, &notes);
+    du_check_dataset("lastWin", root, &ds);
+    names = du_list_shards(root);
+    /* "same": the second row, in shard 0 of task 2 */
+    assert_true(du_index_file(&ds, "same__img", file, sizeof file));
+    assert_string_equal(file, du_find_shard(&names, 2, 0));
+    {
+        char p[256];
+        sts_file *f;
+        const sts_tensor *x;
+        du_join(p, sizeof p, root, file);
+        DU_OK("open", sts_open(p, NULL, &f, &e), e);
+        x = sts_find(f, "same__img", 9);
+        assert_non_null(x);
+        assert_true(x->rank == 2 && x->shape[0] == 3 && x->shape[1] == 3);
+        assert_int_equal(((const uint8_t *)sts_data(f, x))[0], (uint8_t)(3 * 13 + 1));  /* seed 3 */
+        sts_close(f);
+    }
+    /* "early": the later shard of task 2 */
+    {
+        const krow *last = NULL;
+        size_t i;
+        for (i = 0; i < rs.n; i++) if (strcmp(rs.r[i].key, "early") == 0) last = &rs.r[i];
+        assert_true(du_index_file(&ds, "early__emb", file, sizeof file));
+        assert_true(last->shard >= 1);
+        assert_string_equal(file, du_find_shard(&names, 2, last->shard));
+    }
+    /* "both": task 5 */
+    assert_true(du_index_file(&ds, "both__img", file, sizeof file));
+    assert_string_equal(file, du_find_shard(&names, 5, t5_shard));
+    assert_true(du_index_file(&ds, "both__emb", file, sizeof file));
+    assert_string_equal(file, du_find_shard(&names, 5, t5_shard));
+    /* every key indexed once: early, same, f1, f2, f3, both: 12 tensors */
+    assert_int_equal(ds.tensors, 12);
+    du_names_free(&names);
+    du_ds_free(&ds);
+    krows_free(&rs);
+    du_msgs_free(&m);
+    du_rmtree(root);
+    du_notes_done(&notes, "lastWin");
+}
+/* The later task wins whatever the width of the task number: 99999 < 100000. */
+static void test_last_win_wide_task_ids(void **state) {
+    static const uint32_t ids[3] = { 99999, 100000, 9 };
+    char root[64], file[128];
+    sts_write_config c;
+    sts_error e;
+    du_msgs m;
+    du_ds ds;
+    du_names names;
+    int t, wrong;
+    (void)state;
+    memset(&m, 0, sizeof m);
+    du_tmpdir(root, sizeof root);
+    kv_config(&c);
+    c.duplicates = STS_DUPLICATES_LAST_WIN;
+    c.generate_index = 1;
+    for (t = 0; t < 3; t++) {
+        sts_task_writer *w;
+        kcell k = cell("k", (uint32_t)t, 1, 1, 1);
+        DU_OK("open", sts_task_open(root, ids[t], &c, KV, 3, NULL, &w, &e), e);
+        DU_OK("row", kv_put(w, ids[t], &k, NULL, &e), e);
+        DU_OK("commit", sts_task_commit(w, &m.m[m.n], &m.len[m.n], &e), e);
+        m.n++;
+        sts_task_close(w);
+    }
+    DU_OK("dataset commit", du_commit_all(root, &c, &m, NULL, NULL, &e), e);
+    du_check_dataset("wide ids", root, &ds);
+    names = du_list_shards(root);
+    assert_non_null(du_find_shard(&names, 100000, 0));
+    assert_true(du_index_file(&ds, "k__img", file, sizeof file));
+    wrong = strcmp(file, du_find_shard(&names, 100000, 0)) != 0;
+    du_names_free(&names);
+    du_ds_free(&ds);
+    du_msgs_free(&m);
+    du_rmtree(root);
+    if (wrong) fail_msg("lastWin across tasks 9, 99999 and 100000: the index points at %s, expected task 100000's shard", file);
+}
+/* The later shard of a task wins whatever the width of the shard number: 9999 < 10000.
+   10001 one-row shards (full level only). */
+static void test_last_win_wide_shard_numbers(void **state) {
+    char root[64], file[128];
+    sts_write_config c;
+    sts_error e;
+    du_msgs m;
+    du_ds ds;
+    du_names names;
+    sts_task_writer *w;
+    int i;
+    (void)state;
+    if (du_quick()) { skip(); return; }
+    memset(&m, 0, sizeof m);
+    du_tmpdir(root, sizeof root);
+    kv_config(&c);
+    c.duplicates = STS_DUPLICATES_LAST_WIN;
+    c.generate_index = 1;
+    DU_OK("open", sts_task_open(root, 0, &c, KV, 3, NULL, &w, &e), e);
+    w->c.target = 1;  /* white box: every row its own shard */
+    for (i = 0; i <= 10000; i++) {
+        char key[16];
+        kcell k;
+        snprintf(key, sizeof key, "r%d", i);
+        k = cell(i == 9999 || i == 10000 ? "dup" : key, (uint32_t)i, 1, 1, 1);
+        DU_OK("row", kv_put(w, 0, &k, NULL, &e), e);
+    }
+    DU_OK("commit", sts_task_commit(w, &m.m[m.n], &m.len[m.n], &e), e);
+    m.n++;
+    sts_task_close(w);
+    DU_OK("dataset commit", du_commit_all(root, &c, &m, NULL, NULL, &e), e);
+    du_check_dataset("wide shard numbers", root, &ds);
+    names = du_list_shards(root);
+    assert_int_equal(names.n, 10001);
+    assert_true(du_index_file(&ds, "dup__img", file, sizeof file));
+    i = strcmp(file, du_find_shard(&names, 0, 10000)) != 0;
+    du_names_free(&names);
+    du_ds_free(&ds);
+    du_msgs_free(&m);
+    du_rmtree(root);
+    if (i) fail_msg("lastWin across shards 9999 and 10000 of one task: the index points at %s, expected shard 10000", file);
+}
+
+/* ================================================================================================
+   keys */
+static void test_keys(void **state) {
+    static const sts_column schema[2] = { { "id", STS_VALUE_STRING, STS_DTYPE_U8 }, { "metadata__", STS_VALUE_ARRAY, STS_DTYPE_U8 } };
+    char root[64];
+    sts_write_config c;
+    sts_error e;
+    sts_task_writer *w;
+    kcell k;
+    char *msg = NULL;
+    size_t len = 0;
+    sts_result r;
+    (void)state;
+    du_tmpdir(root, sizeof root);
+    kv_config(&c);
+    DU_OK("open", sts_task_open(root, 0, &c, KV, 3, NULL, &w, &e), e);
+    k = cell("a\0b", 1, 1, 1, 1); k.key_len = 3;
+    du_err_check("key with NUL", kv_put(w, 0, &k, NULL, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_VALUE, "UTF-8", (const char *)NULL);
+    k = cell("\xc3\x28", 1, 1, 1, 1);
+    du_err_check("key not UTF-8", kv_put(w, 0, &k, NULL, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_VALUE, "UTF-8", (const char *)NULL);
+    k = cell("caf\xc3\xa9 \"q\" \\ \n,", 1, 1, 1, 1);  /* escapes in JSON and CSV */
+    DU_OK("key with UTF-8, quotes, newline, comma", kv_put(w, 0, &k, NULL, &e), e);
+    k = cell("", 2, 1, 1, 1);
+    DU_OK("empty key", kv_put(w, 0, &k, NULL, &e), e);
+    {
+        sts_value v[3];
+        memset(v, 0, sizeof v);
+        v[0].data = NULL; v[0].size = 2;
+        du_err_check("key without data", sts_task_write(w, v, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_VALUE, (const char *)NULL);
+    }
+    DU_OK("commit", sts_task_commit(w, &msg, &len, &e), e);
+    sts_task_close(w);
+    sts_free(NULL, msg, len + 1);
+    {   /* the odd key must go through the index */
+        du_msgs m;
+        du_ds ds;
+        memset(&m, 0, sizeof m);
+        du_clear(root);
+        c.generate_index = 1;
+        DU_OK("open", sts_task_open(root, 0, &c, KV, 3, NULL, &w, &e), e);
+        k = cell("caf\xc3\xa9 \"q\" \\ \n,", 1, 1, 1, 1);
+        DU_OK("odd key", kv_put(w, 0, &k, NULL, &e), e);
+        DU_OK("commit", sts_task_commit(w, &m.m[m.n], &m.len[m.n], &e), e);
+        m.n++;
+        sts_task_close(w);
+        DU_OK("dataset commit", du_commit_all(root, &c, &m, NULL, NULL, &e), e);
+        du_check_dataset("odd key", root, &ds);
+        assert_int_equal(ds.tensors, 2);
+        du_ds_free(&ds);
+        du_msgs_free(&m);
+        du_clear(root);
+    }
+    /* a key that makes the reserved name "__metadata__" ("" + "__" + "metadata__"): the row must be
+       refused up front, and the writer must stay usable */
+    memset(&c, 0, sizeof c);
+    c.name_col = "id"; c.has_dtype = 1; c.dtype = STS_DTYPE_U8; c.no_fsync = 1;
+    DU_OK("open", sts_task_open(root, 0, &c, schema, 2, NULL, &w, &e), e);
+    {
+        sts_value v[2];
+        uint8_t x = 1;
+        memset(v, 0, sizeof v);
+        v[1].data = &x; v[1].size = 1;
+        v[0].data = ""; v[0].size = 0;
+        r = sts_task_write(w, v, &e);
+        if (r == STS_OK) {
+            sts_result r2;
+            v[0].data = "fine"; v[0].size = 4;
+            r2 = sts_task_write(w, v, &e);
+            if (r2 == STS_OK) r2 = sts_task_commit(w, &msg, &len, &e);
+            sts_task_close(w);
+            if (r2 == STS_OK) sts_free(NULL, msg, len + 1);
+            du_rmtree(root);
+            fail_msg("a row whose tensor is named \"__metadata__\" was accepted; the task then %s (%s)",
+                     r2 == STS_OK ? "committed" : "failed", r2 == STS_OK ? "a file readers reject?" : e.message);
+        }
+        if (r != STS_ERR_SCHEMA && r != STS_ERR_INVALID_ARGUMENT) fail_msg("__metadata__ key: %s %s", sts_result_name(r), e.message);
+        v[0].data = "fine"; v[0].size = 4;
+        DU_OK("a good row after", sts_task_write(w, v, &e), e);
+        DU_OK("commit", sts_task_commit(w, &msg, &len, &e), e);
+        sts_free(NULL, msg, len + 1);
+    }
+    sts_task_close(w);
+    du_rmtree(root);
+}
+
+/* ================================================================================================
+   the roller */
+typedef struct roll_stats { size_t shards, single_big; } roll_stats;
+
+/* Checks the roll rules for a finished task whose rows rs went to dir; target in bytes. */
+static void check_rolls(const char *label, const char *dir, const krows *rs, uint64_t target, roll_stats *st, du_sb *notes) {
+    du_names names = du_list_shards(dir);
+    size_t i, r = 0;
+    memset(st, 0, sizeof *st);
+    for (i = 0; i < names.n; i++) {
+        uint32_t t, s;
+        char p[256];
+        int64_t size;
+        size_t first = r, count = 0, q;
+        sts_file *f;
+        sts_error e;
+        assert_true(du_shard_name(names.v[i], &t, &s, NULL));
+        assert_int_equal(s, i);  /* shards numbered from 0 without gaps */
+        du_join(p, sizeof p, dir, names.v[i]);
+        size = du_file_size(p);
+        while (r < rs->n && rs->r[r].shard == s) { r++; count++; }
+        if (!count) fail_msg("%s: shard %u holds no row", label, s);
+        /* rows never split: every tensor of each row is in this file */
+        DU_OK(label, sts_open(p, NULL, &f, &e), e);
+        for (q = first; q < first + count; q++) {
+            size_t j;
+            for (j = 0; j < rs->r[q].t.n; j++)
+                if (!sts_find(f, rs->r[q].t.t[j].name, rs->r[q].t.t[j].name_len))
+                    fail_msg("%s: row %s's tensor %s is not in its shard %u", label, rs->r[q].key, rs->r[q].t.t[j].name, s);
+        }
+        assert_int_equal(sts_count(f), count * 2);
+        sts_close(f);
+        /* within the target, unless a single row is larger than it */
+        if ((uint64_t)size > target) {
+            if (count != 1) du_sb_printf(notes, "\n  %s: shard %u has %lld bytes > target %llu with %zu rows", label, s, (long long)size, (unsigned long long)target, count);
+            else if (du_tl_file_size(&rs->r[first].t) <= target) du_sb_printf(notes, "\n  %s: shard %u of one row is over the target, but the row alone fits", label, s);
+            else st->single_big++;
+        }
+        /* a row larger than the target is alone */
+        for (q = first; q < first + count; q++)
+            if (du_tl_file_size(&rs->r[q].t) > target && count != 1)
+                du_sb_printf(notes, "\n  %s: row %s is larger than the target but shares shard %u", label, rs->r[q].key, s);
+        /* never rolled while the next row would have fitted: shard + next row > target */
+        if (i + 1 < names.n && r < rs->n) {
+            du_tl all = { 0, 0, 0 };
+            uint64_t with_next;
+            for (q = first; q <= r; q++) {
+                size_t j;
+                for (j = 0; j < rs->r[q].t.n; j++) {
+                    const du_t *x = &rs->r[q].t.t[j];
+                    du_tl_put(&all, x->name, x->name_len, x->dtype, x->rank, x->shape, x->data, x->size, 1);
+                }
+            }
+            with_next = du_tl_file_size(&all);
+            if (with_next <= target)
+                du_sb_printf(notes, "\n  %s: shard %u (%lld bytes) was rolled although the next row would have fitted (%llu <= target %llu)",
+                             label, s, (long long)size, (unsigned long long)with_next, (unsigned long long)target);
+            du_tl_free(&all);
+        }
+        st->shards++;
+    }
+    assert_int_equal(r, rs->n);
+    du_names_free(&names);
+}
+
+static void test_roller(void **state) {
+    char root[64];
+    sts_write_config c;
+    sts_error e;
+    sts_task_writer *w;
+    krows rs = { 0, 0, 0 };
+    char *msg;
+    size_t len;
+    du_rng rng = { 42 };
+    int i, n = du_quick() ? 150 : 400;
+    roll_stats st;
+    du_sb notes = { 0, 0, 0 };
+    du_alloc al;
+    sts_options o;
+    const uint64_t target = 64 * 1024;
+    (void)state;
+    du_tmpdir(root, sizeof root);
+    kv_config(&c);
+    memset(&al, 0, sizeof al);
+    memset(&o, 0, sizeof o);
+    du_alloc_opts(&o, &al);
+    DU_OK("open", sts_task_open(root, 0, &c, KV, 3, &o, &w, &e), e);
+    w->c.target = target;  /* white box: 64 KiB */
+    for (i = 0; i < n; i++) {
+        char key[32];
+        uint64_t d1;
+        kcell k;
+        uint32_t pick = du_below(&rng, 100);
+        snprintf(key, sizeof key, "row-%05d", i);
+        d1 = pick < 3 ? 70000 + du_below(&rng, 150000) : 1 + du_below(&rng, pick < 50 ? 2000 : 20000);  /* a few rows > 64 KiB */
+        k = cell(key, (uint32_t)i, 1, d1, 1 + du_below(&rng, 64));
+        DU_OK("row", kv_put(w, 0, &k, &rs, &e), e);
+    }
+    DU_OK("commit", sts_task_commit(w, &msg, &len, &e), e);
+    sts_task_close(w);
+    sts_free(&o, msg, len + 1);
+    du_alloc_clean(&al, "roller");
+    check_rolls("roller 64 KiB", root, &rs, target, &st, &notes);
+    check_shards("roller 64 KiB", root, &rs, &notes);
+    assert_true(st.shards > 10);
+    assert_true(st.single_big >= 1);
+    /* memory: one shard's buffer (a 4 MiB chunk at least) and the task's key set, not the data */
+    if (al.peak > (int64_t)(12u << 20)) fail_msg("roller: peak memory %lld bytes with a 64 KiB target", (long long)al.peak);
+    krows_free(&rs);
+    du_rmtree(root);
+    du_notes_done(&notes, "roller");
+}
+
+/* The roll happens only when the next row would push the shard PAST the target: a shard whose
+   rows fill the target to the exact byte keeps them. The target is set to the exact size of a
+   file holding the first k rows. */
+static void test_roll_exact_fit(void **state) {
+    static const int ks[4] = { 1, 2, 7, 40 };
+    size_t v;
+    du_sb notes = { 0, 0, 0 };
+    (void)state;
+    for (v = 0; v < 4; v++) {
+        char root[64], label[64];
+        sts_write_config c;
+        sts_error e;
+        sts_task_writer *w;
+        krows rs = { 0, 0, 0 };
+        du_tl first = { 0, 0, 0 };
+        char *msg;
+        size_t len, q, j;
+        uint64_t target;
+        int i;
+        snprintf(label, sizeof label, "exact fit of %d rows", ks[v]);
+        du_tmpdir(root, sizeof root);
+        kv_config(&c);
+        /* a dry run to learn the exact size of the first k rows */
+        DU_OK("open", sts_task_open(root, 0, &c, KV, 3, NULL, &w, &e), e);
+        for (i = 0; i < ks[v] + 3; i++) {
+            char key[32];
+            kcell k;
+            snprintf(key, sizeof key, "key-%d", i * 37);
+            k = cell(key, (uint32_t)i, 3, 100 + (uint64_t)(i % 5) * 311, 6);
+            DU_OK("row", kv_put(w, 0, &k, &rs, &e), e);
+        }
+        sts_task_close(w);
+        for (q = 0; q < (size_t)ks[v]; q++)
+            for (j = 0; j < rs.r[q].t.n; j++) {
+                const du_t *x = &rs.r[q].t.t[j];
+                du_tl_put(&first, x->name, x->name_len, x->dtype, x->rank, x->shape, x->data, x->size, 0);
+            }
+        target = du_tl_file_size(&first);
+        du_tl_free(&first);
+        krows_free(&rs);
+        /* the real run */
+        DU_OK("open", sts_task_open(root, 0, &c, KV, 3, NULL, &w, &e), e);
+        w->c.target = target;
+        for (i = 0; i < ks[v] + 3; i++) {
+            char key[32];
+            kcell k;
+            snprintf(key, sizeof key, "key-%d", i * 37);
+            k = cell(key, (uint32_t)i, 3, 100 + (uint64_t)(i % 5) * 311, 6);
+            DU_OK("row", kv_put(w, 0, &k, &rs, &e), e);
+        }
+        DU_OK("commit", sts_task_commit(w, &msg, &len, &e), e);
+        sts_task_close(w);
+        {
+            size_t in0 = 0;
+            for (q = 0; q < rs.n; q++) in0 += rs.r[q].shard == 0;
+            if (in0 != (size_t)ks[v])
+                du_sb_printf(&notes, "\n  %s: target %llu bytes is exactly the file of the first %d rows, but shard 0 took %zu rows",
+                             label, (unsigned long long)target, ks[v], in0);
+        }
+        {
+            roll_stats st;
+            check_rolls(label, root, &rs, target, &st, &notes);
+        }
+        sts_free(NULL, msg, len + 1);
+        krows_free(&rs);
+        du_rmtree(root);
+    }
+    du_notes_done(&notes, "exact fit");
+}
+
+/* The real minimum: target_shard_size_mb=50 and ~120 MB of rows of ~1 MB. */
+static void test_roller_50mb(void **state) {
+    char root[64];
+    sts_write_config c;
+    sts_error e;
+    sts_task_writer *w;
+    char *msg;
+    size_t len, i;
+    du_alloc al;
+    sts_options o;
+    uint8_t *img;
+    du_names names;
+    uint64_t target, total = 0, sizes[8];
+    size_t rows_in[8] = { 0 };
+    uint32_t row_shard[130];
+    uint64_t row_bytes = 1000000;
+    du_sb notes = { 0, 0, 0 };
+    (void)state;
+    if (du_quick()) { skip(); return; }
+    du_tmpdir(root, sizeof root);
+    kv_config(&c);
+    DU_OK("set", sts_write_config_set(&c, "target_shard_size_mb", "50", &e), e);
+    memset(&al, 0, sizeof al);
+    memset(&o, 0, sizeof o);
+    du_alloc_opts(&o, &al);
+    img = (uint8_t *)malloc((size_t)row_bytes);
+    assert_non_null(img);
+    DU_OK("open", sts_task_open(root, 0, &c, KV, 3, &o, &w, &e), e);
+    target = w->c.target;
+    assert_true(target == 50000000u || target == 50u * 1048576u);
+    for (i = 0; i < 120; i++) {
+        sts_value v[3];
+        char key[16];
+        uint64_t shape[1] = { row_bytes };
+        float emb[4] = { 1, 2, 3, (float)i };
+        memset(img, (int)i, (size_t)row_bytes);
+        snprintf(key, sizeof key, "r%03zu", i);
+        memset(v, 0, sizeof v);
+        v[0].data = key; v[0].size = strlen(key);
+        v[1].data = img; v[1].size = row_bytes; v[1].dtype = STS_DTYPE_U8; v[1].rank = 1; v[1].shape = shape;
+        v[2].data = emb; v[2].size = 4;
+        DU_OK("row", sts_task_write(w, v, &e), e);
+        row_shard[i] = (uint32_t)w->nshards;
+    }
+    DU_OK("commit", sts_task_commit(w, &msg, &len, &e), e);
+    sts_task_close(w);
+    sts_free(&o, msg, len + 1);
+    du_alloc_clean(&al, "50 MB");
+    free(img);
+    names = du_list_shards(root);
+    assert_int_equal(names.n, 3);
+    for (i = 0; i < 120; i++) rows_in[row_shard[i]]++;
+    for (i = 0; i < names.n; i++) {
+        char p[256];
+        sts_file *f;
+        sts_options so;
+        du_join(p, sizeof p, root, names.v[i]);
+        sizes[i] = (uint64_t)du_file_size(p);
+        total += sizes[i];
+        memset(&so, 0, sizeof so);
+        so.strict = 1;
+        so.header_only = 1;
+        DU_OK("strict", sts_open(p, &so, &f, &e), e);
+        assert_int_equal(sts_count(f), rows_in[i] * 2);
+        sts_close(f);
+        if (sizes[i] > target) du_sb_printf(&notes, "\n  shard %zu: %llu bytes > target %llu", i, (unsigned long long)sizes[i], (unsigned long long)target);
+        /* one more row (its two tensors and their header entries, ~1,000,100 bytes) would not have fitted */
+        if (i + 1 < names.n && sizes[i] + row_bytes + 16 + 100 <= target)
+            du_sb_printf(&notes, "\n  shard %zu: rolled at %llu bytes although a ~%llu-byte row fits under %llu", i, (unsigned long long)sizes[i],
+                         (unsigned long long)row_bytes, (unsigned long long)target);
+    }
+    assert_true(total > 120000000u);
+    /* memory: one open shard (<= target) plus buffers, never the whole task */
+    if ((uint64_t)al.peak > target + ((uint64_t)8 << 20))
+        du_sb_printf(&notes, "\n  peak memory %lld bytes for a %llu-byte target and %llu bytes of data", (long long)al.peak, (unsigned long long)target, (unsigned long long)total);
+    du_names_free(&names);
+    du_rmtree(root);
+    du_notes_done(&notes, "50 MB");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_golden_plain),
+        cmocka_unit_test(test_golden_index),
+        cmocka_unit_test(test_golden_last_win),
+        cmocka_unit_test(test_schema_varying),
+        cmocka_unit_test(test_dup_fail_in_task),
+        cmocka_unit_test(test_dup_fail_ambiguous_names),
+        cmocka_unit_test(test_dup_fail_across_tasks),
+        cmocka_unit_test(test_last_win),
+        cmocka_unit_test(test_last_win_wide_task_ids),
+        cmocka_unit_test(test_last_win_wide_shard_numbers),
+        cmocka_unit_test(test_keys),
+        cmocka_unit_test(test_roller),
+        cmocka_unit_test(test_roll_exact_fit),
+        cmocka_unit_test(test_roller_50mb),
+    };
+    if (getenv("STS_TEST_FILTER")) cmocka_set_test_filter(getenv("STS_TEST_FILTER"));
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
