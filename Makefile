@@ -11,7 +11,9 @@ PYTHON   := /usr/bin/python3
 BUILD    := build
 PREFIX   ?= /usr/local
 FUZZ_SECONDS ?= 60
+JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 HEADER   := safetensors_spark.h
+VERSION  := $(shell sed -n 's/^\#define STS_VERSION_STRING "\(.*\)"/\1/p' safetensors_spark.h)
 
 TEST_STEPS  :=
 FUZZ_STEPS  :=
@@ -31,7 +33,7 @@ ASAN_FLAGS  := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fn
 .PHONY: all test demo fuzz bench deps install uninstall clean
 all: sts
 
-sts: examples/sts.c $(HEADER)
+sts: examples/sts.c examples/npy.h $(HEADER)
 	$(CC) -std=c99 $(OPT) $(STS_WARN) -o $@ examples/sts.c
 
 $(BUILD):
@@ -66,11 +68,15 @@ $(BUILD)/vg/%: tests/%.c $(HEADER) $(wildcard tests/*.h)
 	$(CC) -std=c99 -O1 -g $(STS_WARN) -o $@ $< $(UNIT_LIBS)
 
 .PHONY: test-unit test-asan test-valgrind
-test-unit: $(UNIT_BINS) sts
+# Each step builds its programs in parallel first (every one compiles the whole header), then runs them.
+test-unit: sts
+	@$(MAKE) --no-print-directory -j$(JOBS) $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "--- $$t"; ./$$t; done
-test-asan: $(ASAN_BINS) sts
+test-asan: sts
+	@$(MAKE) --no-print-directory -j$(JOBS) $(ASAN_BINS)
 	@set -e; for t in $(ASAN_BINS); do echo "--- $$t"; STS_TEST_LEVEL=quick ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ./$$t; done
-test-valgrind: $(VG_BINS) sts
+test-valgrind: sts
+	@$(MAKE) --no-print-directory -j$(JOBS) $(VG_BINS)
 	@set -e; for t in $(VG_BINS); do echo "--- $$t"; STS_TEST_LEVEL=quick valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=all --show-leak-kinds=all ./$$t; done
 TEST_STEPS := test-unit $(TEST_STEPS) test-asan test-valgrind
 
@@ -82,6 +88,17 @@ fuzz: deps
 
 bench: deps
 	@set -e; for s in $(BENCH_STEPS); do echo "=== $$s"; $(MAKE) --no-print-directory $$s; done
+
+# make install PREFIX=/opt/sts (DESTDIR= for staging): the header, the sts tool and a pkg-config file.
+install: sts
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 $(HEADER) $(DESTDIR)$(PREFIX)/include/$(HEADER)
+	install -m 755 sts $(DESTDIR)$(PREFIX)/bin/sts
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' safetensors_spark.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/safetensors_spark.pc
+	@echo "installed into $(DESTDIR)$(PREFIX): include/$(HEADER), bin/sts, lib/pkgconfig/safetensors_spark.pc"
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/include/$(HEADER) $(DESTDIR)$(PREFIX)/bin/sts $(DESTDIR)$(PREFIX)/lib/pkgconfig/safetensors_spark.pc
 
 clean:
 	rm -rf $(BUILD) sts

@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Writes the small fixtures of the CLI tests (tests/test_cli.sh) into the folder given.
+
+Standard library only: .npy and .safetensors files are assembled byte by byte, so the fixtures are
+the same on every machine and with every numpy version (tests/test_npy.py is where numpy itself
+writes and reads .npy files). Every file is a few hundred bytes at most.
+
+    python3 tests/cli/make_fixtures.py OUT_DIR
+    python3 tests/cli/make_fixtures.py --edit OPERATION FILE [ARG...]
+
+--edit damages a file of a dataset in place, keeping every size unchanged (the setup steps of
+tests/cli/cases.txt use it):
+    leading-space SHARD          move the header one byte right ('{' preceded by a space, one
+                                 padding space less): only strict validation notices
+    rename SHARD OLD NEW         rename a tensor in the header (same length)
+    bump-total-bytes MANIFEST    add 1 to the manifest's total_bytes
+    swap-index-offsets INDEX K1 K2   swap two tensors' data_offsets in _tensor_index.json (the
+                                 index then disagrees with the shard's header about both)
+"""
+import json
+import os
+import struct
+import sys
+
+
+def npy(path, descr, shape, data, version=1, fortran=False, raw_header=None):
+    """A .npy file: magic, version, header length, dict literal padded to 64 bytes, data."""
+    if raw_header is None:
+        dims = ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "")
+        d = descr if descr.startswith("[") else "'%s'" % descr
+        raw_header = "{'descr': %s, 'fortran_order': %s, 'shape': (%s), }" % (d, fortran, dims)
+    pre = 10 if version == 1 else 12
+    body = raw_header.encode("latin-1")
+    pad = (64 - (pre + len(body) + 1) % 64) % 64
+    body += b" " * pad + b"\n"
+    head = b"\x93NUMPY" + bytes([version, 0])
+    head += struct.pack("<H", len(body)) if version == 1 else struct.pack("<I", len(body))
+    with open(path, "wb") as f:
+        f.write(head + body + data)
+
+
+def safetensors(path, tensors, metadata=None):
+    """tensors: list of (name, dtype, shape, bytes), laid out in list order."""
+    header, off = {}, 0
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    for name, dtype, shape, data in tensors:
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [off, off + len(data)]}
+        off += len(data)
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(t[3] for t in tensors))
+
+
+def pack(fmt, values):
+    return struct.pack("<%d%s" % (len(values), fmt), *values)
+
+
+def main(out):
+    os.makedirs(out, exist_ok=True)
+    p = lambda name: os.path.join(out, name)
+
+    # ---- .npy columns: 6 rows each ----
+    x = [i * 0.5 - 2.0 for i in range(18)]                    # exact in F16 and BF16
+    npy(p("x.npy"), "<f4", (6, 3), pack("f", x))
+    npy(p("x_v2.npy"), "<f4", (6, 3), pack("f", x), version=2)
+    npy(p("x_v3.npy"), "<f4", (6, 3), pack("f", x), version=3)
+    npy(p("y.npy"), "<i8", (6,), pack("q", [0, -1, 2**62 + 1, -2**63, 5, 2**63 - 1]))
+    npy(p("img.npy"), "|u1", (6, 2, 2), bytes(range(0, 240, 10)))
+    npy(p("mask.npy"), "|b1", (6,), bytes([1, 0, 1, 1, 0, 0]))
+    npy(p("half.npy"), "<f2", (6,), pack("e", [0.5, -1.0, 65504.0, 0.0, 2.0, -0.25]))
+    npy(p("z.npy"), "<c8", (6,), pack("f", [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]))
+    # values that round differently under truncate and nearest_even (F16/BF16 targets)
+    npy(p("frac.npy"), "<f4", (6,), pack("f", [1 / 3, 2 / 3, 1.0009765625, 3.14159265, 70000.0, -1e-9]))
+    npy(p("frac64.npy"), "<f8", (6,), pack("d", [1 / 3, 2 / 3, 1.0009765625, 3.14159265, 70000.0, -1e-9]))
+    npy(p("id.npy"), "<i8", (6,), pack("q", [10, 20, 30, -40, 50, 60]))
+    npy(p("id_u32.npy"), "<u4", (6,), pack("I", [7, 8, 9, 4294967295, 11, 12]))
+    npy(p("id_dup.npy"), "<i8", (6,), pack("q", [1, 2, 3, 3, 4, 5]))
+    npy(p("id_f32.npy"), "<f4", (6,), pack("f", [1, 2, 3, 4, 5, 6]))
+    npy(p("id_2d.npy"), "<i8", (6, 2), pack("q", list(range(12))))
+    npy(p("short.npy"), "<i8", (5,), pack("q", [1, 2, 3, 4, 5]))
+    npy(p("scalar.npy"), "<f8", (), pack("d", [2.5]))
+    npy(p("empty.npy"), "<f4", (0, 3), b"")
+    npy(p("rows0.npy"), "<f4", (6, 0), b"")
+    # refused: Fortran order, big-endian, object, structured, no safetensors dtype, broken files
+    npy(p("fortran.npy"), "<f4", (3, 2), pack("f", [1, 2, 3, 4, 5, 6]), fortran=True)
+    npy(p("bigendian.npy"), ">f4", (6,), struct.pack(">6f", 1, 2, 3, 4, 5, 6))
+    npy(p("object.npy"), "|O", (6,), b"\x80\x02" + b"\x00" * 10)   # the pickle is never read
+    npy(p("structured.npy"), "[('a', '<i4'), ('b', '<f4')]", (6,), b"\x00" * 48)
+    npy(p("c128.npy"), "<c16", (6,), b"\x00" * 96)
+    npy(p("unicode.npy"), "<U3", (6,), b"\x00" * 72)
+    npy(p("v9.npy"), "<f4", (6,), b"\x00" * 24, raw_header="{'descr': '<f4', 'fortran_order': False, 'shape': (6,), }")
+    with open(p("v9.npy"), "r+b") as f:
+        f.seek(6)
+        f.write(b"\x09")
+    npy(p("truncated.npy"), "<f4", (6, 3), pack("f", x)[:40])
+    npy(p("badshape.npy"), "<f4", (6,), b"\x00" * 24, raw_header="{'descr': '<f4', 'fortran_order': False, 'shape': (six,), }")
+    with open(p("notnpy.npy"), "wb") as f:
+        f.write(b"this is not a .npy file\n")
+    with open(p("tiny.npy"), "wb") as f:
+        f.write(b"\x93NUM")
+
+    # ---- key files ----
+    keys = ["a0", "a1", "a2", "a3", "a4", "a5"]
+    with open(p("keys.txt"), "w") as f:
+        f.write("".join(k + "\n" for k in keys))
+    with open(p("keys_crlf.txt"), "wb") as f:
+        f.write(b"".join(k.encode() + b"\r\n" for k in keys))
+    with open(p("keys_short.txt"), "w") as f:
+        f.write("".join(k + "\n" for k in keys[:5]))
+    with open(p("keys_dup.txt"), "w") as f:
+        f.write("a0\na1\na2\na1\na4\na5\n")
+
+    # ---- .safetensors files ----
+    safetensors(p("small.safetensors"), [
+        ("weight", "F32", (2, 3), pack("f", [1.5, -2, 3.25, 0, 1e-3, 1e6])),
+        ("ids", "I64", (4,), pack("q", [0, -1, 2**63 - 1, -2**63])),
+        ("big", "U64", (2,), pack("Q", [2**64 - 1, 1])),
+        ("mask", "BOOL", (3,), bytes([1, 0, 1])),
+        ("pix", "U8", (2, 2), bytes([0, 127, 128, 255])),
+        ("half", "F16", (2,), pack("e", [0.5, -65504.0])),
+        ("brain", "BF16", (2,), bytes([0x80, 0x3f, 0xc0, 0x7f])),      # 1.0, nan
+        ("z", "C64", (2,), pack("f", [1, -1, 0.5, 2])),
+        ("scalar", "F64", (), pack("d", [3.141592653589793])),
+        ("empty", "F32", (0, 4), b""),
+        ('odd "name"\twith tab', "I8", (2,), bytes([0x80, 0x7f])),
+    ], metadata={"format": "pt", "note": "a \"quoted\" value"})
+    safetensors(p("long.safetensors"), [
+        ("seq", "I32", (100,), pack("i", list(range(100)))),
+        ("grid", "F32", (10, 10), pack("f", [i / 4 for i in range(100)])),
+        ("cube", "U16", (3, 3, 3), pack("H", list(range(27)))),
+    ])
+    safetensors(p("nometa.safetensors"), [("only", "F64", (3,), pack("d", [1, 2, 3]))])
+    safetensors(p("no_tensors.safetensors"), [], metadata={"k": "v"})
+
+
+def edit(op, path, *args):
+    with open(path, "rb") as f:
+        b = bytearray(f.read())
+    if op == "leading-space":
+        n = struct.unpack("<Q", b[:8])[0]
+        assert b[8 + n - 1:8 + n] == b" ", "the header has no padding space to give up"
+        b[8:8 + n] = b" " + b[8:8 + n - 1]
+    elif op == "rename":
+        old, new = ('"%s"' % args[0]).encode(), ('"%s"' % args[1]).encode()
+        assert len(old) == len(new) and b.count(old) == 1, "rename needs one name of the same length"
+        b = b.replace(old, new)
+    elif op == "bump-total-bytes":
+        j = json.loads(b.decode())
+        j["total_bytes"] += 1
+        b = bytearray(json.dumps(j, indent=2).encode())
+    elif op == "swap-index-offsets":
+        j = json.loads(b.decode())
+        t = j["tensors"]
+        t[args[0]]["data_offsets"], t[args[1]]["data_offsets"] = t[args[1]]["data_offsets"], t[args[0]]["data_offsets"]
+        b = bytearray(json.dumps(j, separators=(",", ":")).encode())
+    else:
+        sys.exit("unknown edit %s" % op)
+    with open(path, "wb") as f:
+        f.write(b)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 4 and sys.argv[1] == "--edit":
+        edit(*sys.argv[2:])
+    elif len(sys.argv) == 2:
+        main(sys.argv[1])
+    else:
+        sys.exit("usage: make_fixtures.py OUT_DIR | make_fixtures.py --edit OPERATION FILE [ARG...]")
