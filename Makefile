@@ -81,7 +81,8 @@ test-valgrind: sts
 TEST_STEPS := test-unit $(TEST_STEPS) test-asan test-valgrind
 
 test: deps
-	@set -e; for s in $(TEST_STEPS); do echo "=== $$s"; $(MAKE) --no-print-directory $$s; done; echo "=== all test steps passed: $(TEST_STEPS)"
+	@set -e; t0=$$(date +%s); for s in $(TEST_STEPS); do echo "=== $$s"; t=$$(date +%s); $(MAKE) --no-print-directory $$s; \
+	  echo "=== $$s: $$(($$(date +%s) - t)) s"; done; echo "=== all test steps passed in $$(($$(date +%s) - t0)) s: $(TEST_STEPS)"
 
 fuzz: deps
 	@set -e; for s in $(FUZZ_STEPS); do echo "=== $$s"; $(MAKE) --no-print-directory $$s; done

@@ -725,7 +725,7 @@ static int cmd_pack(int argc, char **argv) {
         if (sts_task_commit(w, &msg, &msg_len, &e) != STS_OK) { code = fail(&e, out); sts_task_close(w); goto done; }
         sts_task_close(w);
         if (sts_dataset_commit(out, &cfg, (const char *const *)&msg, &msg_len, 1, NULL, &sum, &e) != STS_OK) code = fail(&e, out);
-        else printf("%s: %llu shards, %llu samples, %llu tensors, %llu bytes in %.2fs\n", out, (unsigned long long)sum.shards,
+        else printf("%s: %llu shard%s, %llu samples, %llu tensors, %llu bytes in %.2fs\n", out, (unsigned long long)sum.shards, sum.shards == 1 ? "" : "s",
                     (unsigned long long)sum.samples, (unsigned long long)sum.tensors, (unsigned long long)sum.bytes, now_s() - t0);
         sts_free(NULL, msg, msg_len + 1);
     }
