@@ -4778,9 +4778,10 @@ STS__PRIVATE sts_result sts__cell_check(sts_task_writer *w, const sts__ocol *o, 
         return sts__fail(err, STS_RULE_ROW_VALUE, STS_OFFSET_UNKNOWN, "row %U, column %q: %U bytes but no data", row, o->name, o->name_len, *bytes);
     return STS_OK;
 }
-/* Encodes (or copies) one array cell's elements [from, from + n) into dst. */
+/* Encodes one array cell's elements [from, from + n) into dst, or copies a tensor cell's bytes
+   [from, from + n) (a tensor's unit is the byte: F4/F6 and every other dtype alike). */
 STS__PRIVATE sts_result sts__cell_encode(sts_task_writer *w, const sts__ocol *o, const sts_value *v, uint64_t from, size_t n, void *dst, sts_error *err) {
-    size_t esz = sts_dtype_bits(o->kind == STS_VALUE_ARRAY ? o->elem : o->dtype) / 8;
+    size_t esz = o->kind == STS_VALUE_ARRAY ? sts_dtype_bits(o->elem) / 8 : 1;
     const uint8_t *src = (const uint8_t *)v->data + from * esz;
     sts_result r;
     if (o->kind == STS_VALUE_TENSOR || o->elem == o->dtype) { memcpy(dst, src, n * esz); return STS_OK; }

@@ -331,6 +331,53 @@ static void test_schema_varying(void **state) {
 }
 
 /* ================================================================================================
+   tensor cells of every element width: the bytes land as given (sizes are bytes, never elements
+   times the element size; F4/F6 cells are whole bytes too). The cells are exact-size heap blocks,
+   so an over-read shows under ASan and valgrind, and every shard is compared byte for byte. */
+static void test_tensor_dtypes(void **state) {
+    static const sts_dtype dts[] = { STS_DTYPE_F32, STS_DTYPE_F64, STS_DTYPE_I16, STS_DTYPE_BF16, STS_DTYPE_I64,
+                                     STS_DTYPE_C64, STS_DTYPE_BOOL, STS_DTYPE_F8_E4M3, STS_DTYPE_F4, STS_DTYPE_F6_E2M3 };
+    size_t di;
+    (void)state;
+    for (di = 0; di < sizeof dts / sizeof dts[0]; di++) {
+        char root[64], label[64];
+        sts_write_config c;
+        sts_error e;
+        du_msgs m;
+        krows rs = { 0, 0, 0 };
+        du_sb notes = { 0, 0, 0 };
+        du_ds ds;
+        sts_task_writer *w;
+        int i;
+        snprintf(label, sizeof label, "kv tensor cells %s", sts_dtype_name(dts[di]));
+        memset(&m, 0, sizeof m);
+        du_tmpdir(root, sizeof root);
+        kv_config(&c);
+        DU_OK(label, sts_dataset_prepare(root, &c, KV, 3, NULL, &e), e);
+        DU_OK(label, sts_task_open(root, 0, &c, KV, 3, NULL, &w, &e), e);
+        for (i = 0; i < 5; i++) {
+            char key[16];
+            kcell k;
+            snprintf(key, sizeof key, "r%d", i);
+            k = cell(key, (uint32_t)i + 1, 4, 6, 3);  /* [4, 6]: 24 elements, whole bytes for F4 and F6 */
+            k.img_dtype = dts[di];
+            DU_OK(label, kv_put(w, 0, &k, &rs, &e), e);
+        }
+        DU_OK(label, sts_task_commit(w, &m.m[m.n], &m.len[m.n], &e), e);
+        m.n++;
+        sts_task_close(w);
+        DU_OK(label, du_commit_all(root, &c, &m, NULL, NULL, &e), e);
+        assert_int_equal(check_shards(label, root, &rs, &notes), 1);
+        du_check_dataset(label, root, &ds);
+        du_ds_free(&ds);
+        krows_free(&rs);
+        du_msgs_free(&m);
+        du_rmtree(root);
+        du_notes_done(&notes, label);
+    }
+}
+
+/* ================================================================================================
    duplicates, duplicatesStrategy=fail */
 static void test_dup_fail_in_task(void **state) {
     char root[64];
@@ -986,6 +1033,7 @@ int main(void) {
         cmocka_unit_test(test_golden_index),
         cmocka_unit_test(test_golden_last_win),
         cmocka_unit_test(test_schema_varying),
+        cmocka_unit_test(test_tensor_dtypes),
         cmocka_unit_test(test_dup_fail_in_task),
         cmocka_unit_test(test_dup_fail_ambiguous_names),
         cmocka_unit_test(test_dup_fail_across_tasks),
