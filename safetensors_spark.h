@@ -1098,11 +1098,10 @@ STS__PRIVATE size_t sts__utf8_check(const uint8_t *s, size_t n) {
         }
         if (i >= n) break;
 #endif
-        if (i + 16 <= n) {
-            uint64_t a, b;
+        if (i + 8 <= n) {  /* short ASCII runs (names, keys) a word at a time */
+            uint64_t a;
             memcpy(&a, s + i, 8);
-            memcpy(&b, s + i + 8, 8);
-            if (((a | b) & 0x8080808080808080ull) == 0) { i += 16; continue; }
+            if ((a & 0x8080808080808080ull) == 0) { i += 8; continue; }
         }
         if (s[i] < 0x80) { i++; continue; }
         {
@@ -2814,24 +2813,35 @@ typedef struct sts__plan {
     size_t n;
     size_t *order;          /* spec indices in layout order */
     uint64_t *begin;        /* data offset by spec index */
-    size_t order_bytes, begin_bytes;
+    size_t order_bytes, begin_bytes;  /* order_bytes 0: the order is borrowed from the caller */
     uint64_t json_len;      /* unpadded header JSON */
     uint64_t header_len;    /* N: padded to a multiple of 8 */
     uint64_t data_len;
 } sts__plan;
 
 STS__PRIVATE void sts__plan_free(sts__plan *pl) {
-    sts__free(&pl->mem, pl->order, pl->order_bytes);
+    if (pl->order_bytes) sts__free(&pl->mem, pl->order, pl->order_bytes);
     sts__free(&pl->mem, pl->begin, pl->begin_bytes);
     pl->order = NULL;
     pl->begin = NULL;
+}
+/* 1 when none of the 8 bytes at s needs escaping: no control character, '"' or '\\' (bytes
+   >= 0x80 are UTF-8 and go raw). Word-at-a-time tests, exact for "any byte"; byte order free. */
+STS__PRIVATE int sts__esc_clean8(const char *s) {
+    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    uint64_t w, q, b;
+    memcpy(&w, s, 8);
+    q = w ^ (ones * '"');
+    b = w ^ (ones * '\\');
+    return (((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((b - ones) & ~b)) & high ? 0 : 1;
 }
 /* Bytes a string takes in the header: the reference escapes '"', '\\' and control characters
    (\b \f \n \r \t, else \u00XX in lowercase hex) and writes everything else raw. */
 STS__PRIVATE uint64_t sts__esc_len(const char *s, size_t n) {
     uint64_t len = 2;
-    size_t i;
-    for (i = 0; i < n; i++) {
+    size_t i = 0;
+    while (i + 8 <= n && sts__esc_clean8(s + i)) { len += 8; i += 8; }
+    for (; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c >= 0x20 && c != '"' && c != '\\') len += 1;
         else if (c == '"' || c == '\\' || c == 8 || c == 9 || c == 10 || c == 12 || c == 13) len += 2;
@@ -2841,9 +2851,10 @@ STS__PRIVATE uint64_t sts__esc_len(const char *s, size_t n) {
 }
 STS__PRIVATE uint8_t *sts__esc_put(uint8_t *o, const char *s, size_t n) {
     static const char hex[] = "0123456789abcdef";
-    size_t i;
+    size_t i = 0;
     *o++ = '"';
-    for (i = 0; i < n; i++) {
+    while (i + 8 <= n && sts__esc_clean8(s + i)) { memcpy(o, s + i, 8); o += 8; i += 8; }
+    for (; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c >= 0x20 && c != '"' && c != '\\') { *o++ = c; continue; }
         *o++ = '\\';
@@ -2861,15 +2872,21 @@ STS__PRIVATE uint8_t *sts__esc_put(uint8_t *o, const char *s, size_t n) {
     *o++ = '"';
     return o;
 }
-STS__PRIVATE uint64_t sts__digits(uint64_t v) {
-    uint64_t d = 1;
-    while (v >= 10) { v /= 10; d++; }
-    return d;
+STS__PRIVATE uint64_t sts__digits(uint64_t v) {  /* decimal digits of v: a few compares, no division */
+    uint64_t d = 0;
+    if (v >= 10000000000ull) { d = 10; v /= 10000000000ull; }  /* a constant divisor: a multiply */
+    if (v < 100000) return d + (v < 10 ? 1 : v < 100 ? 2 : v < 1000 ? 3 : v < 10000 ? 4 : 5);
+    return d + (v < 1000000 ? 6 : v < 10000000 ? 7 : v < 100000000 ? 8 : v < 1000000000 ? 9 : 10);
 }
-STS__PRIVATE uint8_t *sts__u64_put(uint8_t *o, uint64_t v) {
+STS__PRIVATE uint8_t *sts__u64_put(uint8_t *o, uint64_t v) {  /* two digits a step */
+    static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                "8081828384858687888990919293949596979899";
     uint8_t t[20];
     int i = 20;
-    do { t[--i] = (uint8_t)('0' + v % 10); v /= 10; } while (v);
+    while (v >= 100) { unsigned r = (unsigned)(v % 100); v /= 100; i -= 2; t[i] = (uint8_t)pairs[2 * r]; t[i + 1] = (uint8_t)pairs[2 * r + 1]; }
+    if (v >= 10) { i -= 2; t[i] = (uint8_t)pairs[2 * v]; t[i + 1] = (uint8_t)pairs[2 * v + 1]; }
+    else t[--i] = (uint8_t)('0' + v);
     memcpy(o, t + i, (size_t)(20 - i));
     return o + (20 - i);
 }
@@ -2882,13 +2899,91 @@ STS__PRIVATE sts_result sts__check_text(const char *s, size_t n, int is_name, co
     return STS_OK;
 }
 typedef struct sts__spec_order { const sts_tensor_spec *specs; } sts__spec_order;
-STS__PRIVATE int sts__by_layout(const void *ctx, size_t a, size_t b) {  /* rank descending, then name bytes */
-    const sts_tensor_spec *s = ((const sts__spec_order *)ctx)->specs;
-    size_t la = s[a].name_len, lb = s[b].name_len, m = la < lb ? la : lb;
+STS__PRIVATE int sts__spec_less(const sts_tensor_spec *a, const sts_tensor_spec *b) {  /* rank descending, then name bytes */
+    size_t la = a->name_len, lb = b->name_len, m = la < lb ? la : lb;
     int c;
-    if (s[a].dtype != s[b].dtype) return s[a].dtype > s[b].dtype;
-    c = m ? memcmp(s[a].name, s[b].name, m) : 0;
+    if (a->dtype != b->dtype) return a->dtype > b->dtype;
+    c = m ? memcmp(a->name, b->name, m) : 0;
     return c < 0 || (c == 0 && la < lb);
+}
+STS__PRIVATE int sts__by_layout(const void *ctx, size_t a, size_t b) {
+    const sts_tensor_spec *s = ((const sts__spec_order *)ctx)->specs;
+    return sts__spec_less(&s[a], &s[b]);
+}
+/* Sorts idx[0..n) (spec indices) into the reference's layout order, stably. Already sorted input
+   (the usual case: callers sort their names) costs one pass. Large inputs are radix-sorted on a
+   64-bit key, the dtype rank then 7 name bytes after the names' common prefix, so the names are
+   barely touched; runs with equal keys are finished by full comparison. 0 when out of memory. */
+STS__PRIVATE int sts__layout_sort(const sts__mem *m, const sts_tensor_spec *specs, size_t *idx, size_t n) {
+    sts__spec_order ctx;
+    size_t i, j, lcp, *tmp = NULL, *out, bytes = (n ? n : 1) * sizeof(size_t), kbytes = (n ? n : 1) * sizeof(uint64_t);
+    uint64_t *key = NULL, *key2 = NULL;
+    int in_order = 1;
+    ctx.specs = specs;
+    for (i = 1; i < n && in_order; i++) in_order = !sts__by_layout(&ctx, idx[i], idx[i - 1]);
+    if (in_order) return 1;
+    if (!(tmp = (size_t *)sts__alloc(m, bytes))) return 0;
+    if (n < 4096) {
+        out = sts__msort(idx, tmp, n, sts__by_layout, &ctx);
+        if (out != idx) memcpy(idx, out, n * sizeof *idx);
+        sts__free(m, tmp, bytes);
+        return 1;
+    }
+    if (!(key = (uint64_t *)sts__alloc(m, kbytes)) || !(key2 = (uint64_t *)sts__alloc(m, kbytes))) {
+        sts__free(m, key, kbytes);
+        sts__free(m, tmp, bytes);
+        return 0;
+    }
+    {   /* the keys, after the common prefix of every name */
+        const sts_tensor_spec *f = &specs[idx[0]];
+        static const unsigned shift[7] = { 48, 40, 32, 24, 16, 8, 0 };
+        lcp = f->name_len;
+        for (i = 1; i < n && lcp; i++) {
+            const sts_tensor_spec *t = &specs[idx[i]];
+            size_t k = 0, lim = lcp < t->name_len ? lcp : t->name_len;
+            if (lim == lcp && memcmp(f->name, t->name, lim) == 0) continue;
+            while (k < lim && f->name[k] == t->name[k]) k++;
+            lcp = k;
+        }
+        for (i = 0; i < n; i++) {
+            const sts_tensor_spec *t = &specs[idx[i]];
+            uint64_t k = (uint64_t)(255 - (unsigned)t->dtype) << 56;
+            for (j = 0; j < 7 && lcp + j < t->name_len; j++) k |= (uint64_t)(uint8_t)t->name[lcp + j] << shift[j];
+            key[i] = k;
+        }
+    }
+    {   /* LSD radix, a byte a pass; passes where every key has the same byte are skipped */
+        size_t count[8][256], pass;
+        uint64_t *ks = key, *kd = key2, *ksw;
+        size_t *is = idx, *id = tmp, *isw;
+        memset(count, 0, sizeof count);
+        for (i = 0; i < n; i++)
+            for (pass = 0; pass < 8; pass++) count[pass][(key[i] >> (8 * pass)) & 0xff]++;
+        for (pass = 0; pass < 8; pass++) {
+            size_t sum = 0, c, *cnt = count[pass];
+            if (cnt[(ks[0] >> (8 * pass)) & 0xff] == n) continue;
+            for (c = 0; c < 256; c++) { size_t t = cnt[c]; cnt[c] = sum; sum += t; }
+            for (i = 0; i < n; i++) {
+                size_t at = cnt[(ks[i] >> (8 * pass)) & 0xff]++;
+                kd[at] = ks[i];
+                id[at] = is[i];
+            }
+            ksw = ks; ks = kd; kd = ksw;
+            isw = is; is = id; id = isw;
+        }
+        if (is != idx) { memcpy(idx, is, n * sizeof *idx); memcpy(key, ks, n * sizeof *key); }
+    }
+    for (i = 0; i < n; i = j) {  /* equal keys: the names decide */
+        for (j = i + 1; j < n && key[j] == key[i]; j++) {}
+        if (j - i > 1) {
+            out = sts__msort(idx + i, tmp, j - i, sts__by_layout, &ctx);
+            if (out != idx + i) memcpy(idx + i, out, (j - i) * sizeof *idx);
+        }
+    }
+    sts__free(m, key, kbytes);
+    sts__free(m, key2, kbytes);
+    sts__free(m, tmp, bytes);
+    return 1;
 }
 /* Every check, the layout and the exact header size, before any byte is written. */
 STS__PRIVATE sts_result sts__plan_make(sts__plan *pl, const sts_tensor_spec *specs, size_t n, const sts_kv *meta, size_t n_meta,
@@ -2896,7 +2991,7 @@ STS__PRIVATE sts_result sts__plan_make(sts__plan *pl, const sts_tensor_spec *spe
     sts__index ix;
     sts__names k;
     uint64_t *hashes = NULL, len, cursor = 0, max = sts__max_header(o), seed;
-    size_t i, hbytes = 0, *tmp = NULL, *sorted;
+    size_t i, hbytes = 0;
     sts_result r = STS_OK;
     memset(pl, 0, sizeof *pl);
     pl->mem = sts__mem_from(o);
@@ -2976,21 +3071,15 @@ STS__PRIVATE sts_result sts__plan_make(sts__plan *pl, const sts_tensor_spec *spe
     }
     /* layout: the reference's order, contiguous offsets */
     if (!sts__mulsz(n ? n : 1, sizeof(size_t), &pl->order_bytes) || !sts__mulsz(n ? n : 1, sizeof(uint64_t), &pl->begin_bytes) ||
-        !(pl->order = (size_t *)sts__alloc(&pl->mem, pl->order_bytes)) || !(tmp = (size_t *)sts__alloc(&pl->mem, pl->order_bytes)) ||
+        !(pl->order = (size_t *)sts__alloc(&pl->mem, pl->order_bytes)) ||
         !(pl->begin = (uint64_t *)sts__alloc(&pl->mem, pl->begin_bytes))) {
         r = sts__nomem(err, "the writer's layout");
         goto done;
     }
-    {
-        sts__spec_order ctx;
-        ctx.specs = specs;
-        int in_order = 1;
-        for (i = 0; i < n; i++) pl->order[i] = i;
-        for (i = 1; i < n && in_order; i++) in_order = !sts__by_layout(&ctx, i, i - 1);  /* often already sorted */
-        if (!in_order) {
-            sorted = sts__msort(pl->order, tmp, n, sts__by_layout, &ctx);
-            if (sorted != pl->order) memcpy(pl->order, sorted, n * sizeof(size_t));
-        }
+    for (i = 0; i < n; i++) pl->order[i] = i;
+    if (!sts__layout_sort(&pl->mem, specs, pl->order, n)) {
+        r = sts__nomem(err, "the writer's layout");
+        goto done;
     }
     for (i = 0; i < n; i++) {
         size_t s = pl->order[i];
@@ -3012,66 +3101,106 @@ STS__PRIVATE sts_result sts__plan_make(sts__plan *pl, const sts_tensor_spec *spe
 done:
     sts__index_free(&pl->mem, &ix);
     sts__free(&pl->mem, hashes, hbytes);
-    sts__free(&pl->mem, tmp, pl->order_bytes);
     if (r != STS_OK) sts__plan_free(pl);
     return r;
+}
+/* One entry: "name":{"dtype":"X","shape":[..],"data_offsets":[b,e]}, with a comma before it. */
+STS__PRIVATE uint8_t *sts__render_entry(uint8_t *o, const sts_tensor_spec *s, uint64_t begin, int comma) {
+    const char *dn = sts__dtype_names[s->dtype];
+    size_t dl = strlen(dn);
+    uint32_t d;
+    if (comma) *o++ = ',';
+    o = sts__esc_put(o, s->name, s->name_len);
+    memcpy(o, ":{\"dtype\":\"", 11); o += 11;
+    memcpy(o, dn, dl); o += dl;
+    memcpy(o, "\",\"shape\":[", 11); o += 11;
+    for (d = 0; d < s->rank; d++) { if (d) *o++ = ','; o = sts__u64_put(o, s->shape[d]); }
+    memcpy(o, "],\"data_offsets\":[", 18); o += 18;
+    o = sts__u64_put(o, begin);
+    *o++ = ',';
+    o = sts__u64_put(o, begin + s->data_size);
+    *o++ = ']';
+    *o++ = '}';
+    return o;
+}
+/* The most bytes sts__render_entry can write: every name byte escaped to 6, 20-digit numbers. */
+STS__PRIVATE uint64_t sts__entry_max(const sts_tensor_spec *s) {
+    return 6 * (uint64_t)s->name_len + 21 * (uint64_t)s->rank + 128;
+}
+/* "__metadata__":{...}, and the comma after it when tensors follow. */
+STS__PRIVATE uint8_t *sts__render_meta(uint8_t *o, const sts_kv *meta, size_t n_meta, int comma) {
+    size_t i;
+    memcpy(o, "\"__metadata__\":{", 16); o += 16;
+    for (i = 0; i < n_meta; i++) {
+        if (i) *o++ = ',';
+        o = sts__esc_put(o, meta[i].key, meta[i].key_len);
+        *o++ = ':';
+        o = sts__esc_put(o, meta[i].value, meta[i].value_len);
+    }
+    *o++ = '}';
+    if (comma) *o++ = ',';
+    return o;
 }
 /* The 8-byte length and the padded header: exactly 8 + header_len bytes into dst. */
 STS__PRIVATE void sts__plan_render(const sts__plan *pl, const sts_tensor_spec *specs, const sts_kv *meta, size_t n_meta, uint8_t *dst) {
     uint8_t *o = dst + 8, *end = dst + 8 + pl->header_len;
     size_t i;
-    uint32_t d;
     sts__st64(dst, pl->header_len);
     *o++ = '{';
-    if (meta) {
-        memcpy(o, "\"__metadata__\":{", 16); o += 16;
-        for (i = 0; i < n_meta; i++) {
-            if (i) *o++ = ',';
-            o = sts__esc_put(o, meta[i].key, meta[i].key_len);
-            *o++ = ':';
-            o = sts__esc_put(o, meta[i].value, meta[i].value_len);
-        }
-        *o++ = '}';
-        if (pl->n) *o++ = ',';
-    }
-    for (i = 0; i < pl->n; i++) {
-        const sts_tensor_spec *s = &specs[pl->order[i]];
-        const char *dn = sts__dtype_names[s->dtype];
-        size_t dl = strlen(dn);
-        if (i) *o++ = ',';
-        o = sts__esc_put(o, s->name, s->name_len);
-        memcpy(o, ":{\"dtype\":\"", 11); o += 11;
-        memcpy(o, dn, dl); o += dl;
-        memcpy(o, "\",\"shape\":[", 11); o += 11;
-        for (d = 0; d < s->rank; d++) { if (d) *o++ = ','; o = sts__u64_put(o, s->shape[d]); }
-        memcpy(o, "],\"data_offsets\":[", 18); o += 18;
-        o = sts__u64_put(o, pl->begin[pl->order[i]]);
-        *o++ = ',';
-        o = sts__u64_put(o, pl->begin[pl->order[i]] + s->data_size);
-        *o++ = ']';
-        *o++ = '}';
-    }
+    if (meta) o = sts__render_meta(o, meta, n_meta, pl->n != 0);
+    for (i = 0; i < pl->n; i++) o = sts__render_entry(o, &specs[pl->order[i]], pl->begin[pl->order[i]], i != 0);
     *o++ = '}';
     STS_ASSERT((uint64_t)(o - dst - 8) == pl->json_len);
     while (o < end) *o++ = ' ';
 }
-/* Header, then each tensor's bytes in layout order, straight to the sink. A gathering sink
-   (the fd sink) is flushed through `flush` before the header buffer is released. */
+/* Header, then each tensor's bytes in layout order, straight to the sink. The header is rendered
+   in pieces of at most 1 MiB (a 100 MB header never sits in memory whole); a gathering sink (the
+   fd sink) is flushed through `flush` before a piece's buffer is reused or released. */
 STS__PRIVATE sts_result sts__plan_emit_data(const sts__plan *pl, const sts_tensor_spec *specs, const sts_sink *sink,
                                             sts_result (*flush)(void *user), sts_error *err);
 STS__PRIVATE sts_result sts__plan_emit(const sts__plan *pl, const sts_tensor_spec *specs, const sts_kv *meta, size_t n_meta,
                                        const sts_sink *sink, sts_result (*flush)(void *user), sts_error *err) {
-    size_t hbytes = (size_t)(8 + pl->header_len);
-    uint8_t *hdr;
-    sts_result r;
-    if (!(hdr = (uint8_t *)sts__alloc(&pl->mem, hbytes))) return sts__nomem(err, "the header");
-    sts__plan_render(pl, specs, meta, n_meta, hdr);
-    r = sink->write(sink->user, hdr, hbytes);
-    if (r != STS_OK) r = sts__fail_code(err, r, STS_RULE_IO, 0, "the sink failed writing the header (%s)", sts_result_name(r));
-    else r = sts__plan_emit_data(pl, specs, sink, flush, err);
+    uint64_t total = 8 + pl->header_len, sent = 0, need = 8 + 1 + 1 + 7, cap64 = (uint64_t)1 << 20;
+    size_t cap, i;
+    uint8_t *buf, *o, *end;
+    sts_result r = STS_OK;
+    if (meta) {  /* the metadata goes as one piece */
+        need += 16 + 2;
+        for (i = 0; i < n_meta; i++) need += 6 * ((uint64_t)meta[i].key_len + meta[i].value_len) + 8;
+    }
+    for (i = 0; i < pl->n && need <= cap64; i++) {
+        uint64_t e = sts__entry_max(&specs[pl->order[i]]) + 8;
+        if (e > need) need = e;
+    }
+    cap = (size_t)(total < cap64 || need > cap64 ? total : cap64);  /* whole when small, or when one piece is huge */
+    if (!(buf = (uint8_t *)sts__alloc(&pl->mem, cap))) return sts__nomem(err, "the header");
+    end = buf + cap;
+#define STS__HDR_OUT() do { \
+        if ((r = sink->write(sink->user, buf, (size_t)(o - buf))) == STS_OK && flush && cap < total) r = flush(sink->user); \
+        if (r != STS_OK) { r = sts__fail_code(err, r, STS_RULE_IO, sent, "the sink failed writing the header (%s)", sts_result_name(r)); goto out; } \
+        sent += (uint64_t)(o - buf); \
+        o = buf; \
+    } while (0)
+    o = buf;
+    sts__st64(o, pl->header_len);
+    o += 8;
+    *o++ = '{';
+    if (meta) o = sts__render_meta(o, meta, n_meta, pl->n != 0);
+    for (i = 0; i < pl->n; i++) {
+        const sts_tensor_spec *sp = &specs[pl->order[i]];
+        if (cap < total && (uint64_t)(end - o) < sts__entry_max(sp) + 8) STS__HDR_OUT();  /* a whole buffer fits exactly */
+        o = sts__render_entry(o, sp, pl->begin[pl->order[i]], i != 0);
+    }
+    *o++ = '}';
+    STS_ASSERT(sent + (uint64_t)(o - buf) - 8 == pl->json_len);
+    while (sent + (uint64_t)(o - buf) < total) *o++ = ' ';
+    STS__HDR_OUT();
+#undef STS__HDR_OUT
+    r = sts__plan_emit_data(pl, specs, sink, flush, err);
     if (r == STS_OK && flush && (r = flush(sink->user)) != STS_OK)
         r = sts__fail_code(err, r, STS_RULE_IO, STS_OFFSET_UNKNOWN, "the sink failed (%s)", sts_result_name(r));
-    sts__free(&pl->mem, hdr, hbytes);
+out:
+    sts__free(&pl->mem, buf, cap);
     return r;
 }
 STS__PRIVATE sts_result sts__plan_emit_data(const sts__plan *pl, const sts_tensor_spec *specs, const sts_sink *sink,
@@ -3118,31 +3247,36 @@ STS__PRIVATE uint64_t sts__entry_fixed(const char *name, size_t len, sts_dtype d
     for (i = 0; i < rank; i++) n += sts__digits(shape[i]) + (i ? 1 : 0);
     return n;
 }
-/* The exact size of the file sts_write would produce for already-checked specs (no metadata):
-   the reference layout, without the checks and the name index. 0 when out of memory. */
-STS__PRIVATE uint64_t sts__specs_file_size(const sts__mem *m, const sts_tensor_spec *specs, size_t n, uint64_t *header) {
-    sts__spec_order ctx;
-    size_t i, *idx = NULL, *tmp = NULL, *ord = NULL, bytes = (n ? n : 1) * sizeof(size_t);
-    uint64_t json = 2, cursor = 0;
-    int sorted = 1;
-    ctx.specs = specs;
-    for (i = 1; i < n && sorted; i++) sorted = !sts__by_layout(&ctx, i, i - 1);
-    if (!sorted) {
-        if (!(idx = (size_t *)sts__alloc(m, bytes)) || !(tmp = (size_t *)sts__alloc(m, bytes))) { sts__free(m, idx, bytes); return 0; }
-        for (i = 0; i < n; i++) idx[i] = i;
-        ord = sts__msort(idx, tmp, n, sts__by_layout, &ctx);
-    }
-    if (n) json -= 1;  /* n entries, n - 1 commas */
+/* A plan for specs checked already (the dataset writer checks each row as it arrives) whose
+   layout order is known: offsets and the exact header size, with no sort and no name index.
+   `order` (n entries) is borrowed and must outlive the plan; fixed[i] is spec i's
+   sts__entry_fixed. No metadata. */
+STS__PRIVATE sts_result sts__plan_trusted(sts__plan *pl, const sts_tensor_spec *specs, size_t n, size_t *order, const uint32_t *fixed,
+                                          const sts__mem *m, sts_error *err) {
+    uint64_t json = n ? 1 : 2, cursor = 0;
+    size_t i;
+    memset(pl, 0, sizeof *pl);
+    pl->mem = *m;
+    pl->n = n;
+    pl->order = order;
+    if (!sts__mulsz(n ? n : 1, sizeof(uint64_t), &pl->begin_bytes) || !(pl->begin = (uint64_t *)sts__alloc(&pl->mem, pl->begin_bytes)))
+        return sts__nomem(err, "the writer's layout");
     for (i = 0; i < n; i++) {
-        const sts_tensor_spec *s = &specs[ord ? ord[i] : i];
-        json += sts__entry_fixed(s->name, s->name_len, s->dtype, s->shape, s->rank) + sts__digits(cursor);
-        cursor += s->data_size;
+        size_t s = order[i];
+        pl->begin[s] = cursor;
+        json += fixed[s] + sts__digits(cursor);
+        cursor += specs[s].data_size;
         json += sts__digits(cursor);
     }
-    sts__free(m, idx, bytes);
-    sts__free(m, tmp, bytes);
-    *header = (json + 7) / 8 * 8;
-    return 8 + *header + cursor;
+    pl->json_len = json;
+    pl->header_len = (json + 7) / 8 * 8;
+    pl->data_len = cursor;
+    if (pl->header_len > STS_MAX_HEADER_SIZE) {
+        sts__plan_free(pl);
+        return sts__fail(err, STS_RULE_HEADER_TOO_LARGE, STS_OFFSET_UNKNOWN, "the header would be %U bytes, over the limit of %U",
+                         json, (uint64_t)STS_MAX_HEADER_SIZE);
+    }
+    return STS_OK;
 }
 
 STSDEF sts_result sts_write_size(const sts_tensor_spec *specs, size_t n, const sts_kv *meta, size_t n_meta, const sts_options *opts,
@@ -4601,9 +4735,16 @@ struct sts_task_writer {
     size_t names_left;
     sts__chunk *shapes;             /* shapes of the open shard that differ from their column's */
     size_t shapes_left;
+    uint32_t *efix;                 /* per entry: header bytes without its offsets (sts__entry_fixed) */
+    size_t *ord;                    /* the layout order of ents[0..nord), kept across exact counts */
+    size_t nord, efix_cap, ord_cap;
     char *scratch;                  /* one row's names */
     size_t scratch_cap;
-    uint64_t *counts;               /* one row's array counts (shapes of the exact size count) */
+    /* KV: one row's tensors, worked out once per row (ncols each) */
+    sts_tensor_spec *rspec;         /* name (in scratch), dtype, rank, shape, data_size */
+    uint64_t *rhash, *rfix, *rcount;
+    size_t *rrep;                   /* the open shard's entry the tensor replaces (lastWin), else (size_t)-1 */
+    size_t *rpos, *rord;            /* 2 x ncols: exact counts' events (place in ord) and their order */
     sts__fdsink *sink;
 };
 
@@ -5041,17 +5182,112 @@ STS__PRIVATE sts__names sts__key_names(sts_task_writer *w) {
     k.hashes = &w->keys[0].hash; k.hash_stride = sizeof *w->keys;
     return k;
 }
+/* Room for `need` entries in ents and its parallel arrays (growing by half: the table is most of
+   the writer's memory beside the data). */
+STS__PRIVATE int sts__kv_ents_reserve(sts_task_writer *w, size_t need) {
+    size_t cap = w->ents_cap < 1024 ? 1024 : w->ents_cap + w->ents_cap / 2, bytes;
+    void *p;
+    if (need <= w->ents_cap && need <= w->efix_cap && need <= w->ord_cap) return 1;
+    if (cap < need) cap = need;
+    if (w->ents_cap < cap) {
+        if (!sts__mulsz(cap, sizeof *w->ents, &bytes) || !(p = sts__realloc(&w->c.mem, w->ents, w->ents_cap * sizeof *w->ents, bytes))) return 0;
+        w->ents = (sts_tensor_spec *)p;
+        w->ents_cap = cap;
+    }
+    if (w->efix_cap < cap) {
+        if (!sts__mulsz(cap, sizeof *w->efix, &bytes) || !(p = sts__realloc(&w->c.mem, w->efix, w->efix_cap * sizeof *w->efix, bytes))) return 0;
+        w->efix = (uint32_t *)p;
+        w->efix_cap = cap;
+    }
+    if (w->ord_cap < cap) {
+        if (!sts__mulsz(cap, sizeof *w->ord, &bytes) || !(p = sts__realloc(&w->c.mem, w->ord, w->ord_cap * sizeof *w->ord, bytes))) return 0;
+        w->ord = (size_t *)p;
+        w->ord_cap = cap;
+    }
+    return 1;
+}
+/* Brings the open shard's layout order up to date: the entries added since the last count are
+   sorted among themselves and merged in (a binary search each, then block copies), so a shard is
+   sorted about once however often its exact size is counted. 0 when out of memory. */
+STS__PRIVATE int sts__kv_order(sts_task_writer *w) {
+    size_t n = w->nents, old = w->nord, i, *m, a, b, o, bytes;
+    sts__spec_order ctx;
+    if (old == n) return 1;
+    for (i = old; i < n; i++) w->ord[i] = i;
+    if (!sts__layout_sort(&w->c.mem, w->ents, w->ord + old, n - old)) return 0;
+    ctx.specs = w->ents;
+    if (old && sts__by_layout(&ctx, w->ord[old], w->ord[old - 1])) {  /* the new ones interleave: merge */
+        bytes = n * sizeof *m;
+        if (!(m = (size_t *)sts__alloc(&w->c.mem, bytes))) return 0;
+        for (a = 0, b = old, o = 0; b < n; b++) {
+            size_t lo = a, hi = old;
+            while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (sts__by_layout(&ctx, w->ord[mid], w->ord[b])) lo = mid + 1; else hi = mid;
+            }
+            memcpy(m + o, w->ord + a, (lo - a) * sizeof *m);
+            o += lo - a;
+            a = lo;
+            m[o++] = w->ord[b];
+        }
+        memcpy(m + o, w->ord + a, (old - a) * sizeof *m);
+        memcpy(w->ord, m, bytes);
+        sts__free(&w->c.mem, m, bytes);
+    }
+    w->nord = n;
+    return 1;
+}
+/* The exact file size of the open shard with this row's tensors (w->rspec) in it: each goes to
+   its place in the layout, and an entry it replaces (lastWin) drops out of its own place. One
+   pass over the layout order (up to date: sts__kv_order), with the row's few events merged in;
+   nothing changes. */
+STS__PRIVATE int sts__kv_event_less(const sts_task_writer *w, size_t a, size_t b) {
+    size_t nc = w->c.ncols;
+    if (w->rpos[a] != w->rpos[b]) return w->rpos[a] < w->rpos[b];
+    if ((a >= nc) != (b >= nc)) return a < nc;  /* inserts before the entry at that place */
+    return a < nc && sts__spec_less(&w->rspec[a], &w->rspec[b]);
+}
+STS__PRIVATE uint64_t sts__kv_exact(sts_task_writer *w, uint64_t *header) {
+    size_t nc = w->c.ncols, i, j, p, n = w->nord, cnt = 0, nev = 0, ev = 0;
+    uint64_t json = 2, cursor = 0;
+    for (i = 0; i < 2 * nc; i++) {  /* events: insert tensor i at rpos[i]; drop entry rrep[i - nc] at rpos[i] */
+        const sts_tensor_spec *key = i < nc ? &w->rspec[i] : w->rrep[i - nc] != (size_t)-1 ? &w->ents[w->rrep[i - nc]] : NULL;
+        size_t lo = 0, hi = n;
+        if (!key) continue;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (sts__spec_less(&w->ents[w->ord[mid]], key)) lo = mid + 1; else hi = mid;
+        }
+        w->rpos[i] = lo;
+        for (j = nev; j > 0 && sts__kv_event_less(w, i, w->rord[j - 1]); j--) w->rord[j] = w->rord[j - 1];
+        w->rord[j] = i;
+        nev++;
+    }
+#define STS__EMIT(fix, size) do { json += (fix) + sts__digits(cursor); cursor += (size); json += sts__digits(cursor); cnt++; } while (0)
+    for (p = 0; p <= n; p++) {
+        int drop = 0;
+        for (; ev < nev && w->rpos[w->rord[ev]] == p; ev++) {
+            i = w->rord[ev];
+            if (i < nc) STS__EMIT(w->rfix[i], w->rspec[i].data_size);
+            else drop = 1;
+        }
+        if (p == n) break;
+        if (!drop) STS__EMIT(w->efix[w->ord[p]], w->ents[w->ord[p]].data_size);
+    }
+#undef STS__EMIT
+    if (cnt) json -= 1;
+    *header = (json + 7) / 8 * 8;
+    return 8 + *header + cursor;
+}
 /* Writes the open shard (sorted as the reference writer does) to its temporary and seals it. */
 STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
     sts__shard *s;
     sts__plan pl;
     sts_sink sink;
-    sts_options o;
     sts_result r;
     if (!w->nents) return STS_OK;
-    memset(&o, 0, sizeof o);
-    o.allocator = w->c.mem.a;
-    if ((r = sts__plan_make(&pl, w->ents, w->nents, NULL, 0, &o, err)) != STS_OK) return sts__task_fail(w, r);
+    if (!sts__kv_order(w)) return sts__task_fail(w, sts__nomem(err, "the shard's layout"));
+    if ((r = sts__plan_trusted(&pl, w->ents, w->nents, w->ord, w->efix, &w->c.mem, err)) != STS_OK) return sts__task_fail(w, r);
     if ((r = sts__shard_open(w, &s, err)) != STS_OK) { sts__plan_free(&pl); return sts__task_fail(w, r); }
     if (!w->sink && !(w->sink = (sts__fdsink *)sts__alloc(&w->c.mem, sizeof *w->sink))) { sts__plan_free(&pl); return sts__task_fail(w, sts__nomem(err, "the file sink")); }
     w->sink->mem = &w->c.mem; w->sink->fd = s->a.fd; w->sink->err_no = 0; w->sink->n = 0; w->sink->pending = 0;
@@ -5066,7 +5302,7 @@ STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
     if (r == STS_OK) r = sts__atomic_seal(&s->a, w->c.durable, err);
     if (r != STS_OK) { sts__atomic_abort(&s->a); sts__free(&w->c.mem, s->path, s->path_size); w->nshards--; return sts__task_fail(w, r); }
     s->state = 1;
-    w->nents = 0;
+    w->nents = w->nord = 0;
     w->shard_rows = w->shard_data = w->shard_fixed = 0;
     w->exact = w->min_size = w->empties = 0;
     w->chunk_at = 0;
@@ -5090,17 +5326,26 @@ STS__PRIVATE sts_result sts__kv_keys_reserve(sts_task_writer *w, size_t more, st
 STS__PRIVATE sts_result sts__kv_row(sts_task_writer *w, const sts_value *row, sts_error *err) {
     const sts_value *kv = &row[w->c.key_in];
     const char *key = (const char *)kv->data;
-    size_t klen = (size_t)kv->size, i, need = 0, pos_end;
-    uint64_t add_fixed = 0, add_data = 0, header, bytes;
+    size_t klen = (size_t)kv->size, i, nc = w->c.ncols, need = 0, pos_end;
+    uint64_t add_fixed = 0, add_data = 0, header;
     uint32_t cur = (uint32_t)w->nshards;  /* the number the open shard will get */
+    int fresh;                             /* the row adds a sample to the open shard */
     sts__names kn;
     sts_result r;
     if (kv->size && !kv->data) return sts__fail(err, STS_RULE_ROW_VALUE, STS_OFFSET_UNKNOWN, "row %U: the key has %U bytes but no data", w->calls, kv->size);
     if (kv->size > ((uint64_t)1 << 30) || sts__utf8_check((const uint8_t *)key, klen) != klen || (klen && memchr(key, 0, klen)))
         return sts__fail(err, STS_RULE_ROW_VALUE, STS_OFFSET_UNKNOWN, "row %U: key %q must be UTF-8 without NUL", w->calls, key, klen);
-    for (i = 0; i < w->c.ncols; i++) {
+    if (!w->rspec) {  /* the per-row arrays, once */
+        w->rspec = (sts_tensor_spec *)sts__alloc(&w->c.mem, nc * sizeof *w->rspec);
+        w->rhash = (uint64_t *)sts__alloc(&w->c.mem, 3 * nc * sizeof *w->rhash);
+        w->rrep = (size_t *)sts__alloc(&w->c.mem, 5 * nc * sizeof *w->rrep);
+        if (!w->rspec || !w->rhash || !w->rrep) return sts__nomem(err, "a row's tensors");
+        w->rfix = w->rhash + nc; w->rcount = w->rhash + 2 * nc;
+        w->rpos = w->rrep + nc; w->rord = w->rrep + 3 * nc;
+    }
+    for (i = 0; i < nc; i++) {  /* each cell checked once; its byte size kept */
         sts__ocol *o = &w->c.cols[i];
-        if ((r = sts__cell_check(w, o, &row[o->in], &bytes, err)) != STS_OK) return r;
+        if ((r = sts__cell_check(w, o, &row[o->in], &w->rspec[i].data_size, err)) != STS_OK) return r;
         need += klen + w->c.sep_len + o->name_len;
     }
     /* this row's tensor names, and the duplicate check before anything changes */
@@ -5110,142 +5355,120 @@ STS__PRIVATE sts_result sts__kv_row(sts_task_writer *w, const sts_value *row, st
         if (!(w->scratch = (char *)sts__alloc(&w->c.mem, need))) return sts__nomem(err, "a row's names");
         w->scratch_cap = need;
     }
-    if ((r = sts__kv_keys_reserve(w, w->c.ncols, err)) != STS_OK) return sts__task_fail(w, r);
+    if ((r = sts__kv_keys_reserve(w, nc, err)) != STS_OK) return sts__task_fail(w, r);
     kn = sts__key_names(w);
-    for (i = 0, pos_end = 0; i < w->c.ncols; i++) {
+    for (i = 0, pos_end = 0; i < nc; i++) {
         sts__ocol *o = &w->c.cols[i];
+        const sts_value *v = &row[o->in];
+        sts_tensor_spec *e = &w->rspec[i];
         char *n = w->scratch + pos_end;
         size_t nl = klen + w->c.sep_len + o->name_len, pos;
-        uint64_t h;
+        uint64_t b = e->data_size;
+        uint32_t slot;
         memcpy(n, key, klen);
         memcpy(n + klen, w->c.sep, w->c.sep_len);
         memcpy(n + klen + w->c.sep_len, o->name, o->name_len);
         pos_end += nl;
-        h = sts__hash(n, nl, 0x6b657973u);
-        pos = sts__index_probe(&w->kindex, &kn, h, n, nl);
         if (nl == 12 && memcmp(n, "__metadata__", 12) == 0)
             return sts__fail(err, STS_RULE_ROW_VALUE, STS_OFFSET_UNKNOWN, "row %U: key %q and column %q make the tensor name \"__metadata__\", which readers take for the metadata",
                              w->calls, key, klen, o->name, o->name_len);
-        if (w->kindex.slots[pos] != STS__EMPTY && w->c.dup == STS_DUPLICATES_FAIL)
+        w->rhash[i] = sts__hash(n, nl, 0x6b657973u);
+        pos = sts__index_probe(&w->kindex, &kn, w->rhash[i], n, nl);
+        slot = w->kindex.slots[pos];
+        if (slot != STS__EMPTY && w->c.dup == STS_DUPLICATES_FAIL)
             return sts__fail(err, STS_RULE_DUPLICATE_KEY, STS_OFFSET_UNKNOWN, "row %U: key %q gives tensor %q, which this task already wrote (duplicatesStrategy=fail)",
                              w->calls, key, klen, n, nl);
-        {
-            const sts_value *v = &row[o->in];
-            uint64_t one = v->size;
-            const uint64_t *sh = o->kind == STS_VALUE_TENSOR ? v->shape : o->has_opt ? o->opt_dims : &one;
-            uint32_t rk = o->kind == STS_VALUE_TENSOR ? v->rank : o->has_opt ? o->opt_rank : 1;
-            sts_dtype dt = o->kind == STS_VALUE_TENSOR ? v->dtype : o->dtype;
-            uint64_t b;
-            (void)sts__cell_check(w, o, v, &b, NULL);
-            add_fixed += sts__entry_fixed(n, nl, dt, sh, rk);
-            add_data += b;
-        }
+        w->rrep[i] = slot != STS__EMPTY && w->keys[slot].shard == cur ? w->keys[slot].ent : (size_t)-1;
+        memset(e, 0, sizeof *e);
+        e->name = n;
+        e->name_len = nl;
+        e->data_size = b;
+        e->dtype = o->kind == STS_VALUE_TENSOR ? v->dtype : o->dtype;
+        e->rank = o->kind == STS_VALUE_TENSOR ? v->rank : o->has_opt ? o->opt_rank : 1;
+        w->rcount[i] = v->size;
+        e->shape = o->kind == STS_VALUE_TENSOR ? v->shape : o->has_opt ? o->opt_dims : &w->rcount[i];
+        w->rfix[i] = sts__entry_fixed(n, nl, e->dtype, e->shape, e->rank);
+        add_fixed += w->rfix[i];
+        add_data += b;
     }
+    fresh = w->rrep[0] == (size_t)-1;
     /* Roll before this row would push the shard past the target (or the header cap), on the real
-       byte count. A cheap upper bound settles most rows; near the target the exact size of the
-       shard with the row (the writer's layout) decides, and later rows add to that exact figure
-       a tight allowance: their own bytes plus the offsets they shift across a power of ten. */
+       byte count. A cheap upper bound settles most rows (added and replaced tensors all counted as
+       added); near the target the exact size of the shard with the row (the writer's layout)
+       decides, and later rows add to that exact figure a tight allowance: their own bytes plus the
+       offsets they shift across a power of ten. */
     if (w->nents) {
-        uint64_t bound = sts__shard_bound(w->nents + w->c.ncols, w->shard_fixed + add_fixed, w->shard_data + add_data, &header), dd;
+        uint64_t bound = sts__shard_bound(w->nents + nc, w->shard_fixed + add_fixed, w->shard_data + add_data, &header), dd;
         int fits = bound <= w->c.target && header <= STS_MAX_HEADER_SIZE;
         if (!fits && w->exact) {
             dd = sts__digits(w->shard_data + add_data);
-            bound = w->exact + add_data + add_fixed + 2 * w->c.ncols * dd + 8 +
+            bound = w->exact + add_data + add_fixed + 2 * nc * dd + 8 +
                     2 * dd * (add_data / (w->min_size ? w->min_size : 1) + w->empties + 1);
             fits = bound <= w->c.target && bound - w->shard_data - add_data <= STS_MAX_HEADER_SIZE;
             if (fits) w->exact = bound;
         }
         if (!fits && header <= (uint64_t)STS_MAX_HEADER_SIZE * 2) {  /* exact: the shard as it would be with this row */
             uint64_t hdr_exact, exact;
-            size_t k;
-            if ((r = sts__kv_keys_reserve(w, 0, err)) != STS_OK) return sts__task_fail(w, r);
-            if (w->nents + w->c.ncols > w->ents_cap &&
-                !sts__grow(&w->c.mem, (void **)&w->ents, &w->ents_cap, w->nents + w->c.ncols, sizeof *w->ents))
-                return sts__task_fail(w, sts__nomem(err, "the shard table"));
-            if (!w->counts && !(w->counts = (uint64_t *)sts__alloc(&w->c.mem, w->c.ncols * sizeof *w->counts)))
-                return sts__task_fail(w, sts__nomem(err, "the shard table"));
-            for (k = 0, pos_end = 0; k < w->c.ncols; k++) {  /* the row's entries after the shard's, for the count only */
-                sts__ocol *o = &w->c.cols[k];
-                const sts_value *v = &row[o->in];
-                sts_tensor_spec *e = &w->ents[w->nents + k];
-                uint64_t b;
-                size_t nl = klen + w->c.sep_len + o->name_len;
-                (void)sts__cell_check(w, o, v, &b, NULL);
-                w->counts[k] = v->size;
-                memset(e, 0, sizeof *e);
-                e->name = w->scratch + pos_end; e->name_len = nl; e->data_size = b;
-                e->dtype = o->kind == STS_VALUE_TENSOR ? v->dtype : o->dtype;
-                e->rank = o->kind == STS_VALUE_TENSOR ? v->rank : o->has_opt ? o->opt_rank : 1;
-                e->shape = o->kind == STS_VALUE_TENSOR ? v->shape : o->has_opt ? o->opt_dims : &w->counts[k];
-                pos_end += nl;
-            }
-            exact = sts__specs_file_size(&w->c.mem, w->ents, w->nents + w->c.ncols, &hdr_exact);
-            fits = exact && exact <= w->c.target && hdr_exact <= STS_MAX_HEADER_SIZE;
+            if (!sts__kv_order(w)) return sts__task_fail(w, sts__nomem(err, "the shard's layout"));
+            exact = sts__kv_exact(w, &hdr_exact);
+            fits = exact <= w->c.target && hdr_exact <= STS_MAX_HEADER_SIZE;
             if (fits) w->exact = exact;
         }
         if (!fits) {
             if ((r = sts__kv_flush(w, err)) != STS_OK) return r;
             cur = (uint32_t)w->nshards;
+            for (i = 0; i < nc; i++) w->rrep[i] = (size_t)-1;  /* the earlier copies stay in the sealed shard */
+            fresh = 1;
         }
     }
-    sts__shard_bound(w->c.ncols, add_fixed, add_data, &header);
+    sts__shard_bound(nc, add_fixed, add_data, &header);
     if (header > STS_MAX_HEADER_SIZE)
         return sts__fail(err, STS_RULE_HEADER_TOO_LARGE, STS_OFFSET_UNKNOWN, "row %U: its tensors alone need a %U-byte header, over the limit", w->calls, header);
     /* commit the row: names, data, entries */
-    for (i = 0; i < w->c.ncols; i++)
+    for (i = 0; i < nc; i++)
         if (!w->c.cols[i].fixed && (r = sts__col_fix(w, &w->c.cols[i], &row[w->c.cols[i].in], err)) != STS_OK) return r;
-    if (w->nents + w->c.ncols > w->ents_cap &&
-        !sts__grow(&w->c.mem, (void **)&w->ents, &w->ents_cap, w->nents + w->c.ncols, sizeof *w->ents))
-        return sts__task_fail(w, sts__nomem(err, "the shard table"));
-    {   /* a row whose key is already in the open shard replaces it (lastWin): no new sample */
-        size_t nl0 = klen + w->c.sep_len + w->c.cols[0].name_len, p0;
-        p0 = sts__index_probe(&w->kindex, &kn, sts__hash(w->scratch, nl0, 0x6b657973u), w->scratch, nl0);
-        if (w->kindex.slots[p0] == STS__EMPTY || w->keys[w->kindex.slots[p0]].shard != cur) w->shard_rows++;
-    }
-    for (i = 0, pos_end = 0; i < w->c.ncols; i++) {
+    if (!sts__kv_ents_reserve(w, w->nents + nc)) return sts__task_fail(w, sts__nomem(err, "the shard table"));
+    if (fresh) w->shard_rows++;  /* a row whose key is in the open shard replaces it (lastWin): no new sample */
+    for (i = 0; i < nc; i++) {
         sts__ocol *o = &w->c.cols[i];
         const sts_value *v = &row[o->in];
-        const char *n = w->scratch + pos_end;
-        size_t nl = klen + w->c.sep_len + o->name_len, pos;
-        uint64_t h = sts__hash(n, nl, 0x6b657973u), b;
+        const sts_tensor_spec *t = &w->rspec[i];
+        uint64_t b = t->data_size;
+        size_t pos, ent;
         sts__key *k;
         sts_tensor_spec *e;
         void *dst;
         uint32_t d;
-        pos_end += nl;
-        (void)sts__cell_check(w, o, v, &b, NULL);
-        pos = sts__index_probe(&w->kindex, &kn, h, n, nl);
+        pos = sts__index_probe(&w->kindex, &kn, w->rhash[i], t->name, t->name_len);  /* again: earlier columns may have taken slots */
         if (w->kindex.slots[pos] == STS__EMPTY) {
             k = &w->keys[w->nkeys];
-            if (!(k->name = sts__kv_name_store(w, n, nl))) return sts__task_fail(w, sts__nomem(err, "a key"));
-            k->hash = h;
-            k->len = nl;
+            if (!(k->name = sts__kv_name_store(w, t->name, t->name_len))) return sts__task_fail(w, sts__nomem(err, "a key"));
+            k->hash = w->rhash[i];
+            k->len = t->name_len;
             k->shard = (uint32_t)-1;
             w->kindex.slots[pos] = (uint32_t)w->nkeys++;
         } else k = &w->keys[w->kindex.slots[pos]];
-        if (k->shard == cur) {  /* lastWin inside the open shard: replace the entry */
-            e = &w->ents[k->ent];
-            w->shard_fixed -= sts__entry_fixed(e->name, e->name_len, e->dtype, e->shape, e->rank);
+        if (k->shard == cur) {  /* lastWin inside the open shard: replace the entry in its place */
+            ent = k->ent;
+            e = &w->ents[ent];
+            w->shard_fixed -= w->efix[ent];
             w->shard_data -= e->data_size;
             w->exact = 0;  /* offsets after it move: back to the cheap bound until the next exact count */
         } else {
-            e = &w->ents[w->nents];
+            ent = w->nents++;
+            e = &w->ents[ent];
             k->shard = cur;
-            k->ent = (uint32_t)w->nents++;
+            k->ent = (uint32_t)ent;
         }
         memset(e, 0, sizeof *e);
         e->name = k->name;
-        e->name_len = nl;
-        e->dtype = o->kind == STS_VALUE_TENSOR ? v->dtype : o->dtype;
+        e->name_len = t->name_len;
+        e->dtype = t->dtype;
         e->data_size = b;
-        {   /* the row's shape: the column's own when equal (the usual case), else a copy */
-            uint64_t one = v->size;
-            const uint64_t *sh = o->kind == STS_VALUE_TENSOR ? v->shape : o->has_opt ? o->opt_dims : &one;
-            uint32_t rk = o->kind == STS_VALUE_TENSOR ? v->rank : o->has_opt ? o->opt_rank : 1;
-            e->rank = rk;
-            if (rk == o->rank && (!rk || memcmp(sh, o->shape + 1, rk * sizeof *sh) == 0)) e->shape = o->shape + 1;
-            else if (!(e->shape = sts__kv_shape_store(w, sh, rk))) return sts__task_fail(w, sts__nomem(err, "a shape"));
-        }
+        e->rank = t->rank;
+        /* the row's shape: the column's own when equal (the usual case), else a copy */
+        if (t->rank == o->rank && (!t->rank || memcmp(t->shape, o->shape + 1, t->rank * sizeof *t->shape) == 0)) e->shape = o->shape + 1;
+        else if (!(e->shape = sts__kv_shape_store(w, t->shape, t->rank))) return sts__task_fail(w, sts__nomem(err, "a shape"));
         /* data next to the previous tensor's, so the shard goes out in few large writes */
         if (!(dst = sts__kv_data(w, b, err))) return sts__task_fail(w, STS_ERR_NOMEM);
         e->data = dst;
@@ -5253,7 +5476,8 @@ STS__PRIVATE sts_result sts__kv_row(sts_task_writer *w, const sts_value *row, st
         /* the schema's shape: dims that differ between rows become -1 */
         if (e->rank != o->rank) memset(o->varies, 1, o->rank ? o->rank : 1);
         else for (d = 0; d < e->rank; d++) if (e->shape[d] != o->shape[1 + d]) o->varies[d] = 1;
-        w->shard_fixed += sts__entry_fixed(e->name, e->name_len, e->dtype, e->shape, e->rank);
+        w->efix[ent] = (uint32_t)w->rfix[i];
+        w->shard_fixed += w->rfix[i];
         w->shard_data += b;
         if (!b) w->empties++;
         else if (!w->min_size || b < w->min_size) w->min_size = b;
@@ -5377,6 +5601,11 @@ STSDEF void sts_task_close(sts_task_writer *w) {
     sts__free(&m, w->shards, w->shards_cap * sizeof *w->shards);
     sts__free(&m, w->bspecs, w->c.ncols * sizeof *w->bspecs);
     sts__free(&m, w->ents, w->ents_cap * sizeof *w->ents);
+    sts__free(&m, w->efix, w->efix_cap * sizeof *w->efix);
+    sts__free(&m, w->ord, w->ord_cap * sizeof *w->ord);
+    sts__free(&m, w->rspec, w->c.ncols * sizeof *w->rspec);
+    sts__free(&m, w->rhash, 3 * w->c.ncols * sizeof *w->rhash);
+    sts__free(&m, w->rrep, 5 * w->c.ncols * sizeof *w->rrep);
     for (i = 0; i < w->nchunks; i++) sts__free(&m, w->chunks[i].p, w->chunks[i].cap);
     sts__free(&m, w->chunks, w->chunks_cap * sizeof *w->chunks);
     sts__free(&m, w->keys, w->keys_cap * sizeof *w->keys);
@@ -5384,7 +5613,6 @@ STSDEF void sts_task_close(sts_task_writer *w) {
     for (c = w->names; c;) { sts__chunk *next = c->next; sts__free(&m, c, c->size); c = next; }
     sts__kv_shapes_free(w);
     sts__free(&m, w->scratch, w->scratch_cap);
-    sts__free(&m, w->counts, w->c.ncols * sizeof *w->counts);
     sts__free(&m, w->sink, sizeof *w->sink);
     sts__free(&m, w->dir, w->dir_size);
     sts__wcfg_free(&w->c);

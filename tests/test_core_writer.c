@@ -1093,9 +1093,167 @@ static void test_write_memory_allocator(void **state) {
     sts_free(&o, NULL, 0);
 }
 
+/* ---- white box: the text primitives and the layout sort behind the header bytes ---- */
+static int slow_clean8(const char *s) {
+    int i;
+    for (i = 0; i < 8; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c == '"' || c == '\\') return 0;
+    }
+    return 1;
+}
+static void test_text_primitives(void **state) {
+    char b[8];
+    int pos, v, fill, i;
+    uint64_t x = 88172645463325252ull;
+    long k;
+    (void)state;
+    /* every byte value at every position over every fill byte, then random words */
+    for (pos = 0; pos < 8; pos++)
+        for (v = 0; v < 256; v++)
+            for (fill = 0; fill < 256; fill += 3) {
+                memset(b, fill, 8);
+                b[pos] = (char)v;
+                if (sts__esc_clean8(b) != slow_clean8(b)) fail_msg("esc_clean8 wrong: byte 0x%02x at %d in 0x%02x", v, pos, fill);
+            }
+    for (k = 0; k < 2000000; k++) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        memcpy(b, &x, 8);
+        if (sts__esc_clean8(b) != slow_clean8(b)) fail_msg("esc_clean8 wrong on a random word");
+    }
+    /* digits and u64_put at every power of ten and its neighbours, and random values */
+    for (i = 0; i < 64 * 3 + 60; i++) {
+        uint64_t val, p = 1;
+        char want[32];
+        uint8_t got[32], *e;
+        int d;
+        if (i < 60) { for (d = 0; d < i / 3; d++) p *= 10; val = p - 1 + (uint64_t)(i % 3); }
+        else { x ^= x << 13; x ^= x >> 7; x ^= x << 17; val = x >> (i % 64); }
+        if (i == 59) val = UINT64_MAX;
+        snprintf(want, sizeof want, "%llu", (unsigned long long)val);
+        e = sts__u64_put(got, val);
+        *e = 0;
+        assert_string_equal((char *)got, want);
+        assert_int_equal(sts__digits(val), strlen(want));
+    }
+}
+/* sts__layout_sort (radix keys after the common prefix, ties by full comparison) against the
+   plain comparison sort, on inputs built to hit ties: shared prefixes longer than the key's 7
+   bytes, names that are prefixes of others, several dtypes, already sorted and reversed input. */
+static void test_layout_sort(void **state) {
+    static const char *stems[] = { "model.layers.", "model.layers.1", "m", "", "z\xc3\xa9", "model.layers.10.mlp.experts.3." };
+    size_t sizes[] = { 0, 1, 2, 4095, 4096, 5000, 40000 };
+    size_t si, i;
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    sts__mem m = sts__mem_from(NULL);
+    (void)state;
+    for (si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        size_t n = sizes[si], variant;
+        for (variant = 0; variant < 4; variant++) {
+            sts_tensor_spec *sp = (sts_tensor_spec *)calloc(n ? n : 1, sizeof *sp);
+            char *names = (char *)malloc((n ? n : 1) * 64);
+            size_t *a = (size_t *)malloc((n ? n : 1) * sizeof *a), *b = (size_t *)malloc((n ? n : 1) * sizeof *b), *t = (size_t *)malloc((n ? n : 1) * sizeof *t), *o;
+            sts__spec_order ctx;
+            assert_true(sp && names && a && b && t);
+            for (i = 0; i < n; i++) {
+                char *nm = names + i * 64;
+                x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+                snprintf(nm, 64, "%s%llu%s", stems[variant == 3 ? 0 : x % 6], (unsigned long long)(x >> 20) % (variant == 1 ? 7 : 100000),
+                         (x >> 8) % 3 ? ".weight" : "");
+                sp[i].name = nm;
+                sp[i].name_len = strlen(nm);
+                sp[i].dtype = variant == 2 ? STS_DTYPE_F32 : (sts_dtype)((x >> 40) % 4);
+                a[i] = b[i] = i;
+            }
+            ctx.specs = sp;
+            if (variant == 3) {  /* sorted, then reversed */
+                o = sts__msort(b, t, n, sts__by_layout, &ctx);
+                if (o != b) memcpy(b, o, n * sizeof *b);
+                for (i = 0; i < n; i++) a[i] = b[n - 1 - i];
+                memcpy(b, a, n * sizeof *b);
+            }
+            assert_true(sts__layout_sort(&m, sp, a, n));
+            o = sts__msort(b, t, n, sts__by_layout, &ctx);
+            for (i = 0; i < n; i++)
+                if (a[i] != o[i]) fail_msg("n=%zu variant %zu: position %zu holds %zu, the comparison sort says %zu", n, variant, i, a[i], o[i]);
+            free(sp); free(names); free(a); free(b); free(t);
+        }
+    }
+}
+
+/* A header over 1 MiB goes out in pieces: through the fd sink (flushed between pieces), a user
+   sink and memory, the bytes equal the whole header rendered in one buffer, then the data. Names
+   with escapes and metadata ride along; a 100,000-tensor file also reparses. */
+static void test_large_header_pieces(void **state) {
+    size_t n = 100000, i;
+    sts_tensor_spec *sp = (sts_tensor_spec *)calloc(n, sizeof *sp);
+    char *names = (char *)malloc(n * 48);
+    uint8_t data[4] = { 1, 2, 3, 4 }, *mem = NULL, *file, *whole;
+    uint64_t shape = 2;
+    sts_kv meta[2];
+    sts_error e;
+    size_t mem_size, file_size;
+    sts__plan pl;
+    char dir[256], path[300];
+    rec_sink rs;
+    sts_sink sink;
+    sts_file *f;
+    (void)state;
+    assert_true(sp && names);
+    for (i = 0; i < n; i++) {
+        char *nm = names + i * 48;
+        snprintf(nm, 48, i % 1000 == 7 ? "layer.%zu.\"q\"\\t" : "model.layers.%zu.weight", n - i);
+        sp[i].name = nm; sp[i].name_len = strlen(nm);
+        sp[i].dtype = i % 3 ? STS_DTYPE_BF16 : STS_DTYPE_U8;
+        sp[i].rank = 1; sp[i].shape = &shape;
+        sp[i].data = data; sp[i].data_size = sp[i].dtype == STS_DTYPE_U8 ? 2 : 4;
+    }
+    meta[0].key = "format"; meta[0].key_len = 6; meta[0].value = "pt"; meta[0].value_len = 2;
+    meta[1].key = "note"; meta[1].key_len = 4; meta[1].value = "a \"quoted\"\nvalue"; meta[1].value_len = 16;
+    /* the reference: the whole header in one buffer */
+    assert_int_equal(sts__plan_make(&pl, sp, n, meta, 2, NULL, &e), STS_OK);
+    assert_true(pl.header_len > ((uint64_t)3 << 20));
+    whole = (uint8_t *)malloc((size_t)(8 + pl.header_len));
+    assert_non_null(whole);
+    sts__plan_render(&pl, sp, meta, 2, whole);
+    /* memory */
+    assert_int_equal(sts_write_memory(sp, n, meta, 2, NULL, (void **)&mem, &mem_size, &e), STS_OK);
+    assert_int_equal(mem_size, 8 + pl.header_len + pl.data_len);
+    assert_memory_equal(mem, whole, (size_t)(8 + pl.header_len));
+    /* a user sink: pieces, none over 1 MiB while the header goes out */
+    memset(&rs, 0, sizeof rs);
+    sink = rec_sink_of(&rs);
+    assert_int_equal(sts_write(sp, n, meta, 2, &sink, NULL, &e), STS_OK);
+    assert_int_equal(rs.got.n, mem_size);
+    assert_memory_equal(rs.got.p, mem, mem_size);
+    assert_true(rs.calls > 3);
+    /* a path: the fd sink, flushed between pieces */
+    cu_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/big.safetensors", dir);
+    assert_int_equal(sts_write_path(path, sp, n, meta, 2, NULL, &e), STS_OK);
+    file = cu_read_file(path, &file_size);
+    assert_int_equal(file_size, mem_size);
+    assert_memory_equal(file, mem, mem_size);
+    assert_int_equal(sts_open(path, NULL, &f, &e), STS_OK);
+    assert_int_equal(sts_count(f), n);
+    sts_close(f);
+    unlink(path);
+    rmdir(dir);
+    free(file);
+    free(rs.got.p);
+    sts_free(NULL, mem, mem_size);
+    free(whole);
+    sts__plan_free(&pl);
+    free(sp);
+    free(names);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_empty),
+        cmocka_unit_test(test_text_primitives),
+        cmocka_unit_test(test_layout_sort),
+        cmocka_unit_test(test_large_header_pieces),
         cmocka_unit_test(test_golden_layout),
         cmocka_unit_test(test_golden_padding),
         cmocka_unit_test(test_golden_escaping),

@@ -829,7 +829,8 @@ static void check_rolls(const char *label, const char *dir, const krows *rs, uin
     du_names_free(&names);
 }
 
-static void test_roller(void **state) {
+/* shuffle: keys arrive in a scrambled order (a layout sort, then merges, behind each exact count) */
+static void roller(int shuffle) {
     char root[64];
     sts_write_config c;
     sts_error e;
@@ -844,7 +845,6 @@ static void test_roller(void **state) {
     du_alloc al;
     sts_options o;
     const uint64_t target = 64 * 1024;
-    (void)state;
     du_tmpdir(root, sizeof root);
     kv_config(&c);
     memset(&al, 0, sizeof al);
@@ -857,7 +857,7 @@ static void test_roller(void **state) {
         uint64_t d1;
         kcell k;
         uint32_t pick = du_below(&rng, 100);
-        snprintf(key, sizeof key, "row-%05d", i);
+        snprintf(key, sizeof key, "row-%05d", shuffle ? (int)(((unsigned)i * 7919u) % 100003u) : i);
         d1 = pick < 3 ? 70000 + du_below(&rng, 150000) : 1 + du_below(&rng, pick < 50 ? 2000 : 20000);  /* a few rows > 64 KiB */
         k = cell(key, (uint32_t)i, 1, d1, 1 + du_below(&rng, 64));
         DU_OK("row", kv_put(w, 0, &k, &rs, &e), e);
@@ -876,6 +876,8 @@ static void test_roller(void **state) {
     du_rmtree(root);
     du_notes_done(&notes, "roller");
 }
+static void test_roller(void **state) { (void)state; roller(0); }
+static void test_roller_shuffled(void **state) { (void)state; roller(1); }
 
 /* The roll happens only when the next row would push the shard PAST the target: a shard whose
    rows fill the target to the exact byte keeps them. The target is set to the exact size of a
@@ -1042,6 +1044,7 @@ int main(void) {
         cmocka_unit_test(test_last_win_wide_shard_numbers),
         cmocka_unit_test(test_keys),
         cmocka_unit_test(test_roller),
+        cmocka_unit_test(test_roller_shuffled),
         cmocka_unit_test(test_roll_exact_fit),
         cmocka_unit_test(test_roller_50mb),
     };
