@@ -34,13 +34,13 @@ ASAN_FLAGS  := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fn
 all: sts
 
 sts: examples/sts.c examples/npy.h $(HEADER)
-	$(CC) -std=c99 $(OPT) $(STS_WARN) -o $@ examples/sts.c
+	$(CC) -std=c99 $(OPT) $(STS_WARN) -pthread -o $@ examples/sts.c
 
 $(BUILD):
 	@mkdir -p $(BUILD)
 
 $(BUILD)/demo: examples/demo.c $(HEADER) | $(BUILD)
-	$(CC) -std=c99 $(OPT) $(STS_WARN) -o $@ examples/demo.c
+	$(CC) -std=c99 $(OPT) $(STS_WARN) -pthread -o $@ examples/demo.c
 
 demo: $(BUILD)/demo
 	@cd $(BUILD) && ./demo

@@ -36,6 +36,9 @@
                              callbacks remain
       STS_NO_MMAP            sts_open reads files into memory instead of mapping them
       STS_NO_SIMD            use portable scalar code only (results are bit-identical)
+      STS_NO_THREADS         the dataset writer makes its writes on the caller's thread (by
+                             default each task writer has one POSIX I/O thread; link with
+                             -pthread where the C library needs it)
       STS_MALLOC(ctx,size), STS_REALLOC(ctx,p,old,new), STS_FREE(ctx,p,size)
                              the default allocator: define all three or none (default: libc)
       STS_ASSERT(x)          checks of programmer errors only, never of file content
@@ -118,7 +121,7 @@
    any number of threads may call the accessors on it at once. Writers share nothing; a dataset job
    runs one sts_task_writer per thread (or process) and commits once. The only global is the codec's
    CPU-feature word, computed on first use with relaxed atomics (racing threads store the same
-   value). An sts_dataset may be shared by threads: its lazily mapped shards and key map are
+   value). A task writer's own I/O thread touches only that writer's queued buffers and files. An sts_dataset may be shared by threads: its lazily mapped shards and key map are
    published with compare-and-swap (GCC/Clang atomics; other compilers: one thread at a time).
 
    Errors. Every fallible call returns an sts_result and, when the sts_error pointer is not NULL,
@@ -534,12 +537,15 @@ typedef struct sts_write_config {   /* zero = every default; strings are borrowe
     sts_tail tail;                  /* batch mode: what to do with a last, partial batch */
     int overwrite;                  /* replace an existing dataset at commit; default: refuse a non-empty folder */
     int no_fsync;                   /* durable = 0: skip every fsync (fast, not crash-safe) */
+    int no_io_thread;               /* io_thread = 0: the caller's thread makes every write itself
+                                       (default: one I/O thread per task writer, see sts_task_open) */
 } sts_write_config;
 
 /* Set one option the way the connector spells it (names case-insensitive; values as strings):
    batch_size, name_col, kv_separator, duplicatesStrategy (fail|lastWin), generate_index
    (true|false), target_shard_size_mb, dtype, columns, shapes, tail_strategy (drop|pad|write),
-   mode (error|errorifexists|overwrite), durable (true|false), rounding (truncate|nearest_even).
+   mode (error|errorifexists|overwrite), durable (true|false), rounding (truncate|nearest_even),
+   io_thread (true|false).
    "path" is accepted and ignored. String values are borrowed: keep them alive. */
 STSDEF sts_result sts_write_config_set(sts_write_config *cfg, const char *key, const char *value, sts_error *err);
 
@@ -553,7 +559,11 @@ typedef struct sts_dataset_summary {
    (created when missing; a non-empty folder is refused unless overwrite). */
 STSDEF sts_result sts_dataset_prepare(const char *dir, const sts_write_config *cfg, const sts_column *schema, size_t ncols,
                                       const sts_options *opts, sts_error *err);
-/* A task writer: files appear under temporary (hidden) names until its commit. */
+/* A task writer: files appear under temporary (hidden) names until its commit. Unless io_thread
+   is off (or STS_NO_THREADS is defined), it starts one POSIX thread that writes and fsyncs
+   finished buffers while the caller's thread encodes the next rows (link with -pthread where the
+   C library needs it). An I/O failure on that thread is reported by the next call. Memory stays
+   within the shard target (KV) or a few 1 MiB buffers per column (batch). */
 STSDEF sts_result sts_task_open(const char *dir, uint32_t task_id, const sts_write_config *cfg, const sts_column *schema,
                                 size_t ncols, const sts_options *opts, sts_task_writer **out, sts_error *err);
 /* One row: ncols cells in schema order. A rejected row changes nothing; an I/O failure is sticky. */
@@ -3158,8 +3168,10 @@ STS__PRIVATE void sts__plan_render(const sts__plan *pl, const sts_tensor_spec *s
    fd sink) is flushed through `flush` before a piece's buffer is reused or released. */
 STS__PRIVATE sts_result sts__plan_emit_data(const sts__plan *pl, const sts_tensor_spec *specs, const sts_sink *sink,
                                             sts_result (*flush)(void *user), sts_error *err);
-STS__PRIVATE sts_result sts__plan_emit(const sts__plan *pl, const sts_tensor_spec *specs, const sts_kv *meta, size_t n_meta,
-                                       const sts_sink *sink, sts_result (*flush)(void *user), sts_error *err) {
+/* The 8-byte length and the padded header, in pieces; a gathering sink is flushed before the
+   buffer goes. */
+STS__PRIVATE sts_result sts__plan_emit_header(const sts__plan *pl, const sts_tensor_spec *specs, const sts_kv *meta, size_t n_meta,
+                                              const sts_sink *sink, sts_result (*flush)(void *user), sts_error *err) {
     uint64_t total = 8 + pl->header_len, sent = 0, need = 8 + 1 + 1 + 7, cap64 = (uint64_t)1 << 20;
     size_t cap, i;
     uint8_t *buf, *o, *end;
@@ -3196,11 +3208,18 @@ STS__PRIVATE sts_result sts__plan_emit(const sts__plan *pl, const sts_tensor_spe
     while (sent + (uint64_t)(o - buf) < total) *o++ = ' ';
     STS__HDR_OUT();
 #undef STS__HDR_OUT
-    r = sts__plan_emit_data(pl, specs, sink, flush, err);
-    if (r == STS_OK && flush && (r = flush(sink->user)) != STS_OK)
-        r = sts__fail_code(err, r, STS_RULE_IO, STS_OFFSET_UNKNOWN, "the sink failed (%s)", sts_result_name(r));
+    if (flush && cap == total && (r = flush(sink->user)) != STS_OK)
+        r = sts__fail_code(err, r, STS_RULE_IO, 0, "the sink failed writing the header (%s)", sts_result_name(r));
 out:
     sts__free(&pl->mem, buf, cap);
+    return r;
+}
+STS__PRIVATE sts_result sts__plan_emit(const sts__plan *pl, const sts_tensor_spec *specs, const sts_kv *meta, size_t n_meta,
+                                       const sts_sink *sink, sts_result (*flush)(void *user), sts_error *err) {
+    sts_result r = sts__plan_emit_header(pl, specs, meta, n_meta, sink, flush, err);
+    if (r == STS_OK) r = sts__plan_emit_data(pl, specs, sink, flush, err);
+    if (r == STS_OK && flush && (r = flush(sink->user)) != STS_OK)
+        r = sts__fail_code(err, r, STS_RULE_IO, STS_OFFSET_UNKNOWN, "the sink failed (%s)", sts_result_name(r));
     return r;
 }
 STS__PRIVATE sts_result sts__plan_emit_data(const sts__plan *pl, const sts_tensor_spec *specs, const sts_sink *sink,
@@ -4222,6 +4241,9 @@ STSDEF sts_result sts_write_config_set(sts_write_config *c, const char *key, con
     } else if (sts__ieq(key, "durable")) {
         if (!sts__text_bool(value, &b)) return sts__bad_option(err, "durable", value, "true or false");
         c->no_fsync = !b;
+    } else if (sts__ieq(key, "io_thread")) {
+        if (!sts__text_bool(value, &b)) return sts__bad_option(err, "io_thread", value, "true or false");
+        c->no_io_thread = !b;
     } else if (sts__ieq(key, "rounding")) {
         if (sts__ieq(value, "truncate")) c->rounding = STS_ROUND_TRUNCATE;
         else if (sts__ieq(value, "nearest_even") || sts__ieq(value, "rne")) c->rounding = STS_ROUND_NEAREST_EVEN;
@@ -4331,7 +4353,8 @@ typedef struct sts__ocol {          /* an output column */
     uint32_t opt_rank;              /* shapes option, when given */
     const uint64_t *opt_dims;
     int has_opt;
-    uint8_t *stage;                 /* batch mode write-combining */
+    uint8_t *stage;                 /* batch mode write-combining: a buffer of the task writer's pool */
+    int stage_id;                   /* its index there, or -1 */
     uint64_t stage_off;
     size_t stage_len;
 } sts__ocol;
@@ -4343,7 +4366,7 @@ typedef struct sts__wcfg {
     const char *sep;
     size_t sep_len;
     sts_duplicates dup;
-    int index, overwrite, durable;
+    int index, overwrite, durable, io_thread;
     uint64_t target;                /* bytes */
     sts_tail tail;
     int has_dtype;
@@ -4371,7 +4394,6 @@ STS__PRIVATE void sts__wcfg_free(sts__wcfg *c) {
         sts__ocol *o = &c->cols[i];
         sts__free(&c->mem, o->shape, (o->rank + 1) * sizeof(uint64_t));
         sts__free(&c->mem, o->varies, o->rank ? o->rank : 1);
-        sts__free(&c->mem, o->stage, STS__STAGE);
     }
     sts__free(&c->mem, c->cols, c->ncols * sizeof *c->cols);
     sts__free(&c->mem, c->store, c->store_size);
@@ -4425,6 +4447,7 @@ STS__PRIVATE sts_result sts__wcfg_make(sts__wcfg *c, const sts_write_config *cfg
     c->index = cfg->generate_index != 0;
     c->overwrite = cfg->overwrite != 0;
     c->durable = !cfg->no_fsync;
+    c->io_thread = !cfg->no_io_thread;
     c->tail = cfg->tail;
     c->has_dtype = cfg->has_dtype;
     c->dtype = cfg->dtype;
@@ -4684,6 +4707,255 @@ STSDEF sts_result sts_dataset_prepare(const char *dir, const sts_write_config *c
     return r;
 }
 
+/* pwrite until every byte is out; 0 or an errno. */
+STS__PRIVATE int sts__pwrite_all(const sts__mem *m, int fd, const void *src, uint64_t len, uint64_t off) {
+    const uint8_t *p = (const uint8_t *)src;
+    while (len) {
+        size_t chunk = len > ((uint64_t)1 << 30) ? ((size_t)1 << 30) : (size_t)len;
+        ssize_t put;
+        int e = sts__fault(m, "pwrite");
+        if (e) return e;
+        put = pwrite(fd, p, chunk, (off_t)off);
+        if (put < 0) { if (errno == EINTR) continue; return errno; }
+        if (put == 0) return EIO;
+        p += put; off += (uint64_t)put; len -= (uint64_t)put;
+    }
+    return 0;
+}
+
+/* ---- write-behind: the task writer's I/O thread ----
+   Row work (checking, encoding, copying) and the system calls that put finished buffers into the
+   files run on two threads: the caller's thread queues writes, truncations and seals, and one I/O
+   thread per task writer performs them in order (appends the caller groups go out in one writev:
+   the grouping, not the timing, decides the calls, so they are the same in every run). A
+   queued buffer comes back through its token once written. The caller's thread makes a hooked
+   system call of its own only when the queue is idle, so the calls keep one order and the
+   io_fault hook sees them one at a time. The first failure is kept and later writes are skipped
+   (seals still close their files); the caller reports it at its next step. Without threads
+   (STS_NO_THREADS, or io_thread=false) each item runs at once on the caller's thread: the same
+   code in one thread. The I/O thread never allocates: buffers come and go on the caller's side. */
+#if !defined(STS_NO_THREADS)
+#  include <pthread.h>
+#  define STS__THREADS 1
+#endif
+enum { STS__WB_WRITE, STS__WB_PWRITE, STS__WB_TRUNCATE, STS__WB_SEAL };
+#define STS__WB_RING 4096
+typedef struct sts__wbitem {
+    const uint8_t *p;
+    uint64_t len;          /* WRITE, PWRITE: bytes */
+    uint64_t off;          /* PWRITE: file offset; TRUNCATE: the size */
+    int fd, kind, durable; /* SEAL: fsync when durable, then close */
+    int more;              /* WRITE: the next item joins this one's writev */
+    int32_t token;         /* handed back once the item ran, or -1 */
+    uint32_t shard;        /* the file, for messages */
+} sts__wbitem;
+typedef struct sts__wb {
+    const sts__mem *mem;
+    sts__wbitem ring[STS__WB_RING];
+    size_t head, n;
+    int32_t *back;         /* tokens handed back, not yet taken */
+    size_t nback, back_cap;
+    int busy, stop, err_no;
+    const char *err_op;
+    uint32_t err_shard;
+    int threaded, started;
+#ifdef STS__THREADS
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t work, done;
+#endif
+} sts__wb;
+#ifdef STS__THREADS
+#  define STS__WB_LOCK(q) do { if ((q)->threaded) pthread_mutex_lock(&(q)->mu); } while (0)
+#  define STS__WB_UNLOCK(q) do { if ((q)->threaded) pthread_mutex_unlock(&(q)->mu); } while (0)
+#else
+#  define STS__WB_LOCK(q) ((void)0)
+#  define STS__WB_UNLOCK(q) ((void)0)
+#endif
+/* Runs k items (one SEAL/TRUNCATE/PWRITE, or appends to one file); 0 or an errno, *op naming the call. */
+STS__PRIVATE int sts__wb_run(const sts__mem *m, sts__wbitem *it, size_t k, int failed, const char **op) {
+    int e = 0;
+    if (it[0].kind == STS__WB_SEAL) {
+        if (!failed && it[0].durable) {
+            *op = "fsync";
+            if ((e = sts__fault(m, "fsync")) == 0 && fsync(it[0].fd) != 0) e = errno;
+        }
+        if (close(it[0].fd) != 0 && !e && !failed) { e = errno; *op = "close"; }
+        return e;
+    }
+    if (failed) return 0;
+    if (it[0].kind == STS__WB_TRUNCATE) {
+        *op = "ftruncate";
+        if ((e = sts__fault(m, "ftruncate")) == 0 && ftruncate(it[0].fd, (off_t)it[0].off) != 0) e = errno;
+        return e;
+    }
+    if (it[0].kind == STS__WB_PWRITE) { *op = "write"; return sts__pwrite_all(m, it[0].fd, it[0].p, it[0].len, it[0].off); }
+    {
+        struct iovec iov[STS__IOV_MAX];
+        size_t i;
+        *op = "write";
+        for (i = 0; i < k; i++) { iov[i].iov_base = (void *)(uintptr_t)it[i].p; iov[i].iov_len = (size_t)it[i].len; }
+        return sts__writev_all(m, it[0].fd, iov, (int)k);
+    }
+}
+/* 1 when the ring starts with a whole group (an item whose `more` is 0 ends it). */
+STS__PRIVATE int sts__wb_ready(const sts__wb *q) {
+    size_t i;
+    for (i = 0; i < q->n; i++) if (!q->ring[(q->head + i) % STS__WB_RING].more) return 1;
+    return 0;
+}
+/* Takes the group at the head of the ring into `out` (groups hold at most STS__IOV_MAX items). */
+STS__PRIVATE size_t sts__wb_take_items(sts__wb *q, sts__wbitem *out) {
+    size_t k = 0;
+    while (q->n && k < STS__IOV_MAX) {
+        out[k++] = q->ring[q->head];
+        q->head = (q->head + 1) % STS__WB_RING;
+        q->n--;
+        if (!out[k - 1].more) break;
+    }
+    return k;
+}
+/* After items ran: keep the first failure, hand the tokens back. Under the lock. */
+STS__PRIVATE void sts__wb_after(sts__wb *q, const sts__wbitem *it, size_t k, int e, const char *op) {
+    size_t i;
+    if (e && !q->err_no) { q->err_no = e; q->err_op = op; q->err_shard = it[0].shard; }
+    for (i = 0; i < k; i++)
+        if (it[i].token >= 0 && q->nback < q->back_cap) q->back[q->nback++] = it[i].token;
+}
+#ifdef STS__THREADS
+STS__PRIVATE void *sts__wb_main(void *arg) {
+    sts__wb *q = (sts__wb *)arg;
+    sts__wbitem batch[STS__IOV_MAX];
+    pthread_mutex_lock(&q->mu);
+    for (;;) {
+        size_t k;
+        int failed, e;
+        const char *op = "write";
+        while (!(q->n && sts__wb_ready(q)) && !q->stop) pthread_cond_wait(&q->work, &q->mu);
+        if (!q->n) break;
+        k = sts__wb_take_items(q, batch);
+        failed = q->err_no != 0;
+        q->busy = 1;
+        pthread_cond_broadcast(&q->done);  /* ring room for the caller */
+        pthread_mutex_unlock(&q->mu);
+        e = sts__wb_run(q->mem, batch, k, failed, &op);
+        pthread_mutex_lock(&q->mu);
+        sts__wb_after(q, batch, k, e, op);
+        q->busy = 0;
+        pthread_cond_broadcast(&q->done);
+    }
+    pthread_mutex_unlock(&q->mu);
+    return NULL;
+}
+#endif
+STS__PRIVATE void sts__wb_init(sts__wb *q, const sts__mem *m, int threaded) {
+    q->mem = m;
+    q->head = q->n = q->nback = q->back_cap = 0;
+    q->back = NULL;
+    q->busy = q->stop = q->err_no = q->started = 0;
+    q->err_op = NULL;
+    q->err_shard = 0;
+#ifdef STS__THREADS
+    q->threaded = threaded;
+#else
+    (void)threaded;
+    q->threaded = 0;
+#endif
+}
+/* Room to hand back `tokens` tokens at once (the caller's side allocates, never the thread). */
+STS__PRIVATE int sts__wb_reserve(sts__wb *q, size_t tokens) {
+    int ok = 1;
+    STS__WB_LOCK(q);
+    if (tokens > q->back_cap) {
+        size_t cap = tokens + tokens / 2 + 16;
+        int32_t *nb = (int32_t *)sts__realloc(q->mem, q->back, q->back_cap * sizeof *q->back, cap * sizeof *q->back);
+        if (nb) { q->back = nb; q->back_cap = cap; } else ok = 0;
+    }
+    STS__WB_UNLOCK(q);
+    return ok;
+}
+/* Queues one item (blocking while the ring is full); without a thread it runs now. */
+STS__PRIVATE int sts__wb_put(sts__wb *q, const sts__wbitem *it) {
+#ifdef STS__THREADS
+    if (q->threaded) {
+        if (!q->started) {
+            if (pthread_mutex_init(&q->mu, NULL) != 0) { q->threaded = 0; return sts__wb_put(q, it); }
+            if (pthread_cond_init(&q->work, NULL) != 0) { pthread_mutex_destroy(&q->mu); q->threaded = 0; return sts__wb_put(q, it); }
+            if (pthread_cond_init(&q->done, NULL) != 0) { pthread_cond_destroy(&q->work); pthread_mutex_destroy(&q->mu); q->threaded = 0; return sts__wb_put(q, it); }
+            if (pthread_create(&q->th, NULL, sts__wb_main, q) != 0) {
+                pthread_cond_destroy(&q->done); pthread_cond_destroy(&q->work); pthread_mutex_destroy(&q->mu);
+                q->threaded = 0;
+                return sts__wb_put(q, it);
+            }
+            q->started = 1;
+        }
+        pthread_mutex_lock(&q->mu);
+        while (q->n == STS__WB_RING) pthread_cond_wait(&q->done, &q->mu);
+        q->ring[(q->head + q->n) % STS__WB_RING] = *it;
+        q->n++;
+        if (!it->more) pthread_cond_signal(&q->work);
+        pthread_mutex_unlock(&q->mu);
+        return 1;
+    }
+#endif
+    q->ring[(q->head + q->n) % STS__WB_RING] = *it;  /* no thread: a group runs when it is whole */
+    q->n++;
+    while (!it->more && q->n) {
+        sts__wbitem batch[STS__IOV_MAX];
+        const char *op = "write";
+        size_t k = sts__wb_take_items(q, batch);
+        int e = sts__wb_run(q->mem, batch, k, q->err_no != 0, &op);
+        sts__wb_after(q, batch, k, e, op);
+    }
+    return 1;
+}
+/* Waits until every queued item ran; returns the first failure's errno (0 if none). */
+STS__PRIVATE int sts__wb_idle(sts__wb *q) {
+    int e;
+    STS__WB_LOCK(q);
+#ifdef STS__THREADS
+    if (q->threaded && q->started) while (q->n || q->busy) pthread_cond_wait(&q->done, &q->mu);
+#endif
+    e = q->err_no;
+    STS__WB_UNLOCK(q);
+    return e;
+}
+/* A token handed back, or -1. With `wait`, blocks while the thread still has work that may hand
+   one back. */
+STS__PRIVATE int32_t sts__wb_take(sts__wb *q, int wait) {
+    int32_t t = -1;
+    STS__WB_LOCK(q);
+    for (;;) {
+        if (q->nback) { t = q->back[--q->nback]; break; }
+#ifdef STS__THREADS
+        if (wait && q->threaded && q->started && (q->n || q->busy)) { pthread_cond_wait(&q->done, &q->mu); continue; }
+#endif
+        break;
+    }
+    STS__WB_UNLOCK(q);
+    (void)wait;
+    return t;
+}
+/* Runs what is queued, stops the thread and frees the token list. */
+STS__PRIVATE void sts__wb_stop(sts__wb *q) {
+#ifdef STS__THREADS
+    if (q->threaded && q->started) {
+        pthread_mutex_lock(&q->mu);
+        q->stop = 1;
+        pthread_cond_signal(&q->work);
+        pthread_mutex_unlock(&q->mu);
+        pthread_join(q->th, NULL);
+        pthread_cond_destroy(&q->done);
+        pthread_cond_destroy(&q->work);
+        pthread_mutex_destroy(&q->mu);
+        q->started = 0;
+    }
+#endif
+    sts__free(q->mem, q->back, q->back_cap * sizeof *q->back);
+    q->back = NULL;
+    q->back_cap = q->nback = 0;
+}
+
 /* ---- the task writer ---- */
 typedef struct sts__shard {
     char *path;                     /* final path (dir/name) */
@@ -4701,7 +4973,9 @@ typedef struct sts__key {          /* KV: a tensor name written by this task */
     uint32_t ent;                   /* entry index in that shard while it is open */
 } sts__key;
 
-typedef struct sts__dchunk { uint8_t *p; size_t cap, used; } sts__dchunk;
+enum { STS__CHUNK_FREE, STS__CHUNK_OPEN, STS__CHUNK_LENT };
+typedef struct sts__dchunk { uint8_t *p; size_t cap, used; int state; size_t last; } sts__dchunk;  /* last: flush scratch */
+typedef struct sts__stagebuf { uint8_t *p; int state; } sts__stagebuf;  /* batch: FREE, OPEN (a column's), LENT */
 
 struct sts_task_writer {
     sts__wcfg c;
@@ -4727,7 +5001,13 @@ struct sts_task_writer {
     uint64_t exact;                 /* an exact-based upper bound of the shard's file size; 0 = none */
     uint64_t min_size, empties;     /* smallest non-empty tensor and count of empty ones in the shard */
     sts__dchunk *chunks;
-    size_t nchunks, chunks_cap, chunk_at;
+    size_t nchunks, chunks_cap, chunk_at;   /* chunk_at: the open shard's current chunk, or (size_t)-1 */
+    uint64_t chunk_bytes, chunk_budget;     /* allocated; the cap while a sealed shard is being written (0: none yet) */
+    uint32_t *echk;                 /* per entry: the chunk holding its data */
+    size_t echk_cap;
+    sts__stagebuf *stages;          /* batch: the columns' 1 MiB buffers, lent to the I/O thread when full */
+    size_t nstages;
+    sts__wb wb;                     /* the I/O thread */
     sts__key *keys;
     size_t nkeys, keys_cap;
     sts__index kindex;
@@ -4832,6 +5112,12 @@ STSDEF sts_result sts_task_open(const char *dir, uint32_t task_id, const sts_wri
     w->c = c;
     w->task = task_id;
     w->kindex.slots = NULL;
+    w->chunk_at = (size_t)-1;
+    sts__wb_init(&w->wb, &w->c.mem, w->c.io_thread);
+    {
+        size_t i;
+        for (i = 0; i < w->c.ncols; i++) { w->c.cols[i].stage = NULL; w->c.cols[i].stage_id = -1; }
+    }
     {
         size_t dl = strlen(dir);
         w->dir_size = dl + 1;
@@ -4934,30 +5220,69 @@ STS__PRIVATE sts_result sts__cell_encode(sts_task_writer *w, const sts__ocol *o,
 }
 
 /* ---- batch mode ---- */
-STS__PRIVATE int sts__pwrite_all(const sts__mem *m, int fd, const void *src, uint64_t len, uint64_t off) {
-    const uint8_t *p = (const uint8_t *)src;
-    while (len) {
-        size_t chunk = len > ((uint64_t)1 << 30) ? ((size_t)1 << 30) : (size_t)len;
-        ssize_t put;
-        int e = sts__fault(m, "pwrite");
-        if (e) return e;
-        put = pwrite(fd, p, chunk, (off_t)off);
-        if (put < 0) { if (errno == EINTR) continue; return errno; }
-        if (put == 0) return EIO;
-        p += put; off += (uint64_t)put; len -= (uint64_t)put;
-    }
-    return 0;
-}
 STS__PRIVATE sts__shard *sts__cur_shard(sts_task_writer *w) { return &w->shards[w->nshards - 1]; }
 STS__PRIVATE sts_result sts__io_fail(sts_task_writer *w, int e, const char *what, sts_error *err) {
     return sts__task_fail(w, sts__fail_errno(err, e, what, sts__cur_shard(w)->path));
 }
-STS__PRIVATE sts_result sts__stage_flush(sts_task_writer *w, sts__ocol *o, sts_error *err) {
+/* A failure the I/O thread met: STS_ERR_IO naming the call and the file; the writer is failed. */
+STS__PRIVATE sts_result sts__wb_fail(sts_task_writer *w, sts_error *err) {
+    const sts__wb *q = &w->wb;
+    const char *path = q->err_shard < w->nshards && w->shards[q->err_shard].path ? w->shards[q->err_shard].path : w->dir;
+    return sts__task_fail(w, sts__fail_errno(err, q->err_no, q->err_op ? q->err_op : "write", path));
+}
+/* Before a system call of the caller's own: everything queued has run. */
+STS__PRIVATE sts_result sts__wb_sync(sts_task_writer *w, sts_error *err) {
+    return sts__wb_idle(&w->wb) ? sts__wb_fail(w, err) : STS_OK;
+}
+/* A failure seen so far, without waiting. */
+STS__PRIVATE sts_result sts__wb_check(sts_task_writer *w, sts_error *err) {
     int e;
+    STS__WB_LOCK(&w->wb);
+    e = w->wb.err_no;
+    STS__WB_UNLOCK(&w->wb);
+    return e ? sts__wb_fail(w, err) : STS_OK;
+}
+/* Queues one write-behind item for the open shard. */
+STS__PRIVATE void sts__wb_queue(sts_task_writer *w, int kind, int fd, const uint8_t *p, uint64_t len, uint64_t off, int32_t token) {
+    sts__wbitem it;
+    memset(&it, 0, sizeof it);
+    it.kind = kind; it.fd = fd; it.p = p; it.len = len; it.off = off; it.token = token;
+    it.durable = w->c.durable;
+    it.shard = (uint32_t)(w->nshards - 1);
+    sts__wb_put(&w->wb, &it);
+}
+/* Batch: a free 1 MiB buffer from the pool (at most 4 a column), waiting for the I/O thread to
+   hand one back when all are lent. Returns its index, or -1 when out of memory. */
+#define STS__STAGES_PER_COLUMN 4
+STS__PRIVATE int sts__stage_take(sts_task_writer *w) {
+    size_t i, limit = STS__STAGES_PER_COLUMN * w->c.ncols + 1;
+    for (;;) {
+        int32_t t;
+        while ((t = sts__wb_take(&w->wb, 0)) >= 0) w->stages[t].state = STS__CHUNK_FREE;
+        for (i = 0; i < w->nstages; i++)
+            if (w->stages[i].state == STS__CHUNK_FREE) { w->stages[i].state = STS__CHUNK_OPEN; return (int)i; }
+        if (w->nstages < limit || (t = sts__wb_take(&w->wb, 1)) < 0) break;
+        w->stages[t].state = STS__CHUNK_FREE;
+    }
+    if (!w->stages) {
+        if (!(w->stages = (sts__stagebuf *)sts__alloc(&w->c.mem, limit * sizeof *w->stages))) return -1;
+        memset(w->stages, 0, limit * sizeof *w->stages);
+        if (!sts__wb_reserve(&w->wb, limit)) return -1;
+    }
+    if (w->nstages >= limit || !(w->stages[w->nstages].p = (uint8_t *)sts__alloc(&w->c.mem, STS__STAGE))) return -1;
+    w->stages[w->nstages].state = STS__CHUNK_OPEN;
+    return (int)w->nstages++;
+}
+/* Hands a column's full buffer to the I/O thread (a pwrite at its place in the file). */
+STS__PRIVATE sts_result sts__stage_flush(sts_task_writer *w, sts__ocol *o, sts_error *err) {
+    (void)err;
     if (!o->stage_len) return STS_OK;
-    if ((e = sts__pwrite_all(&w->c.mem, sts__cur_shard(w)->a.fd, o->stage, o->stage_len, o->stage_off)) != 0) return sts__io_fail(w, e, "write", err);
+    w->stages[o->stage_id].state = STS__CHUNK_LENT;
+    sts__wb_queue(w, STS__WB_PWRITE, sts__cur_shard(w)->a.fd, o->stage, o->stage_len, o->stage_off, o->stage_id);
     o->stage_off += o->stage_len;
     o->stage_len = 0;
+    o->stage = NULL;
+    o->stage_id = -1;
     return STS_OK;
 }
 /* Specs of a batch file with `rows` rows; order and offsets come from the plan. */
@@ -4984,17 +5309,28 @@ STS__PRIVATE sts_result sts__batch_begin(sts_task_writer *w, sts_error *err) {
     size_t hbytes, i;
     sts_result r;
     int e;
+    if ((r = sts__wb_check(w, err)) != STS_OK) return r;  /* an earlier file's failure */
     if (!w->bspecs && !(w->bspecs = (sts_tensor_spec *)sts__alloc(&w->c.mem, w->c.ncols * sizeof *w->bspecs))) return sts__nomem(err, "the batch layout");
     memset(w->bspecs, 0, w->c.ncols * sizeof *w->bspecs);
     if ((r = sts__batch_plan(w, w->c.batch_size, &w->plan, err)) != STS_OK) return r;
     if ((r = sts__shard_open(w, &s, err)) != STS_OK) { sts__plan_free(&w->plan); return sts__task_fail(w, r); }
     hbytes = (size_t)(8 + w->plan.header_len);
-    if (!(hdr = (uint8_t *)sts__alloc(&w->c.mem, hbytes))) { sts__plan_free(&w->plan); return sts__task_fail(w, sts__nomem(err, "a batch header")); }
-    sts__plan_render(&w->plan, w->bspecs, NULL, 0, hdr);
-    e = sts__pwrite_all(&w->c.mem, s->a.fd, hdr, hbytes, 0);
-    sts__free(&w->c.mem, hdr, hbytes);
-    if (!e && !(e = sts__fault(&w->c.mem, "ftruncate")) && ftruncate(s->a.fd, (off_t)(hbytes + w->plan.data_len)) != 0) e = errno;
-    if (e) { sts__plan_free(&w->plan); return sts__io_fail(w, e, "write", err); }
+    if (hbytes <= STS__STAGE) {  /* the header in a pool buffer, written and the size set on the I/O thread */
+        int id = sts__stage_take(w);
+        if (id < 0) { sts__plan_free(&w->plan); return sts__task_fail(w, sts__nomem(err, "a batch header")); }
+        sts__plan_render(&w->plan, w->bspecs, NULL, 0, w->stages[id].p);
+        w->stages[id].state = STS__CHUNK_LENT;
+        sts__wb_queue(w, STS__WB_PWRITE, s->a.fd, w->stages[id].p, hbytes, 0, id);
+        sts__wb_queue(w, STS__WB_TRUNCATE, s->a.fd, NULL, 0, hbytes + w->plan.data_len, -1);
+    } else {
+        if ((r = sts__wb_sync(w, err)) != STS_OK) { sts__plan_free(&w->plan); return r; }
+        if (!(hdr = (uint8_t *)sts__alloc(&w->c.mem, hbytes))) { sts__plan_free(&w->plan); return sts__task_fail(w, sts__nomem(err, "a batch header")); }
+        sts__plan_render(&w->plan, w->bspecs, NULL, 0, hdr);
+        e = sts__pwrite_all(&w->c.mem, s->a.fd, hdr, hbytes, 0);
+        sts__free(&w->c.mem, hdr, hbytes);
+        if (!e && !(e = sts__fault(&w->c.mem, "ftruncate")) && ftruncate(s->a.fd, (off_t)(hbytes + w->plan.data_len)) != 0) e = errno;
+        if (e) { sts__plan_free(&w->plan); return sts__io_fail(w, e, "write", err); }
+    }
     w->data_off = hbytes;
     w->batch_rows = 0;
     w->batch_open = 1;
@@ -5009,6 +5345,7 @@ STS__PRIVATE sts_result sts__batch_shrink(sts_task_writer *w, uint64_t rows, sts
     size_t k, hbytes, bufsz = (size_t)4 << 20;
     sts_result r;
     int e = 0;
+    if ((r = sts__wb_sync(w, err)) != STS_OK) return r;  /* every queued column write is in the file */
     if ((r = sts__batch_plan(w, rows, &small, err)) != STS_OK) return sts__task_fail(w, r);
     hbytes = (size_t)(8 + small.header_len);
     if (!(buf = (uint8_t *)sts__alloc(&w->c.mem, bufsz)) || !(hdr = (uint8_t *)sts__alloc(&w->c.mem, hbytes))) {
@@ -5052,11 +5389,8 @@ STS__PRIVATE sts_result sts__batch_end(sts_task_writer *w, uint64_t rows, int sh
     s->tensors = w->c.ncols;
     sts__plan_free(&w->plan);
     w->batch_open = 0;
-    if ((r = sts__atomic_seal(&s->a, w->c.durable, err)) != STS_OK) {  /* the seal removed the temporary */
-        sts__free(&w->c.mem, s->path, s->path_size);
-        w->nshards--;
-        return sts__task_fail(w, r);
-    }
+    sts__wb_queue(w, STS__WB_SEAL, s->a.fd, NULL, 0, 0, -1);  /* fsync (durable) and close on the I/O thread */
+    s->a.fd = -1;
     s->state = 1;
     return STS_OK;
 }
@@ -5065,18 +5399,22 @@ STS__PRIVATE sts_result sts__batch_cell(sts_task_writer *w, sts__ocol *o, const 
     int e;
     if (o->stage_len && o->stage_off + o->stage_len != off && (r = sts__stage_flush(w, o, err)) != STS_OK) return r;
     if (!o->stage_len) o->stage_off = off;
-    if ((o->kind == STS_VALUE_TENSOR || o->elem == o->dtype) && bytes >= STS__STAGE) {  /* large: zero-copy */
-        if ((r = sts__stage_flush(w, o, err)) != STS_OK) return r;
+    if ((o->kind == STS_VALUE_TENSOR || o->elem == o->dtype) && bytes >= STS__STAGE) {  /* large: zero-copy, from the caller's thread */
+        if ((r = sts__stage_flush(w, o, err)) != STS_OK || (r = sts__wb_sync(w, err)) != STS_OK) return r;
         if ((e = sts__pwrite_all(&w->c.mem, sts__cur_shard(w)->a.fd, v->data, bytes, off)) != 0) return sts__io_fail(w, e, "write", err);
         o->stage_off = off + bytes;
         return STS_OK;
     }
-    if (!o->stage && !(o->stage = (uint8_t *)sts__alloc(&w->c.mem, STS__STAGE))) return sts__task_fail(w, sts__nomem(err, "a column buffer"));
     {
         uint64_t from = 0, total = o->kind == STS_VALUE_ARRAY ? v->size : bytes;
         size_t esz = o->kind == STS_VALUE_ARRAY ? sts_dtype_bits(o->dtype) / 8 : 1;
         while (from < total) {  /* elements (arrays) or bytes (tensors), a stage at a time */
-            size_t room = (STS__STAGE - o->stage_len) / esz, n;
+            size_t room, n;
+            if (!o->stage) {
+                if ((o->stage_id = sts__stage_take(w)) < 0) return sts__task_fail(w, sts__nomem(err, "a column buffer"));
+                o->stage = w->stages[o->stage_id].p;
+            }
+            room = (STS__STAGE - o->stage_len) / esz;
             if (!room) { if ((r = sts__stage_flush(w, o, err)) != STS_OK) return r; continue; }
             n = total - from < room ? (size_t)(total - from) : room;
             if (o->kind == STS_VALUE_ARRAY) r = sts__cell_encode(w, o, v, from, n, o->stage + o->stage_len, err);
@@ -5116,23 +5454,44 @@ STS__PRIVATE uint64_t sts__shard_bound(uint64_t n, uint64_t fixed, uint64_t data
     *header = h;
     return 8 + h + data;
 }
-STS__PRIVATE void *sts__kv_data(sts_task_writer *w, uint64_t bytes, sts_error *err) {  /* room in the shard buffer */
+/* Room for a cell in the open shard's chunks. Chunks lent to the I/O thread come back as it writes
+   them; while a sealed shard is being written, new chunks are allocated only up to the first
+   shard's footprint (then the caller waits for chunks to come back), so memory stays near one
+   shard's worth. */
+STS__PRIVATE void *sts__kv_data(sts_task_writer *w, uint64_t bytes, sts_error *err) {
     sts__dchunk *c;
+    size_t i, cap;
     if (bytes > (uint64_t)(size_t)-1) { sts__nomem(err, "a cell"); return NULL; }
-    while (w->chunk_at < w->nchunks) {
+    if (w->chunk_at != (size_t)-1) {
         c = &w->chunks[w->chunk_at];
         if (c->cap - c->used >= bytes) { c->used += (size_t)bytes; return c->p + c->used - (size_t)bytes; }
-        w->chunk_at++;
-        if (w->chunk_at < w->nchunks) w->chunks[w->chunk_at].used = 0;
+    }
+    cap = bytes > STS__CHUNK ? (size_t)bytes : STS__CHUNK;
+    for (;;) {
+        int32_t t;
+        while ((t = sts__wb_take(&w->wb, 0)) >= 0) w->chunks[t].state = STS__CHUNK_FREE;
+        for (i = 0; i < w->nchunks; i++) {
+            c = &w->chunks[i];
+            if (c->state == STS__CHUNK_FREE && c->cap >= bytes) {
+                c->state = STS__CHUNK_OPEN;
+                c->used = (size_t)bytes;
+                w->chunk_at = i;
+                return c->p;
+            }
+        }
+        if (!w->chunk_budget || w->chunk_bytes + cap <= w->chunk_budget || (t = sts__wb_take(&w->wb, 1)) < 0) break;
+        w->chunks[t].state = STS__CHUNK_FREE;
     }
     if (w->nchunks == w->chunks_cap && !sts__grow(&w->c.mem, (void **)&w->chunks, &w->chunks_cap, w->nchunks + 1, sizeof *w->chunks)) {
         sts__nomem(err, "the shard buffer");
         return NULL;
     }
     c = &w->chunks[w->nchunks];
-    c->cap = bytes > STS__CHUNK ? (size_t)bytes : STS__CHUNK;
+    c->cap = cap;
     if (!(c->p = (uint8_t *)sts__alloc(&w->c.mem, c->cap))) { sts__nomem(err, "the shard buffer"); return NULL; }
     c->used = (size_t)bytes;
+    c->state = STS__CHUNK_OPEN;
+    w->chunk_bytes += cap;
     w->chunk_at = w->nchunks++;
     return c->p;
 }
@@ -5187,7 +5546,7 @@ STS__PRIVATE sts__names sts__key_names(sts_task_writer *w) {
 STS__PRIVATE int sts__kv_ents_reserve(sts_task_writer *w, size_t need) {
     size_t cap = w->ents_cap < 1024 ? 1024 : w->ents_cap + w->ents_cap / 2, bytes;
     void *p;
-    if (need <= w->ents_cap && need <= w->efix_cap && need <= w->ord_cap) return 1;
+    if (need <= w->ents_cap && need <= w->efix_cap && need <= w->ord_cap && need <= w->echk_cap) return 1;
     if (cap < need) cap = need;
     if (w->ents_cap < cap) {
         if (!sts__mulsz(cap, sizeof *w->ents, &bytes) || !(p = sts__realloc(&w->c.mem, w->ents, w->ents_cap * sizeof *w->ents, bytes))) return 0;
@@ -5203,6 +5562,11 @@ STS__PRIVATE int sts__kv_ents_reserve(sts_task_writer *w, size_t need) {
         if (!sts__mulsz(cap, sizeof *w->ord, &bytes) || !(p = sts__realloc(&w->c.mem, w->ord, w->ord_cap * sizeof *w->ord, bytes))) return 0;
         w->ord = (size_t *)p;
         w->ord_cap = cap;
+    }
+    if (w->echk_cap < cap) {
+        if (!sts__mulsz(cap, sizeof *w->echk, &bytes) || !(p = sts__realloc(&w->c.mem, w->echk, w->echk_cap * sizeof *w->echk, bytes))) return 0;
+        w->echk = (uint32_t *)p;
+        w->echk_cap = cap;
     }
     return 1;
 }
@@ -5279,34 +5643,77 @@ STS__PRIVATE uint64_t sts__kv_exact(sts_task_writer *w, uint64_t *header) {
     *header = (json + 7) / 8 * 8;
     return 8 + *header + cursor;
 }
-/* Writes the open shard (sorted as the reference writer does) to its temporary and seals it. */
+/* Seals the open shard: its header (sorted as the reference writer does) goes into a fresh
+   temporary from the caller's thread, then its data, in layout order, is queued for the I/O thread
+   straight from the chunks (runs of adjacent tensors in one piece), then the seal. Each chunk comes
+   back after its last piece. */
 STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
     sts__shard *s;
     sts__plan pl;
     sts_sink sink;
     sts_result r;
+    sts__wbitem it;
+    size_t i, k, cur = (size_t)-1, group_pieces = 0;
+    uint64_t group_bytes = 0;
     if (!w->nents) return STS_OK;
+    if ((r = sts__wb_sync(w, err)) != STS_OK) return r;  /* the previous shard is out */
     if (!sts__kv_order(w)) return sts__task_fail(w, sts__nomem(err, "the shard's layout"));
     if ((r = sts__plan_trusted(&pl, w->ents, w->nents, w->ord, w->efix, &w->c.mem, err)) != STS_OK) return sts__task_fail(w, r);
     if ((r = sts__shard_open(w, &s, err)) != STS_OK) { sts__plan_free(&pl); return sts__task_fail(w, r); }
-    if (!w->sink && !(w->sink = (sts__fdsink *)sts__alloc(&w->c.mem, sizeof *w->sink))) { sts__plan_free(&pl); return sts__task_fail(w, sts__nomem(err, "the file sink")); }
-    w->sink->mem = &w->c.mem; w->sink->fd = s->a.fd; w->sink->err_no = 0; w->sink->n = 0; w->sink->pending = 0;
-    sink.write = sts__fdsink_write;
-    sink.user = w->sink;
-    r = sts__plan_emit(&pl, w->ents, NULL, 0, &sink, sts__fdsink_flush_cb, err);
-    if (r != STS_OK && w->sink->err_no) sts__fail_errno(err, w->sink->err_no, "write", s->path);
+    if (!w->sink && !(w->sink = (sts__fdsink *)sts__alloc(&w->c.mem, sizeof *w->sink))) r = sts__nomem(err, "the file sink");
+    else if (!sts__wb_reserve(&w->wb, w->nchunks)) r = sts__nomem(err, "the write queue");
+    else {
+        w->sink->mem = &w->c.mem; w->sink->fd = s->a.fd; w->sink->err_no = 0; w->sink->n = 0; w->sink->pending = 0;
+        sink.write = sts__fdsink_write;
+        sink.user = w->sink;
+        r = sts__plan_emit_header(&pl, w->ents, NULL, 0, &sink, sts__fdsink_flush_cb, err);
+        if (r != STS_OK && w->sink->err_no) sts__fail_errno(err, w->sink->err_no, "write", s->path);
+    }
+    if (r != STS_OK) {
+        sts__plan_free(&pl);
+        sts__atomic_abort(&s->a);
+        sts__free(&w->c.mem, s->path, s->path_size);
+        w->nshards--;
+        return sts__task_fail(w, r);
+    }
+    for (k = 0; k < w->nchunks; k++) w->chunks[k].last = (size_t)-1;
+    for (i = 0; i < w->nents; i++)
+        if (w->ents[w->ord[i]].data_size) w->chunks[w->echk[w->ord[i]]].last = i;
+    /* pieces: runs of adjacent tensors of one chunk; groups (one writev each): up to STS__IOV_MAX
+       pieces or about a chunk's worth of bytes, so chunks come back while the shard goes out */
+    memset(&it, 0, sizeof it);
+    it.kind = STS__WB_WRITE; it.fd = s->a.fd; it.token = -1; it.shard = (uint32_t)(w->nshards - 1);
+    for (i = 0; i < w->nents; i++) {
+        const sts_tensor_spec *t = &w->ents[w->ord[i]];
+        size_t ch = w->echk[w->ord[i]];
+        if (!t->data_size) continue;
+        if (it.len && (ch != cur || it.p + it.len != (const uint8_t *)t->data)) {
+            group_bytes += it.len;
+            it.more = ++group_pieces < STS__IOV_MAX && group_bytes < STS__CHUNK;
+            if (!it.more) group_pieces = group_bytes = 0;
+            sts__wb_put(&w->wb, &it);
+            it.len = 0;
+            it.token = -1;
+        }
+        if (!it.len) { it.p = (const uint8_t *)t->data; cur = ch; }
+        it.len += t->data_size;
+        if (w->chunks[ch].last == i) it.token = (int32_t)ch;
+    }
+    if (it.len) { it.more = 0; sts__wb_put(&w->wb, &it); }
+    for (k = 0; k < w->nchunks; k++)
+        if (w->chunks[k].state == STS__CHUNK_OPEN) w->chunks[k].state = w->chunks[k].last == (size_t)-1 ? STS__CHUNK_FREE : STS__CHUNK_LENT;
+    sts__wb_queue(w, STS__WB_SEAL, s->a.fd, NULL, 0, 0, -1);
+    s->a.fd = -1;  /* the I/O thread closes it */
     s->bytes = 8 + pl.header_len + pl.data_len;
     s->samples = w->shard_rows;
     s->tensors = w->nents;
-    sts__plan_free(&pl);
-    if (r == STS_OK) r = sts__atomic_seal(&s->a, w->c.durable, err);
-    if (r != STS_OK) { sts__atomic_abort(&s->a); sts__free(&w->c.mem, s->path, s->path_size); w->nshards--; return sts__task_fail(w, r); }
     s->state = 1;
+    sts__plan_free(&pl);
+    if (!w->chunk_budget) w->chunk_budget = w->chunk_bytes + STS__CHUNK;
     w->nents = w->nord = 0;
     w->shard_rows = w->shard_data = w->shard_fixed = 0;
     w->exact = w->min_size = w->empties = 0;
-    w->chunk_at = 0;
-    if (w->nchunks) w->chunks[0].used = 0;
+    w->chunk_at = (size_t)-1;
     sts__kv_shapes_free(w);
     return STS_OK;
 }
@@ -5472,6 +5879,7 @@ STS__PRIVATE sts_result sts__kv_row(sts_task_writer *w, const sts_value *row, st
         /* data next to the previous tensor's, so the shard goes out in few large writes */
         if (!(dst = sts__kv_data(w, b, err))) return sts__task_fail(w, STS_ERR_NOMEM);
         e->data = dst;
+        w->echk[ent] = (uint32_t)w->chunk_at;
         if (b && (r = sts__cell_encode(w, o, v, 0, (size_t)(o->kind == STS_VALUE_ARRAY ? v->size : b), dst, err)) != STS_OK) return sts__task_fail(w, r);
         /* the schema's shape: dims that differ between rows become -1 */
         if (e->rank != o->rank) memset(o->varies, 1, o->rank ? o->rank : 1);
@@ -5493,6 +5901,7 @@ STSDEF sts_result sts_task_write(sts_task_writer *w, const sts_value *row, sts_e
     if (w->failed != STS_OK)
         return sts__fail(err, STS_RULE_STATE, STS_OFFSET_UNKNOWN, "the task writer failed earlier (%s); close it to abort", sts_result_name(w->failed));
     r = w->c.kv ? sts__kv_row(w, row, err) : sts__batch_row(w, row, err);
+    if (r == STS_OK && !w->wb.threaded && w->wb.err_no) r = sts__wb_fail(w, err);  /* no I/O thread: this row's own write */
     w->calls++;
     if (r == STS_OK) sts__ok(err);
     return r;
@@ -5526,6 +5935,7 @@ STSDEF sts_result sts_task_commit(sts_task_writer *w, char **message, size_t *me
     else if (w->batch_open) {
         if (w->c.tail == STS_TAIL_DROP) {
             sts__shard *s = sts__cur_shard(w);
+            if ((r = sts__wb_sync(w, err)) != STS_OK) return r;  /* its queued writes are done before it goes */
             sts__atomic_abort(&s->a);
             sts__free(&w->c.mem, s->path, s->path_size);
             w->nshards--;
@@ -5534,6 +5944,7 @@ STSDEF sts_result sts_task_commit(sts_task_writer *w, char **message, size_t *me
         } else r = sts__batch_end(w, w->batch_rows, w->c.tail == STS_TAIL_WRITE, err);
     }
     if (r != STS_OK) return r;
+    if ((r = sts__wb_sync(w, err)) != STS_OK) return r;  /* every file written, fsynced and closed */
     for (i = 0; i < w->nshards; i++) {  /* final names appear now, then one folder sync */
         sts__shard *s = &w->shards[i];
         if (s->state != 1) continue;
@@ -5596,12 +6007,16 @@ STSDEF void sts_task_close(sts_task_writer *w) {
     sts__chunk *c;
     if (!w) return;
     m = w->c.mem;
+    sts__wb_stop(&w->wb);  /* queued items run (after a failure: only the closes) */
     if (w->batch_open) sts__plan_free(&w->plan);
     for (i = 0; i < w->nshards; i++) sts__shard_free(w, &w->shards[i], !w->committed);
     sts__free(&m, w->shards, w->shards_cap * sizeof *w->shards);
     sts__free(&m, w->bspecs, w->c.ncols * sizeof *w->bspecs);
     sts__free(&m, w->ents, w->ents_cap * sizeof *w->ents);
     sts__free(&m, w->efix, w->efix_cap * sizeof *w->efix);
+    sts__free(&m, w->echk, w->echk_cap * sizeof *w->echk);
+    for (i = 0; i < w->nstages; i++) sts__free(&m, w->stages[i].p, STS__STAGE);
+    sts__free(&m, w->stages, w->stages ? (STS__STAGES_PER_COLUMN * w->c.ncols + 1) * sizeof *w->stages : 0);
     sts__free(&m, w->ord, w->ord_cap * sizeof *w->ord);
     sts__free(&m, w->rspec, w->c.ncols * sizeof *w->rspec);
     sts__free(&m, w->rhash, 3 * w->c.ncols * sizeof *w->rhash);

@@ -354,8 +354,8 @@ static void test_row_checks(void **state) {
     sts_error e;
     sts_task_writer *w;
     model md;
-    char *msg;
-    size_t len;
+    char *msg = NULL;
+    size_t len = 0;
     du_names names;
     int accepted = 0, i;
     du_sb notes = { 0, 0, 0 };

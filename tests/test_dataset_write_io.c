@@ -5,7 +5,9 @@
      and in overwrite mode over an existing dataset). Each failure is STS_ERR_IO naming the errno
      and a path; a task writer then refuses everything (sticky); after sts_task_close or the failed
      dataset commit the folder is exactly as before the job (no temporaries, no final-named shard,
-     no manifest or index), and an old dataset's files are byte-for-byte untouched;
+     no manifest or index), and an old dataset's files are byte-for-byte untouched; the task
+     writer runs with its I/O thread and without it (io_thread=false), and both make the same
+     calls in the same order;
    - several task writers in parallel threads, and in separate processes (fork, commit messages
      through pipes), merged by one dataset commit; every value read back through the index. */
 #define _POSIX_C_SOURCE 200809L
@@ -129,7 +131,9 @@ static task_run run_task(const char *dir, const sts_write_config *c, int kv, du_
     return tr;
 }
 
-static void task_faults(int kv) {
+/* sync: io_thread=false (every call on the caller's thread). Both modes make the same calls in the
+   same order: the counting runs must agree. */
+static void task_faults(int kv, int sync) {
     char root[64], label[128];
     sts_write_config c;
     du_fault f;
@@ -142,11 +146,36 @@ static void task_faults(int kv) {
     char ops_seen[256] = "";
     du_tmpdir(root, sizeof root);  /* real files and real fsyncs: the crash-relevant paths */
     if (kv) cfg_kv(&c); else cfg_batch(&c);
-    /* count the calls of the job */
+    /* count the calls of the job, in the other mode too */
+    c.no_io_thread = !sync;
     memset(&f, 0, sizeof f);
     tr = run_task(root, &c, kv, &f, &msg, &len);
     if (tr.failed) fail_msg("the counting run failed: %s", tr.e.message);
+    sts_free(NULL, msg, len + 1);
+    du_clear(root);
     n = f.calls;
+    c.no_io_thread = sync;
+    memset(&f, 0, sizeof f);
+    tr = run_task(root, &c, kv, &f, &msg, &len);
+    if (tr.failed) fail_msg("the counting run failed: %s", tr.e.message);
+    if (f.calls != n) fail_msg("%s task: %ld calls with the I/O thread, %ld without", kv ? "KV" : "batch", sync ? n : f.calls, sync ? f.calls : n);
+    {   /* and in the same order */
+        long i;
+        du_fault g;
+        char *m2;
+        size_t l2;
+        task_run t2;
+        du_clear(root);
+        c.no_io_thread = !sync;
+        memset(&g, 0, sizeof g);
+        t2 = run_task(root, &c, kv, &g, &m2, &l2);
+        assert_false(t2.failed);
+        for (i = 0; i < n && i < 64; i++)
+            if (strcmp(f.ops[i], g.ops[i]) != 0) fail_msg("%s task: call %ld is %s in one mode, %s in the other", kv ? "KV" : "batch", i + 1, f.ops[i], g.ops[i]);
+        sts_free(NULL, m2, l2 + 1);
+        du_clear(root);
+        c.no_io_thread = sync;
+    }
     assert_true(n >= 8);
     {   /* the counted calls cover the phases */
         long i;
@@ -167,7 +196,7 @@ static void task_faults(int kv) {
             f.fail_at = k;
             f.err = err;
             tr = run_task(root, &c, kv, &f, &msg, &len);
-            snprintf(label, sizeof label, "%s task, %s at call %ld of %ld (%s)", kv ? "KV" : "batch", errno_name(err), k, n, f.op);
+            snprintf(label, sizeof label, "%s task%s, %s at call %ld of %ld (%s)", kv ? "KV" : "batch", sync ? " (no I/O thread)" : "", errno_name(err), k, n, f.op);
             if (!tr.failed) fail_msg("%s: the job succeeded", label);
             if (f.failed != 1) fail_msg("%s: the failing call was made %ld times", label, f.failed);
             du_err_check(label, tr.r, &tr.e, STS_ERR_IO, STS_RULE_IO, errno_name(err), root, (const char *)NULL);
@@ -178,8 +207,10 @@ static void task_faults(int kv) {
     du_snap_free(&before);
     du_rmtree(root);
 }
-static void test_faults_task_batch(void **state) { (void)state; task_faults(0); }
-static void test_faults_task_kv(void **state) { (void)state; task_faults(1); }
+static void test_faults_task_batch(void **state) { (void)state; task_faults(0, 0); }
+static void test_faults_task_kv(void **state) { (void)state; task_faults(1, 0); }
+static void test_faults_task_batch_sync(void **state) { (void)state; task_faults(0, 1); }
+static void test_faults_task_kv_sync(void **state) { (void)state; task_faults(1, 1); }
 
 /* ================================================================================================
    fault injection in the dataset commit */
@@ -554,6 +585,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_faults_task_batch),
         cmocka_unit_test(test_faults_task_kv),
+        cmocka_unit_test(test_faults_task_batch_sync),
+        cmocka_unit_test(test_faults_task_kv_sync),
         cmocka_unit_test(test_faults_commit_kv),
         cmocka_unit_test(test_faults_commit_batch),
         cmocka_unit_test(test_faults_commit_overwrite),

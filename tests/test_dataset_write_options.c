@@ -140,6 +140,10 @@ static void test_config_set_values(void **state) {
     assert_int_equal(c.no_fsync, 1);
     DU_OK("durable TRUE", sts_write_config_set(&c, "DURABLE", "TRUE", &e), e);
     assert_int_equal(c.no_fsync, 0);
+    DU_OK("io_thread false", sts_write_config_set(&c, "io_thread", "false", &e), e);
+    assert_int_equal(c.no_io_thread, 1);
+    DU_OK("io_thread true", sts_write_config_set(&c, "IO_Thread", "True", &e), e);
+    assert_int_equal(c.no_io_thread, 0);
     DU_OK("rounding nearest_even", sts_write_config_set(&c, "rounding", "NEAREST_EVEN", &e), e);
     assert_int_equal(c.rounding, STS_ROUND_NEAREST_EVEN);
     DU_OK("rounding truncate", sts_write_config_set(&c, "Rounding", "truncate", &e), e);
@@ -193,6 +197,7 @@ static void test_config_set_refused(void **state) {
         { "mode", "x", "mode", "\"x\"" },
         { "durable", "x", "durable", "\"x\"" },
         { "durable", "1", "durable", "\"1\"" },
+        { "io_thread", "yes", "io_thread", "\"yes\"" },
         { "rounding", "x", "rounding", "\"x\"" },
         { "rounding", "round", "rounding", "round" },
         { "kv_separator", "", "kv_separator", "\"\"" },
@@ -529,24 +534,33 @@ static void test_writer_state(void **state) {
     sts_free(NULL, msg, len + 1);
     du_clear(root);
 
-    {   /* a sticky I/O failure: every later call is refused, close removes everything */
-        du_fault f;
-        sts_options o;
-        memset(&f, 0, sizeof f);
-        memset(&o, 0, sizeof o);
-        du_fault_opts(&o, &f);
-        batch_config(&c);
-        c.batch_size = 1;
-        DU_OK("open", sts_task_open(root, 0, &c, SCHEMA, 5, &o, &w, &e), e);
-        f.armed = 1; f.fail_at = 1; f.err = ENOSPC;
-        du_err_check("failing row", sts_task_write(w, make_row(&b, "a", 0), &e), &e, STS_ERR_IO, STS_RULE_IO, "ENOSPC", root, (const char *)NULL);
-        f.fail_at = 0;
-        du_err_check("row after failure", sts_task_write(w, make_row(&b, "b", 1), &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_STATE, "failed earlier", "IO", (const char *)NULL);
-        du_err_check("commit after failure", sts_task_commit(w, &msg, &len, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_STATE, "failed earlier", (const char *)NULL);
-        sts_task_close(w);
-        s = du_snapshot(root, 0);
-        if (s.n) { du_sb t = { 0, 0, 0 }; du_snap_text(&s, &t); fail_msg("after an aborted writer the folder holds %s", t.p); }
-        du_snap_free(&s);
+    {   /* a sticky I/O failure: every later call is refused, close removes everything. Without
+           the I/O thread the failing row reports it; with it, a later call does (the commit at the
+           latest, which waits for every write) */
+        int threaded;
+        for (threaded = 0; threaded < 2; threaded++) {
+            du_fault f;
+            sts_options o;
+            sts_result r;
+            memset(&f, 0, sizeof f);
+            memset(&o, 0, sizeof o);
+            du_fault_opts(&o, &f);
+            batch_config(&c);
+            c.batch_size = 1;
+            c.no_io_thread = !threaded;
+            DU_OK("open", sts_task_open(root, 0, &c, SCHEMA, 5, &o, &w, &e), e);
+            f.armed = 1; f.fail_at = 1; f.err = ENOSPC;
+            r = sts_task_write(w, make_row(&b, "a", 0), &e);
+            if (!threaded || r != STS_OK) du_err_check("failing row", r, &e, STS_ERR_IO, STS_RULE_IO, "ENOSPC", root, (const char *)NULL);
+            else du_err_check("commit after a failed write", sts_task_commit(w, &msg, &len, &e), &e, STS_ERR_IO, STS_RULE_IO, "ENOSPC", root, (const char *)NULL);
+            f.fail_at = 0;
+            du_err_check("row after failure", sts_task_write(w, make_row(&b, "b", 1), &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_STATE, "failed earlier", "IO", (const char *)NULL);
+            du_err_check("commit after failure", sts_task_commit(w, &msg, &len, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_STATE, "failed earlier", (const char *)NULL);
+            sts_task_close(w);
+            s = du_snapshot(root, 0);
+            if (s.n) { du_sb t = { 0, 0, 0 }; du_snap_text(&s, &t); fail_msg("after an aborted writer the folder holds %s", t.p); }
+            du_snap_free(&s);
+        }
     }
     {   /* close without commit removes published-to-be and open files alike (abort) */
         kv_config(&c);
