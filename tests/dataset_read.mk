@@ -18,9 +18,17 @@ TSAN_FLAGS := -O1 -g -fsanitize=thread -fno-omit-frame-pointer
 $(BUILD)/tsan/test_dataset_read_threads: tests/test_dataset_read_threads.c $(HEADER) $(DATASET_READ_DEPS)
 	@mkdir -p $(dir $@)
 	$(CLANG) -std=c99 $(TSAN_FLAGS) $(STS_WARN) -o $@ $< $(UNIT_LIBS)
+# The writer's I/O thread under ThreadSanitizer too: the KV and batch writers, faults, threads and
+# processes (tests/test_dataset_write_io.c, tests/test_dataset_write_kv.c), quick level.
+TSAN_WRITE_SRCS := tests/test_dataset_write_io.c tests/test_dataset_write_kv.c
+$(BUILD)/tsan/test_dataset_write_%: tests/test_dataset_write_%.c $(HEADER) tests/dataset_util.h
+	@mkdir -p $(dir $@)
+	$(CLANG) -std=c99 $(TSAN_FLAGS) $(STS_WARN) -o $@ $< $(UNIT_LIBS)
+TSAN_WRITE_BINS := $(patsubst tests/%.c,$(BUILD)/tsan/%,$(TSAN_WRITE_SRCS))
 .PHONY: test-tsan
-test-tsan: $(BUILD)/tsan/test_dataset_read_threads
+test-tsan: $(BUILD)/tsan/test_dataset_read_threads $(TSAN_WRITE_BINS)
 	@echo "--- $<"; TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ./$<
+	@set -e; for t in $(TSAN_WRITE_BINS); do echo "--- $$t"; STS_TEST_LEVEL=quick TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ./$$t; done
 TEST_STEPS += test-tsan
 
 # Fuzzing the reader: fuzz/fuzz_dataset.c (an input is a small dataset folder: shards, manifest,
