@@ -5541,10 +5541,10 @@ STS__PRIVATE sts__names sts__key_names(sts_task_writer *w) {
     k.hashes = &w->keys[0].hash; k.hash_stride = sizeof *w->keys;
     return k;
 }
-/* Room for `need` entries in ents and its parallel arrays (growing by half: the table is most of
-   the writer's memory beside the data). */
+/* Room for `need` entries in ents and its parallel arrays (growing by a quarter: the table is most
+   of the writer's memory beside the data, and large blocks grow in place or by remapping). */
 STS__PRIVATE int sts__kv_ents_reserve(sts_task_writer *w, size_t need) {
-    size_t cap = w->ents_cap < 1024 ? 1024 : w->ents_cap + w->ents_cap / 2, bytes;
+    size_t cap = w->ents_cap < 1024 ? 1024 : w->ents_cap + w->ents_cap / 4, bytes;
     void *p;
     if (need <= w->ents_cap && need <= w->efix_cap && need <= w->ord_cap && need <= w->echk_cap) return 1;
     if (cap < need) cap = need;
@@ -5709,7 +5709,7 @@ STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
     s->tensors = w->nents;
     s->state = 1;
     sts__plan_free(&pl);
-    if (!w->chunk_budget) w->chunk_budget = w->chunk_bytes + STS__CHUNK;
+    if (!w->chunk_budget) w->chunk_budget = w->chunk_bytes;  /* later shards reuse the first one's chunks */
     w->nents = w->nord = 0;
     w->shard_rows = w->shard_data = w->shard_fixed = 0;
     w->exact = w->min_size = w->empties = 0;
