@@ -6855,34 +6855,54 @@ typedef struct sts__dfile {
     uint64_t size;                  /* from the manifest or stat */
     uint64_t samples;               /* the manifest's samples_count, or UINT64_MAX */
     sts_file *map;                  /* mapped and parsed on first data access; published by CAS */
+    const uint8_t *lk_data;         /* lookups: NULL until the key table's entries for this file were
+                                       checked against its header (at its first lookup with data),
+                                       then its data section, or &sts__lk_disagrees; published by CAS */
 } sts__dfile;
 
-typedef struct sts__dkey {          /* one tensor of the key table */
-    uint64_t hash;
-    const char *key;                /* the lookup key */
-    size_t len;
-    const char *name;               /* the tensor's name in its file (the key, unless the index says otherwise) */
-    size_t name_len;
+/* One tensor of the key table. Entries lie one after the other in the table's arena, 8-aligned:
+   this 32-byte head, the key's bytes (padded to 8), the shape (rank dims), and, when the tensor's
+   name in its file is not the key, the name's length (a u64) and bytes. A lookup compares the key
+   on the head's cache line or the next one; nothing points into the index JSON or a header. */
+typedef struct sts__dkey {
+    uint64_t begin, end;            /* data_offsets */
     uint32_t file;
     uint32_t rank;
+    uint32_t len;                   /* of the key */
+    uint8_t dtype;                  /* an sts_dtype */
+    uint8_t named;                  /* 1: the name in the file follows the shape */
+    uint8_t unused[2];
+} sts__dkey;
+
+typedef struct sts__dent {          /* an entry while it is read (index or header), before the arena */
+    const char *key, *name;
+    size_t len, name_len;
+    uint32_t file;
+    uint64_t rank;
     sts_dtype dtype;
     const uint64_t *shape;
     uint64_t begin, end;
-} sts__dkey;
+} sts__dent;
 
 typedef struct sts__keymap {
     sts__mem mem;
-    sts__dkey *keys;
-    size_t n, cap;
-    sts__index ix;
-    uint64_t *dims;                 /* shapes from the index */
-    size_t ndims, dims_cap;
-    sts__chunk *arena;              /* unescaped keys */
-    void *text;                     /* the index file's bytes (keys point into it) */
+    char *arena;                    /* the entries (sts__dkey heads and their tails) */
+    size_t used, cap;               /* bytes */
+    size_t n;                       /* entries */
+    uint64_t *slots;                /* open addressing: hash tag << 32 | entry offset / 8; 0 = empty */
+    size_t mask;                    /* slots - 1 */
+    uint32_t *byfile;               /* entry offsets / 8 grouped by file, table order inside a file */
+    size_t *fstart;                 /* file f's entries: byfile[fstart[f] .. fstart[f + 1]) */
+    size_t nfiles;
+    uint64_t *hashes;               /* while building: entry i's key hash */
+    size_t hashes_cap;
+    uint64_t *dims;                 /* while reading the index: the entry's shape */
+    size_t dims_cap;
+    char *scratch;                  /* while reading the index: unescaped key, then name */
+    size_t scratch_cap;
+    void *text;                     /* while reading the index: the file's bytes */
     size_t text_size;
     int text_mapped;
-    sts_file **hdrs;                /* built from headers: the header-only files the keys point into */
-    size_t nhdrs;
 } sts__keymap;
 
 typedef struct sts__col {           /* a schema column */
@@ -6912,62 +6932,151 @@ struct sts_dataset {
     uint64_t st_opened, st_header, st_data, st_mapped;  /* lookups, updated atomically */
 };
 
-/* ---- small pieces ---- */
-STS__PRIVATE void sts__keymap_free(sts__keymap *k) {
-    sts__chunk *c;
-    sts__mem m;
-    if (!k) return;
-    m = k->mem;
-    sts__free(&m, k->keys, k->cap * sizeof *k->keys);
-    sts__index_free(&m, &k->ix);
-    sts__free(&m, k->dims, k->dims_cap * sizeof *k->dims);
-    for (c = k->arena; c;) { sts__chunk *next = c->next; sts__free(&m, c, c->size); c = next; }
-    if (k->hdrs) {
-        size_t i;
-        for (i = 0; i < k->nhdrs; i++) sts_close(k->hdrs[i]);
-        sts__free(&m, k->hdrs, k->nhdrs * sizeof *k->hdrs);
-    }
+/* lk_data of a file whose header disagrees with one of its key-table entries: its lookups check
+   their entry one by one, to name the key that disagrees */
+static const uint8_t sts__lk_disagrees = 0;
+
+/* ---- the key table ---- */
+#define STS__DK_PAD(n) (((n) + 7) & ~(size_t)7)
+STS__PRIVATE const char *sts__dk_key(const sts__dkey *e) { return (const char *)(e + 1); }
+STS__PRIVATE const uint64_t *sts__dk_shape(const sts__dkey *e) {
+    return (const uint64_t *)(const void *)((const char *)(e + 1) + STS__DK_PAD(e->len));
+}
+STS__PRIVATE const char *sts__dk_name(const sts__dkey *e, size_t *len) {
+    const uint64_t *p;
+    if (!e->named) { *len = e->len; return sts__dk_key(e); }
+    p = sts__dk_shape(e) + e->rank;
+    *len = (size_t)p[0];
+    return (const char *)(p + 1);
+}
+STS__PRIVATE size_t sts__dk_size(const sts__dkey *e) {  /* bytes, head to the next entry */
+    size_t n = sizeof *e + STS__DK_PAD(e->len) + (size_t)e->rank * 8, nl;
+    if (e->named) { sts__dk_name(e, &nl); n += 8 + STS__DK_PAD(nl); }
+    return n;
+}
+STS__PRIVATE const sts__dkey *sts__dk_at(const sts__keymap *k, size_t off8) { return (const sts__dkey *)(const void *)(k->arena + off8 * 8); }
+STS__PRIVATE const sts__dkey *sts__dk_first(const sts__keymap *k) { return k->n ? sts__dk_at(k, 0) : NULL; }
+STS__PRIVATE const sts__dkey *sts__dk_next(const sts__keymap *k, const sts__dkey *e) {
+    const char *p = (const char *)e + sts__dk_size(e);
+    return p < k->arena + k->used ? (const sts__dkey *)(const void *)p : NULL;
+}
+STS__PRIVATE void sts__keymap_drop_text(sts__keymap *k) {
 #ifndef STS_NO_MMAP
     if (k->text_mapped) munmap(k->text, k->text_size);
     else
 #endif
-    sts__free(&m, k->text, k->text_size);
+    sts__free(&k->mem, k->text, k->text_size);
+    k->text = NULL;
+    k->text_size = 0;
+    k->text_mapped = 0;
+}
+STS__PRIVATE void sts__keymap_free(sts__keymap *k) {
+    sts__mem m;
+    if (!k) return;
+    m = k->mem;
+    sts__keymap_drop_text(k);
+    sts__free(&m, k->arena, k->cap);
+    if (k->slots) sts__free(&m, k->slots, (k->mask + 1) * sizeof *k->slots);
+    if (k->fstart) sts__free(&m, k->byfile, (k->n ? k->n : 1) * sizeof *k->byfile);
+    sts__free(&m, k->fstart, (k->nfiles + 1) * sizeof *k->fstart);
+    sts__free(&m, k->hashes, k->hashes_cap * sizeof *k->hashes);
+    sts__free(&m, k->dims, k->dims_cap * sizeof *k->dims);
+    sts__free(&m, k->scratch, k->scratch_cap);
     sts__free(&m, k, sizeof *k);
 }
-STS__PRIVATE sts__names sts__keymap_names(const sts__keymap *k) {
-    sts__names n;
-    n.items = k->keys; n.stride = sizeof *k->keys; n.ptr_off = offsetof(sts__dkey, key); n.len_off = offsetof(sts__dkey, len);
-    n.hashes = k->keys ? (const void *)&k->keys[0].hash : NULL; n.hash_stride = sizeof *k->keys;
-    return n;
-}
-/* Adds (or, later path winning, replaces) a key. */
-STS__PRIVATE sts_result sts__keymap_put(sts__keymap *k, const sts__dkey *e, sts_error *err) {
-    if (k->n == k->cap && !sts__grow(&k->mem, (void **)&k->keys, &k->cap, k->n + 1, sizeof *k->keys)) return sts__nomem(err, "the key table");
-    k->keys[k->n++] = *e;
+/* Appends an entry (copying its key, shape and name) and its key's hash. */
+STS__PRIVATE sts_result sts__keymap_put(sts__keymap *k, uint64_t seed, const sts__dent *d, sts_error *err) {
+    int named = d->name_len != d->len || (d->len && memcmp(d->name, d->key, d->len) != 0);
+    size_t need, at = k->used;
+    uint64_t need64;
+    sts__dkey *e;
+    char *p;
+    if (d->len > UINT32_MAX || d->rank > UINT32_MAX || (uint64_t)d->name_len > UINT32_MAX) return sts__nomem(err, "the key table (a key or shape over 2^32)");
+    need64 = sizeof(sts__dkey) + (((uint64_t)d->len + 7) & ~(uint64_t)7) + d->rank * 8 + (named ? 8 + (((uint64_t)d->name_len + 7) & ~(uint64_t)7) : 0);
+    if (need64 > (uint64_t)((size_t)-1 - at) || (uint64_t)at / 8 > UINT32_MAX || k->n >= UINT32_MAX) return sts__nomem(err, "the key table");
+    need = (size_t)need64;
+    if (!sts__grow(&k->mem, (void **)&k->arena, &k->cap, at + need, 1) ||
+        (k->n == k->hashes_cap && !sts__grow(&k->mem, (void **)&k->hashes, &k->hashes_cap, k->n + 1, sizeof *k->hashes)))
+        return sts__nomem(err, "the key table");
+    p = k->arena + at;
+    memset(p, 0, need);  /* the padding too: the arena holds no uninitialised bytes */
+    e = (sts__dkey *)(void *)p;
+    e->begin = d->begin; e->end = d->end; e->file = d->file; e->rank = (uint32_t)d->rank; e->len = (uint32_t)d->len;
+    e->dtype = (uint8_t)d->dtype; e->named = (uint8_t)named;
+    p += sizeof *e;
+    if (d->len) memcpy(p, d->key, d->len);
+    p += STS__DK_PAD(d->len);
+    if (d->rank) memcpy(p, d->shape, (size_t)d->rank * 8);
+    p += (size_t)d->rank * 8;
+    if (named) {
+        uint64_t nl = d->name_len;
+        memcpy(p, &nl, 8);
+        if (d->name_len) memcpy(p + 8, d->name, d->name_len);
+    }
+    k->hashes[k->n++] = sts__hash(d->key, d->len, seed);
+    k->used = at + need;
     return STS_OK;
 }
-/* Index the keys; a repeated key keeps the copy in the later file, in natural order (task, then
-   shard number), as the writer's lastWin does. */
-STS__PRIVATE sts_result sts__keymap_index(const sts_dataset *ds, sts__keymap *k, sts_error *err) {
-    sts__names nm = sts__keymap_names(k);
-    size_t i;
-    if (!sts__index_init(&k->mem, &k->ix, k->n)) return sts__nomem(err, "the key index");
-    for (i = 0; i < k->n; i++) {
-        size_t pos = sts__index_probe(&k->ix, &nm, k->keys[i].hash, k->keys[i].key, k->keys[i].len);
-        uint32_t was = k->ix.slots[pos];
-        if (was == STS__EMPTY || k->keys[was].file == k->keys[i].file ||
-            sts__natcmp(ds->files[k->keys[was].file].name, ds->files[k->keys[i].file].name) <= 0)
-            k->ix.slots[pos] = (uint32_t)i;
+STS__PRIVATE uint32_t sts__km_tag(uint64_t h) { return (uint32_t)(h >> 32) | 1u; }  /* never 0: a used slot is never 0 */
+/* Indexes the keys; a repeated key keeps the copy in the later file, in natural order (task, then
+   shard number), as the writer's lastWin does. Then groups the entries by file and drops what only
+   the build needed. */
+STS__PRIVATE sts_result sts__keymap_finish(const sts_dataset *ds, sts__keymap *k, sts_error *err) {
+    size_t cap = 8, i, f, off = 0;
+    const sts__dkey *e;
+    while (cap < k->n * 2) { if (cap > ((size_t)-1 >> 5)) return sts__nomem(err, "the key index"); cap <<= 1; }
+    if (!(k->slots = (uint64_t *)sts__alloc(&k->mem, cap * sizeof *k->slots))) return sts__nomem(err, "the key index");
+    memset(k->slots, 0, cap * sizeof *k->slots);
+    k->mask = cap - 1;
+    for (i = 0, e = sts__dk_first(k); e; i++, off += sts__dk_size(e) / 8, e = sts__dk_next(k, e)) {
+        uint64_t h = k->hashes[i], s;
+        uint32_t tag = sts__km_tag(h);
+        size_t pos = (size_t)h & k->mask;
+        for (; (s = k->slots[pos]) != 0; pos = (pos + 1) & k->mask) {
+            const sts__dkey *was = sts__dk_at(k, (uint32_t)s);
+            if ((uint32_t)(s >> 32) == tag && was->len == e->len && (e->len == 0 || memcmp(sts__dk_key(was), sts__dk_key(e), e->len) == 0)) break;
+        }
+        if (s == 0 || sts__dk_at(k, (uint32_t)s)->file == e->file ||
+            sts__natcmp(ds->files[sts__dk_at(k, (uint32_t)s)->file].name, ds->files[e->file].name) <= 0)
+            k->slots[pos] = (uint64_t)tag << 32 | off;
+    }
+    /* by file: a counting sort, stable, so each file's entries keep the table's order */
+    k->nfiles = ds->nfiles;
+    if (!(k->fstart = (size_t *)sts__alloc(&k->mem, (k->nfiles + 1) * sizeof *k->fstart))) return sts__nomem(err, "the key index");
+    if (!(k->byfile = (uint32_t *)sts__alloc(&k->mem, (k->n ? k->n : 1) * sizeof *k->byfile))) {
+        sts__free(&k->mem, k->fstart, (k->nfiles + 1) * sizeof *k->fstart);
+        k->fstart = NULL;
+        return sts__nomem(err, "the key index");
+    }
+    memset(k->fstart, 0, (k->nfiles + 1) * sizeof *k->fstart);
+    for (e = sts__dk_first(k); e; e = sts__dk_next(k, e)) k->fstart[e->file + 1]++;
+    for (f = 0; f < k->nfiles; f++) k->fstart[f + 1] += k->fstart[f];
+    for (off = 0, e = sts__dk_first(k); e; off += sts__dk_size(e) / 8, e = sts__dk_next(k, e)) k->byfile[k->fstart[e->file]++] = (uint32_t)off;
+    for (f = k->nfiles; f > 0; f--) k->fstart[f] = k->fstart[f - 1];
+    k->fstart[0] = 0;
+    sts__free(&k->mem, k->hashes, k->hashes_cap * sizeof *k->hashes);
+    sts__free(&k->mem, k->dims, k->dims_cap * sizeof *k->dims);
+    sts__free(&k->mem, k->scratch, k->scratch_cap);
+    k->hashes = k->dims = NULL;
+    k->scratch = NULL;
+    k->hashes_cap = k->dims_cap = k->scratch_cap = 0;
+    if (k->cap > k->used + k->used / 8 + 64) {  /* give back the doubling's slack */
+        void *p = sts__realloc(&k->mem, k->arena, k->cap, k->used ? k->used : 1);
+        if (p) { k->arena = (char *)p; k->cap = k->used ? k->used : 1; }
     }
     return STS_OK;
 }
 STS__PRIVATE const sts__dkey *sts__keymap_find(const sts__keymap *k, uint64_t h, const char *key, size_t len) {
-    sts__names nm;
-    uint32_t it;
+    uint32_t tag = sts__km_tag(h);
+    size_t pos;
+    uint64_t s;
     if (!k || !k->n) return NULL;
-    nm = sts__keymap_names(k);
-    it = k->ix.slots[sts__index_probe(&k->ix, &nm, h, key, len)];
-    return it == STS__EMPTY ? NULL : &k->keys[it];
+    for (pos = (size_t)h & k->mask; (s = k->slots[pos]) != 0; pos = (pos + 1) & k->mask)
+        if ((uint32_t)(s >> 32) == tag) {  /* the entry is read only when 32 more bits of the hash match */
+            const sts__dkey *e = sts__dk_at(k, (uint32_t)s);
+            if (e->len == len && (len == 0 || memcmp(sts__dk_key(e), key, len) == 0)) return e;
+        }
+    return NULL;
 }
 STS__PRIVATE size_t sts__ds_file_index(const sts_dataset *ds, const char *name, size_t len) {
     sts__names nm;
@@ -7116,11 +7225,15 @@ STS__PRIVATE sts_result sts__ds_listing(sts_dataset *ds, sts_error *err) {
 }
 
 /* ---- the tensor index ---- */
-STS__PRIVATE sts_result sts__index_entry(sts_dataset *ds, sts__keymap *k, sts__json *j, sts__dkey *e, sts_error *err) {
+/* Room for n bytes at `at` in the scratch buffer (an entry's unescaped key, then its name). */
+STS__PRIVATE char *sts__km_scratch(sts__keymap *k, size_t at, size_t n) {
+    if (n > (size_t)-1 - at || !sts__grow(&k->mem, (void **)&k->scratch, &k->scratch_cap, at + n, 1)) return NULL;
+    return k->scratch + at;
+}
+STS__PRIVATE sts_result sts__index_entry(sts_dataset *ds, sts__keymap *k, sts__json *j, sts__dent *e, sts_error *err) {
     sts_result r;
     int have = 0;
-    size_t shape_at = k->ndims;
-    (void)err;
+    size_t nd = 0;
     if (j->p >= j->end || *j->p != '{') return sts__json_fail(j, STS_RULE_DATASET_INDEX, j->p, "an index entry must be an object");
     if ((r = sts__json_enter(j)) != STS_OK) return r;
     j->p++;
@@ -7154,12 +7267,14 @@ STS__PRIVATE sts_result sts__index_entry(sts_dataset *ds, sts__keymap *k, sts__j
             sts__str v;
             if (j->p >= j->end || *j->p != '"') return sts__json_fail(j, STS_RULE_DATASET_INDEX, j->p, "tensor must be a string");
             if ((r = sts__json_string(j, &v)) != STS_OK) return r;
-            if (v.esc) {
-                sts__chunk *c;
-                if (!(c = (sts__chunk *)sts__alloc(&ds->mem, sizeof(sts__chunk) + v.n + 1))) return sts__nomem(err, "an index name");
-                c->next = k->arena; c->size = sizeof(sts__chunk) + v.n + 1; k->arena = c;
-                e->name_len = sts__json_unescape(v.p, v.n, (char *)(c + 1));
-                e->name = (const char *)(c + 1);
+            if (v.esc) {  /* after the key when the key is in the scratch buffer too */
+                int key_here = k->scratch && e->key == k->scratch;
+                size_t at = key_here ? e->len : 0;
+                char *dst = sts__km_scratch(k, at, v.n);
+                if (!dst) return sts__nomem(err, "an index name");
+                if (key_here) e->key = k->scratch;  /* the buffer may have moved */
+                e->name_len = sts__json_unescape(v.p, v.n, dst);
+                e->name = dst;
             } else { e->name = v.p; e->name_len = v.n; }
         } else if (fl == 5 && memcmp(fb, "dtype", 5) == 0) {
             sts__str v;
@@ -7176,14 +7291,15 @@ STS__PRIVATE sts_result sts__index_entry(sts_dataset *ds, sts__keymap *k, sts__j
             j->p++;
             sts__json_ws(j);
             e->rank = 0;
+            nd = 0;
             if (j->p < j->end && *j->p == ']') j->p++;
             else for (;;) {
                 uint64_t v;
                 sts__json_ws(j);
                 if ((r = sts__json_u64(j, &v, STS_RULE_DATASET_INDEX, "shape")) != STS_OK) return r;
-                if (k->ndims == k->dims_cap && !sts__grow(&k->mem, (void **)&k->dims, &k->dims_cap, k->ndims + 1, sizeof *k->dims))
+                if (nd == k->dims_cap && !sts__grow(&k->mem, (void **)&k->dims, &k->dims_cap, nd + 1, sizeof *k->dims))
                     return sts__nomem(err, "index shapes");
-                k->dims[k->ndims++] = v;
+                k->dims[nd++] = v;
                 e->rank++;
                 sts__json_ws(j);
                 if (j->p < j->end && *j->p == ',') { j->p++; continue; }
@@ -7210,7 +7326,7 @@ STS__PRIVATE sts_result sts__index_entry(sts_dataset *ds, sts__keymap *k, sts__j
     j->depth--;
     if (have != 15) return sts__json_fail(j, STS_RULE_DATASET_INDEX, j->p, "an index entry needs file, dtype, shape and data_offsets");
     if (!e->name) { e->name = e->key; e->name_len = e->len; }
-    e->shape = (const uint64_t *)(uintptr_t)shape_at;  /* an offset until the pool stops moving */
+    e->shape = k->dims;
     return STS_OK;
 }
 /* _tensor_index.json: the "tensors" object is read entry by entry with the header scanner's
@@ -7220,7 +7336,7 @@ STS__PRIVATE sts_result sts__ds_load_index(sts_dataset *ds, const char *path, st
     sts__json j;
     struct stat st;
     int fd, have_tensors = 0;
-    size_t i, bad;
+    size_t bad;
     sts_result r;
     char idbuf[40];
     int id_seen = 0;
@@ -7273,24 +7389,20 @@ STS__PRIVATE sts_result sts__ds_load_index(sts_dataset *ds, const char *path, st
             if (j.p < j.end && *j.p == '}') j.p++;
             else for (;;) {
                 sts__str tk;
-                sts__dkey e;
+                sts__dent e;
                 memset(&e, 0, sizeof e);
                 if (j.p >= j.end || *j.p != '"') { r = sts__json_fail(&j, STS_RULE_JSON_SYNTAX, j.p, "expected a tensor key"); goto fail; }
                 if ((r = sts__json_string(&j, &tk)) != STS_OK) goto fail;
                 if (tk.esc) {
-                    char *dst;
-                    sts__chunk *c;
-                    if (!(c = (sts__chunk *)sts__alloc(&ds->mem, sizeof(sts__chunk) + tk.n + 1))) { r = sts__nomem(err, "an index key"); goto fail; }
-                    c->next = k->arena; c->size = sizeof(sts__chunk) + tk.n + 1; k->arena = c;
-                    dst = (char *)(c + 1);
+                    char *dst = sts__km_scratch(k, 0, tk.n);
+                    if (!dst) { r = sts__nomem(err, "an index key"); goto fail; }
                     e.len = sts__json_unescape(tk.p, tk.n, dst);
                     e.key = dst;
                 } else { e.key = tk.p; e.len = tk.n; }
                 if ((r = sts__json_expect(&j, ':', "':'")) != STS_OK) goto fail;
                 sts__json_ws(&j);
                 if ((r = sts__index_entry(ds, k, &j, &e, err)) != STS_OK) goto fail;
-                e.hash = sts__hash(e.key, e.len, ds->seed);
-                if ((r = sts__keymap_put(k, &e, err)) != STS_OK) goto fail;
+                if ((r = sts__keymap_put(k, ds->seed, &e, err)) != STS_OK) goto fail;
                 sts__json_ws(&j);
                 if (j.p < j.end && *j.p == ',') { j.p++; sts__json_ws(&j); continue; }
                 if ((r = sts__json_expect(&j, '}', "'}'")) != STS_OK) goto fail;
@@ -7339,8 +7451,8 @@ STS__PRIVATE sts_result sts__ds_load_index(sts_dataset *ds, const char *path, st
         sts__ok(err);
         return STS_OK;
     }
-    for (i = 0; i < k->n; i++) k->keys[i].shape = k->dims ? k->dims + (size_t)(uintptr_t)k->keys[i].shape : NULL;
-    if ((r = sts__keymap_index(ds, k, err)) != STS_OK) goto fail;
+    sts__keymap_drop_text(k);  /* keys and names were copied: the JSON's pages leave the process */
+    if ((r = sts__keymap_finish(ds, k, err)) != STS_OK) goto fail;
     ds->index = k;
     ds->has_index = 1;
     return STS_OK;
@@ -7405,71 +7517,94 @@ STS__PRIVATE sts_result sts__ds_keys(const sts_dataset *cds, const sts__keymap *
     sts_dataset *ds = (sts_dataset *)(uintptr_t)cds;
     sts__keymap *have, *k, *expect = NULL;
     size_t i;
-    sts_result r;
+    sts_result r = STS_OK;
     if (ds->index) { *out = ds->index; return STS_OK; }
     if ((have = (sts__keymap *)STS__LOAD_PTR(&ds->built)) != NULL) { *out = have; return STS_OK; }
     if (!(k = (sts__keymap *)sts__alloc(&ds->mem, sizeof *k))) return sts__nomem(err, "the key table");
     memset(k, 0, sizeof *k);
     k->mem = ds->mem;
-    if (!(k->hdrs = (sts_file **)sts__alloc(&ds->mem, (ds->nfiles ? ds->nfiles : 1) * sizeof *k->hdrs))) { sts__free(&ds->mem, k, sizeof *k); return sts__nomem(err, "the key table"); }
-    k->nhdrs = ds->nfiles ? ds->nfiles : 1;
-    memset(k->hdrs, 0, k->nhdrs * sizeof *k->hdrs);
-    for (i = 0; i < ds->nfiles; i++) {
+    for (i = 0; i < ds->nfiles && r == STS_OK; i++) {
         sts_file *f;
         sts_scan_stats st;
         size_t t;
         memset(&st, 0, sizeof st);
-        if ((r = sts__ds_header(ds, i, &k->hdrs[i], &st, err)) != STS_OK) { sts__keymap_free(k); return r; }
-        f = k->hdrs[i];
+        if ((r = sts__ds_header(ds, i, &f, &st, err)) != STS_OK) break;
         STS__ADD(&ds->st_opened, 1);
         STS__ADD(&ds->st_header, st.header_bytes);
-        for (t = 0; t < sts_count(f); t++) {
+        for (t = 0; t < sts_count(f) && r == STS_OK; t++) {
             const sts_tensor *x = sts_at(f, t);
-            sts__dkey e;
+            sts__dent e;
             e.key = e.name = x->name; e.len = e.name_len = x->name_len; e.file = (uint32_t)i; e.rank = x->rank; e.dtype = x->dtype;
+            e.shape = x->shape; e.begin = x->begin; e.end = x->end;
             if (ds->has_manifest && !ds->kv) {  /* batch datasets: every file has the same names; keys are "file/name" as in the index */
                 const sts__dfile *df = &ds->files[i];
                 size_t kl = df->name_len + 1 + x->name_len;
-                sts__chunk *c = (sts__chunk *)sts__alloc(&ds->mem, sizeof(sts__chunk) + kl);
-                char *q;
-                if (!c) { sts__keymap_free(k); return sts__nomem(err, "the key table"); }
-                c->next = k->arena; c->size = sizeof(sts__chunk) + kl; k->arena = c;
-                q = (char *)(c + 1);
+                char *q = sts__km_scratch(k, 0, kl);
+                if (!q) { r = sts__nomem(err, "the key table"); break; }
                 memcpy(q, df->name, df->name_len);
                 q[df->name_len] = '/';
                 memcpy(q + df->name_len + 1, x->name, x->name_len);
                 e.key = q;
                 e.len = kl;
             }
-            e.shape = x->shape; e.begin = x->begin; e.end = x->end;
-            e.hash = sts__hash(e.key, e.len, ds->seed);
-            if ((r = sts__keymap_put(k, &e, err)) != STS_OK) { sts__keymap_free(k); return r; }
+            r = sts__keymap_put(k, ds->seed, &e, err);
         }
+        sts_close(f);  /* the entries hold copies */
     }
-    if ((r = sts__keymap_index(ds, k, err)) != STS_OK) { sts__keymap_free(k); return r; }
+    if (r == STS_OK) r = sts__keymap_finish(ds, k, err);
+    if (r != STS_OK) { sts__keymap_free(k); return r; }
     if (STS__CAS_PTR(&ds->built, &expect, k)) *out = k;
     else { sts__keymap_free(k); *out = expect; }
     return STS_OK;
 }
-/* The data of an index entry, after checking the file's header agrees with the index. */
-STS__PRIVATE sts_result sts__ds_entry_data(const sts_dataset *ds, const sts__dkey *e, const void **data, sts_error *err) {
+/* Whether the file's header holds the entry's tensor exactly as the entry says. */
+STS__PRIVATE const sts_tensor *sts__dk_in(const sts__dkey *e, const sts_file *h, int *same) {
+    size_t nl;
+    const char *nm = sts__dk_name(e, &nl);
+    const sts_tensor *t = sts_find(h, nm, nl);
+    *same = t && t->dtype == (sts_dtype)e->dtype && t->rank == e->rank && t->begin == e->begin && t->end == e->end &&
+            (e->rank == 0 || memcmp(t->shape, sts__dk_shape(e), (size_t)e->rank * sizeof *t->shape) == 0);
+    return t;
+}
+/* The first lookup with data of a file checks all the key table's entries for that file against
+   its header, once: later lookups then add the offset to the data section. A file that disagrees
+   with an entry is marked so, and its lookups check their own entry (to report that key). Racing
+   threads reach the same verdict; the CAS keeps one. */
+STS__PRIVATE sts_result sts__ds_check_file(const sts_dataset *cds, const sts__keymap *k, size_t fi, const uint8_t **out, sts_error *err) {
+    sts_dataset *ds = (sts_dataset *)(uintptr_t)cds;
+    sts_file *f;
+    const uint8_t *want, *expect = NULL;
+    size_t i;
+    int same = 1;
+    sts_result r;
+    if ((r = sts__ds_map(ds, fi, &f, err)) != STS_OK) return r;
+    for (i = k->fstart[fi]; i < k->fstart[fi + 1] && same; i++) sts__dk_in(sts__dk_at(k, k->byfile[i]), f, &same);
+    want = same && f->data ? f->data : &sts__lk_disagrees;
+    if (!STS__CAS_PTR(&ds->files[fi].lk_data, &expect, want)) want = expect;
+    *out = want;
+    return STS_OK;
+}
+/* The data of a key-table entry; the file's header was checked against the table (above). */
+STS__PRIVATE sts_result sts__ds_entry_data(const sts_dataset *ds, const sts__keymap *k, const sts__dkey *e, const void **data, sts_error *err) {
     sts_file *f;
     const sts_tensor *t;
-    sts_result r;
-    uint32_t d;
+    const uint8_t *base = (const uint8_t *)STS__LOAD_PTR(&ds->files[e->file].lk_data);
     const sts__dfile *df = &ds->files[e->file];
+    sts_result r;
+    int same;
+    if (!base && (r = sts__ds_check_file(ds, k, e->file, &base, err)) != STS_OK) return r;
+    if (base != &sts__lk_disagrees) { *data = base + e->begin; return STS_OK; }
     if ((r = sts__ds_map(ds, e->file, &f, err)) != STS_OK) return r;
-    t = sts_find(f, e->name, e->name_len);
+    t = sts__dk_in(e, f, &same);
     if (!t)
         return sts__fail(err, STS_RULE_DATASET_INDEX, STS_OFFSET_UNKNOWN, "the index places %q in file %q, which has no such tensor (stale index)",
-                         e->key, e->len, df->name, df->name_len);
-    if (t->dtype != e->dtype || t->rank != e->rank || t->begin != e->begin || t->end != e->end)
+                         sts__dk_key(e), (size_t)e->len, df->name, df->name_len);
+    if (t->dtype != (sts_dtype)e->dtype || t->rank != e->rank || t->begin != e->begin || t->end != e->end)
         return sts__fail(err, STS_RULE_DATASET_INDEX, STS_OFFSET_UNKNOWN, "the index disagrees with the header of file %q about tensor %q",
-                         df->name, df->name_len, e->key, e->len);
-    for (d = 0; d < t->rank; d++)
-        if (t->shape[d] != e->shape[d])
-            return sts__fail(err, STS_RULE_DATASET_INDEX, STS_OFFSET_UNKNOWN, "the index disagrees with the header of file %q about the shape of %q",
-                             df->name, df->name_len, e->key, e->len);
+                         df->name, df->name_len, sts__dk_key(e), (size_t)e->len);
+    if (!same)
+        return sts__fail(err, STS_RULE_DATASET_INDEX, STS_OFFSET_UNKNOWN, "the index disagrees with the header of file %q about the shape of %q",
+                         df->name, df->name_len, sts__dk_key(e), (size_t)e->len);
     *data = sts_data(f, t);
     return STS_OK;
 }
@@ -7501,8 +7636,14 @@ STS__PRIVATE sts_result sts__ds_schema(sts_dataset *ds, const sts_read_config *c
         n = cfg->nschema;
         ds->explicit_schema = 1;
     } else if (cfg && cfg->infer_schema && ds->index) {  /* the first file's tensors, as the index lists them */
-        for (i = 0; i < ds->index->n; i++)
-            if (ds->index->keys[i].file == 0) { n++; bytes += ds->index->keys[i].name_len + 1 + ds->index->keys[i].rank * 8 + 8; }
+        const sts__keymap *k = ds->index;
+        for (i = ds->nfiles ? k->fstart[0] : 0; ds->nfiles && i < k->fstart[1]; i++) {  /* file 0's entries, in index order */
+            const sts__dkey *e = sts__dk_at(k, k->byfile[i]);
+            size_t nl;
+            sts__dk_name(e, &nl);
+            n++;
+            bytes += nl + 1 + (size_t)e->rank * 8 + 8;
+        }
     } else if (cfg && cfg->infer_schema && ds->nfiles == 0) {
         n = 0;
     } else if (cfg && cfg->infer_schema) {  /* the first file's header */
@@ -7537,10 +7678,13 @@ STS__PRIVATE sts_result sts__ds_schema(sts_dataset *ds, const sts_read_config *c
             sts__col_set(ds, &used, &ds->cols[i], t->name, t->name_len, t->dtype, t->rank, t->shape);
         }
     else if (ds->index) {
-        size_t k, m = 0;
-        for (k = 0; k < ds->index->n; k++) {
-            const sts__dkey *e = &ds->index->keys[k];
-            if (e->file == 0) sts__col_set(ds, &used, &ds->cols[m++], e->name, e->name_len, e->dtype, e->rank, e->shape);
+        const sts__keymap *k = ds->index;
+        size_t m = 0;
+        for (i = ds->nfiles ? k->fstart[0] : 0; ds->nfiles && i < k->fstart[1]; i++) {
+            const sts__dkey *e = sts__dk_at(k, k->byfile[i]);
+            size_t nl;
+            const char *nm = sts__dk_name(e, &nl);
+            sts__col_set(ds, &used, &ds->cols[m++], nm, nl, (sts_dtype)e->dtype, e->rank, sts__dk_shape(e));
         }
     }
     sts_close(f);
@@ -7648,10 +7792,10 @@ STSDEF sts_result sts_dataset_get(const sts_dataset *ds, const char *key, size_t
     e = sts__keymap_find(k, sts__hash(key, key_len, ds->seed), key, key_len);
     if (!e) return sts__fail(err, STS_RULE_NOT_FOUND, STS_OFFSET_UNKNOWN, "no tensor %q in the dataset", key, key_len);
     memset(out, 0, sizeof *out);
-    out->key = e->key; out->key_len = e->len; out->file = e->file; out->dtype = e->dtype; out->rank = e->rank;
-    out->shape = e->shape; out->nbytes = e->end - e->begin; out->present = 1;
+    out->key = sts__dk_key(e); out->key_len = e->len; out->file = e->file; out->dtype = (sts_dtype)e->dtype; out->rank = e->rank;
+    out->shape = sts__dk_shape(e); out->nbytes = e->end - e->begin; out->present = 1;
     if (with_data) {
-        if ((r = sts__ds_entry_data(ds, e, &out->data, err)) != STS_OK) return r;
+        if ((r = sts__ds_entry_data(ds, k, e, &out->data, err)) != STS_OK) return r;
         STS__ADD(&((sts_dataset *)(uintptr_t)ds)->st_data, out->nbytes);
     }
     return STS_OK;
@@ -7734,6 +7878,7 @@ STS__PRIVATE int sts__by_entry_file(const void *ctx, size_t a, size_t b) {
 STSDEF sts_result sts_scan_open(const sts_dataset *ds, const sts_scan_spec *spec, sts_scan **out, sts_error *err) {
     sts_scan *s;
     size_t i, begin, end;
+    const sts__dkey *e;
     sts_result r = STS_OK;
     if (!ds || !spec || !out) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "sts_scan_open needs a dataset, a spec and out");
     if ((spec->nkeys && !spec->keys) || (spec->ndtypes && !spec->dtypes) || (spec->has_shape && spec->rank && !spec->shape) || (spec->ncolumns && !spec->columns))
@@ -7799,13 +7944,14 @@ STSDEF sts_result sts_scan_open(const sts_dataset *ds, const sts_scan_spec *spec
             for (i = 0; i < spec->nkeys && r == STS_OK; i++) {
                 size_t len;
                 const char *k = sts__spec_key(spec, i, &len);
-                const sts__dkey *e = sts__keymap_find(ds->index, sts__hash(k, len, ds->seed), k, len);
+                e = sts__keymap_find(ds->index, sts__hash(k, len, ds->seed), k, len);
                 if (e) { want[e->file] = 1; r = sts__scan_expect(s, e, err); }
             }
         } else
-            for (i = 0; i < ds->index->n && r == STS_OK; i++) {
-                const sts__dkey *e = &ds->index->keys[i];
-                if (sts__spec_keep(s, e->name, e->name_len, e->dtype, e->rank, e->shape)) { want[e->file] = 1; r = sts__scan_expect(s, e, err); }
+            for (e = sts__dk_first(ds->index); e && r == STS_OK; e = sts__dk_next(ds->index, e)) {
+                size_t nl;
+                const char *nm = sts__dk_name(e, &nl);
+                if (sts__spec_keep(s, nm, nl, (sts_dtype)e->dtype, e->rank, sts__dk_shape(e))) { want[e->file] = 1; r = sts__scan_expect(s, e, err); }
             }
         for (i = begin; i < end; i++) if (want[i]) s->plan[s->nplan++] = i;
         sts__free(&ds->mem, want, ds->nfiles ? ds->nfiles : 1);
@@ -7838,14 +7984,12 @@ STS__PRIVATE sts_result sts__scan_check_expected(sts_scan *s, const sts_file *h,
     while (s->expect_at < s->nexpect && s->expect[s->expect_at]->file < s->cur) s->expect_at++;
     for (; s->expect_at < s->nexpect && s->expect[s->expect_at]->file == s->cur; s->expect_at++) {
         const sts__dkey *e = s->expect[s->expect_at];
-        const sts_tensor *t = sts_find(h, e->name, e->name_len);
         const sts__dfile *df = &s->ds->files[s->cur];
-        uint32_t d;
-        int same = t && t->dtype == e->dtype && t->rank == e->rank && t->begin == e->begin && t->end == e->end;
-        for (d = 0; same && d < t->rank; d++) same = t->shape[d] == e->shape[d];
+        int same;
+        const sts_tensor *t = sts__dk_in(e, h, &same);
         if (!same)
             return sts__fail(err, STS_RULE_DATASET_INDEX, STS_OFFSET_UNKNOWN, "the index places %q in file %q, whose header %s (stale index)",
-                             e->key, e->len, df->name, df->name_len, t ? "disagrees with it" : "has no such tensor");
+                             sts__dk_key(e), (size_t)e->len, df->name, df->name_len, t ? "disagrees with it" : "has no such tensor");
     }
     return STS_OK;
 }
