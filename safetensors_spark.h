@@ -6977,16 +6977,26 @@ STS__PRIVATE void sts__keymap_free(sts__keymap *k) {
     sts__keymap_drop_text(k);
     sts__free(&m, k->arena, k->cap);
     if (k->slots) sts__free(&m, k->slots, (k->mask + 1) * sizeof *k->slots);
-    if (k->fstart) sts__free(&m, k->byfile, (k->n ? k->n : 1) * sizeof *k->byfile);
+    sts__free(&m, k->byfile, (k->n ? k->n : 1) * sizeof *k->byfile);
     sts__free(&m, k->fstart, (k->nfiles + 1) * sizeof *k->fstart);
     sts__free(&m, k->hashes, k->hashes_cap * sizeof *k->hashes);
     sts__free(&m, k->dims, k->dims_cap * sizeof *k->dims);
     sts__free(&m, k->scratch, k->scratch_cap);
     sts__free(&m, k, sizeof *k);
 }
+STS__PRIVATE sts__keymap *sts__keymap_new(const sts_dataset *ds) {
+    sts__keymap *k = (sts__keymap *)sts__alloc(&ds->mem, sizeof *k);
+    if (!k) return NULL;
+    memset(k, 0, sizeof *k);
+    k->mem = ds->mem;
+    k->nfiles = ds->nfiles;
+    if (!(k->fstart = (size_t *)sts__alloc(&k->mem, (k->nfiles + 1) * sizeof *k->fstart))) { sts__free(&k->mem, k, sizeof *k); return NULL; }
+    memset(k->fstart, 0, (k->nfiles + 1) * sizeof *k->fstart);  /* counts while building */
+    return k;
+}
 /* Appends an entry (copying its key, shape and name) and its key's hash. */
 STS__PRIVATE sts_result sts__keymap_put(sts__keymap *k, uint64_t seed, const sts__dent *d, sts_error *err) {
-    int named = d->name_len != d->len || (d->len && memcmp(d->name, d->key, d->len) != 0);
+    int named = d->name_len != d->len || (d->len && d->name != d->key && memcmp(d->name, d->key, d->len) != 0);
     size_t need, at = k->used;
     uint64_t need64;
     sts__dkey *e;
@@ -6999,8 +7009,11 @@ STS__PRIVATE sts_result sts__keymap_put(sts__keymap *k, uint64_t seed, const sts
         (k->n == k->hashes_cap && !sts__grow(&k->mem, (void **)&k->hashes, &k->hashes_cap, k->n + 1, sizeof *k->hashes)))
         return sts__nomem(err, "the key table");
     p = k->arena + at;
-    memset(p, 0, need);  /* the padding too: the arena holds no uninitialised bytes */
+    /* the padding's words are zeroed first: the arena holds no uninitialised bytes */
+    if (d->len) memset(p + sizeof *e + STS__DK_PAD(d->len) - 8, 0, 8);
+    if (named && d->name_len) memset(p + need - 8, 0, 8);
     e = (sts__dkey *)(void *)p;
+    memset(e, 0, sizeof *e);
     e->begin = d->begin; e->end = d->end; e->file = d->file; e->rank = (uint32_t)d->rank; e->len = (uint32_t)d->len;
     e->dtype = (uint8_t)d->dtype; e->named = (uint8_t)named;
     p += sizeof *e;
@@ -7014,6 +7027,7 @@ STS__PRIVATE sts_result sts__keymap_put(sts__keymap *k, uint64_t seed, const sts
         if (d->name_len) memcpy(p + 8, d->name, d->name_len);
     }
     k->hashes[k->n++] = sts__hash(d->key, d->len, seed);
+    k->fstart[d->file + 1]++;
     k->used = at + need;
     return STS_OK;
 }
@@ -7028,10 +7042,15 @@ STS__PRIVATE sts_result sts__keymap_finish(const sts_dataset *ds, sts__keymap *k
     if (!(k->slots = (uint64_t *)sts__alloc(&k->mem, cap * sizeof *k->slots))) return sts__nomem(err, "the key index");
     memset(k->slots, 0, cap * sizeof *k->slots);
     k->mask = cap - 1;
+    if (!(k->byfile = (uint32_t *)sts__alloc(&k->mem, (k->n ? k->n : 1) * sizeof *k->byfile))) return sts__nomem(err, "the key index");
+    for (f = 0; f < k->nfiles; f++) k->fstart[f + 1] += k->fstart[f];  /* counts -> starts */
     for (i = 0, e = sts__dk_first(k); e; i++, off += sts__dk_size(e) / 8, e = sts__dk_next(k, e)) {
         uint64_t h = k->hashes[i], s;
         uint32_t tag = sts__km_tag(h);
         size_t pos = (size_t)h & k->mask;
+#if defined(__GNUC__) || defined(__clang__)
+        if (i + 16 < k->n) __builtin_prefetch(&k->slots[(size_t)k->hashes[i + 16] & k->mask], 1);  /* random slots: keep misses in flight */
+#endif
         for (; (s = k->slots[pos]) != 0; pos = (pos + 1) & k->mask) {
             const sts__dkey *was = sts__dk_at(k, (uint32_t)s);
             if ((uint32_t)(s >> 32) == tag && was->len == e->len && (e->len == 0 || memcmp(sts__dk_key(was), sts__dk_key(e), e->len) == 0)) break;
@@ -7039,20 +7058,9 @@ STS__PRIVATE sts_result sts__keymap_finish(const sts_dataset *ds, sts__keymap *k
         if (s == 0 || sts__dk_at(k, (uint32_t)s)->file == e->file ||
             sts__natcmp(ds->files[sts__dk_at(k, (uint32_t)s)->file].name, ds->files[e->file].name) <= 0)
             k->slots[pos] = (uint64_t)tag << 32 | off;
+        k->byfile[k->fstart[e->file]++] = (uint32_t)off;  /* by file, stable: a file's entries keep the table's order */
     }
-    /* by file: a counting sort, stable, so each file's entries keep the table's order */
-    k->nfiles = ds->nfiles;
-    if (!(k->fstart = (size_t *)sts__alloc(&k->mem, (k->nfiles + 1) * sizeof *k->fstart))) return sts__nomem(err, "the key index");
-    if (!(k->byfile = (uint32_t *)sts__alloc(&k->mem, (k->n ? k->n : 1) * sizeof *k->byfile))) {
-        sts__free(&k->mem, k->fstart, (k->nfiles + 1) * sizeof *k->fstart);
-        k->fstart = NULL;
-        return sts__nomem(err, "the key index");
-    }
-    memset(k->fstart, 0, (k->nfiles + 1) * sizeof *k->fstart);
-    for (e = sts__dk_first(k); e; e = sts__dk_next(k, e)) k->fstart[e->file + 1]++;
-    for (f = 0; f < k->nfiles; f++) k->fstart[f + 1] += k->fstart[f];
-    for (off = 0, e = sts__dk_first(k); e; off += sts__dk_size(e) / 8, e = sts__dk_next(k, e)) k->byfile[k->fstart[e->file]++] = (uint32_t)off;
-    for (f = k->nfiles; f > 0; f--) k->fstart[f] = k->fstart[f - 1];
+    for (f = k->nfiles; f > 0; f--) k->fstart[f] = k->fstart[f - 1];  /* ends -> starts */
     k->fstart[0] = 0;
     sts__free(&k->mem, k->hashes, k->hashes_cap * sizeof *k->hashes);
     sts__free(&k->mem, k->dims, k->dims_cap * sizeof *k->dims);
@@ -7340,9 +7348,7 @@ STS__PRIVATE sts_result sts__ds_load_index(sts_dataset *ds, const char *path, st
     sts_result r;
     char idbuf[40];
     int id_seen = 0;
-    if (!(k = (sts__keymap *)sts__alloc(&ds->mem, sizeof *k))) return sts__nomem(err, "the tensor index");
-    memset(k, 0, sizeof *k);
-    k->mem = ds->mem;
+    if (!(k = sts__keymap_new(ds))) return sts__nomem(err, "the tensor index");
     do fd = open(path, O_RDONLY | O_CLOEXEC); while (fd < 0 && errno == EINTR);
     if (fd < 0 || fstat(fd, &st) != 0) { int e = errno; if (fd >= 0) close(fd); sts__keymap_free(k); return sts__fail_errno(err, e, "open", path); }
     k->text_size = (size_t)st.st_size;
@@ -7520,9 +7526,7 @@ STS__PRIVATE sts_result sts__ds_keys(const sts_dataset *cds, const sts__keymap *
     sts_result r = STS_OK;
     if (ds->index) { *out = ds->index; return STS_OK; }
     if ((have = (sts__keymap *)STS__LOAD_PTR(&ds->built)) != NULL) { *out = have; return STS_OK; }
-    if (!(k = (sts__keymap *)sts__alloc(&ds->mem, sizeof *k))) return sts__nomem(err, "the key table");
-    memset(k, 0, sizeof *k);
-    k->mem = ds->mem;
+    if (!(k = sts__keymap_new(ds))) return sts__nomem(err, "the key table");
     for (i = 0; i < ds->nfiles && r == STS_OK; i++) {
         sts_file *f;
         sts_scan_stats st;
@@ -7557,11 +7561,12 @@ STS__PRIVATE sts_result sts__ds_keys(const sts_dataset *cds, const sts__keymap *
     else { sts__keymap_free(k); *out = expect; }
     return STS_OK;
 }
-/* Whether the file's header holds the entry's tensor exactly as the entry says. */
-STS__PRIVATE const sts_tensor *sts__dk_in(const sts__dkey *e, const sts_file *h, int *same) {
+/* Whether the file's header holds the entry's tensor exactly as the entry says. `guess`, when not
+   NULL, is tried before the name index (names are unique in a file). */
+STS__PRIVATE const sts_tensor *sts__dk_in(const sts__dkey *e, const sts_file *h, const sts_tensor *guess, int *same) {
     size_t nl;
     const char *nm = sts__dk_name(e, &nl);
-    const sts_tensor *t = sts_find(h, nm, nl);
+    const sts_tensor *t = guess && guess->name_len == nl && (nl == 0 || memcmp(guess->name, nm, nl) == 0) ? guess : sts_find(h, nm, nl);
     *same = t && t->dtype == (sts_dtype)e->dtype && t->rank == e->rank && t->begin == e->begin && t->end == e->end &&
             (e->rank == 0 || memcmp(t->shape, sts__dk_shape(e), (size_t)e->rank * sizeof *t->shape) == 0);
     return t;
@@ -7574,11 +7579,16 @@ STS__PRIVATE sts_result sts__ds_check_file(const sts_dataset *cds, const sts__ke
     sts_dataset *ds = (sts_dataset *)(uintptr_t)cds;
     sts_file *f;
     const uint8_t *want, *expect = NULL;
+    const sts_tensor *next = NULL;
     size_t i;
     int same = 1;
     sts_result r;
     if ((r = sts__ds_map(ds, fi, &f, err)) != STS_OK) return r;
-    for (i = k->fstart[fi]; i < k->fstart[fi + 1] && same; i++) sts__dk_in(sts__dk_at(k, k->byfile[i]), f, &same);
+    next = sts_at(f, 0);
+    for (i = k->fstart[fi]; i < k->fstart[fi + 1] && same; i++) {  /* the writer lists a shard's keys in its order: try the next tensor first */
+        const sts_tensor *t = sts__dk_in(sts__dk_at(k, k->byfile[i]), f, next, &same);
+        next = t ? sts_at(f, (size_t)(t - sts_at(f, 0)) + 1) : NULL;
+    }
     want = same && f->data ? f->data : &sts__lk_disagrees;
     if (!STS__CAS_PTR(&ds->files[fi].lk_data, &expect, want)) want = expect;
     *out = want;
@@ -7595,7 +7605,7 @@ STS__PRIVATE sts_result sts__ds_entry_data(const sts_dataset *ds, const sts__key
     if (!base && (r = sts__ds_check_file(ds, k, e->file, &base, err)) != STS_OK) return r;
     if (base != &sts__lk_disagrees) { *data = base + e->begin; return STS_OK; }
     if ((r = sts__ds_map(ds, e->file, &f, err)) != STS_OK) return r;
-    t = sts__dk_in(e, f, &same);
+    t = sts__dk_in(e, f, NULL, &same);
     if (!t)
         return sts__fail(err, STS_RULE_DATASET_INDEX, STS_OFFSET_UNKNOWN, "the index places %q in file %q, which has no such tensor (stale index)",
                          sts__dk_key(e), (size_t)e->len, df->name, df->name_len);
@@ -7986,7 +7996,7 @@ STS__PRIVATE sts_result sts__scan_check_expected(sts_scan *s, const sts_file *h,
         const sts__dkey *e = s->expect[s->expect_at];
         const sts__dfile *df = &s->ds->files[s->cur];
         int same;
-        const sts_tensor *t = sts__dk_in(e, h, &same);
+        const sts_tensor *t = sts__dk_in(e, h, NULL, &same);
         if (!same)
             return sts__fail(err, STS_RULE_DATASET_INDEX, STS_OFFSET_UNKNOWN, "the index places %q in file %q, whose header %s (stale index)",
                              sts__dk_key(e), (size_t)e->len, df->name, df->name_len, t ? "disagrees with it" : "has no such tensor");
