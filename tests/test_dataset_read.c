@@ -322,6 +322,186 @@ static void kv_case(int index) {
 static void test_kv_index(void **state) { (void)state; kv_case(1); }
 static void test_kv_no_index(void **state) { (void)state; kv_case(0); }
 
+/* ---- the key table: keys of every length, shapes of every rank, names that are not keys ----
+   The table copies keys, shapes and names into entries of their own (a 32-byte head, the key padded
+   to 8 bytes, the dims, the name), so each length around the padding and each rank is read back;
+   a hand-written index lists the entries in an order unlike the headers' (files interleaved,
+   reversed), spells some keys and names with escapes, and gives every third tensor a key of its
+   own ("tensor": its name), which is what the file check of a lookup with data must follow. */
+#define KT_FILES 3
+#define KT_PER_FILE 16
+static const size_t kt_lens[KT_PER_FILE] = { 0, 1, 2, 7, 8, 9, 15, 16, 17, 23, 24, 31, 32, 33, 64, 100 };
+static const sts_dtype kt_dtypes[5] = { STS_DTYPE_U8, STS_DTYPE_F32, STS_DTYPE_I64, STS_DTYPE_BF16, STS_DTYPE_F16 };
+typedef struct kt_tensor {
+    char name[128];
+    size_t name_len;
+    char key[160];                   /* the index's key (unescaped) */
+    size_t key_len;
+    sts_dtype dtype;
+    uint32_t rank;
+    uint64_t shape[12];
+    uint64_t nbytes;
+    uint8_t seed;
+} kt_tensor;
+static void kt_make(kt_tensor *t, size_t file, size_t i) {
+    size_t c;
+    uint32_t d;
+    memset(t, 0, sizeof *t);
+    t->name_len = kt_lens[i] == 0 && file > 0 ? 3 : kt_lens[i];  /* one empty name, in the first file */
+    for (c = 0; c < t->name_len; c++) t->name[c] = (char)(c == 0 ? 'a' + file : 'A' + (c * 7 + i) % 26);
+    t->dtype = kt_dtypes[(i + file) % 5];
+    t->rank = (uint32_t)((i * 5 + file) % 9);  /* 0 .. 8 */
+    t->nbytes = sts_dtype_bits(t->dtype) / 8;
+    for (d = 0; d < t->rank; d++) { t->shape[d] = d == 0 ? 1 + (i + file) % 3 : 1 + (d == t->rank - 1); t->nbytes *= t->shape[d]; }
+    t->seed = (uint8_t)(file * 40 + i);
+    if (i % 3 == 2) {  /* a key of its own */
+        t->key_len = (size_t)snprintf(t->key, sizeof t->key, "alias/%u/", (unsigned)(file * KT_PER_FILE + i));
+        memcpy(t->key + t->key_len, t->name, t->name_len);
+        t->key_len += t->name_len;
+    } else {
+        memcpy(t->key, t->name, t->name_len);
+        t->key_len = t->name_len;
+    }
+}
+/* A JSON string of s; the first character escaped as \u00XX when esc. */
+static size_t kt_json_str(char *o, const char *s, size_t n, int esc) {
+    size_t k = 0, c;
+    o[k++] = '"';
+    for (c = 0; c < n; c++) {
+        if (c == 0 && esc) k += (size_t)sprintf(o + k, "\\u%04x", (unsigned char)s[c]);
+        else o[k++] = s[c];
+    }
+    o[k++] = '"';
+    return k;
+}
+static void kt_check_view(const kt_tensor *t, size_t file, const sts_view *v, int with_index, int with_data) {
+    const char *want_key = with_index ? t->key : t->name;
+    size_t want_len = with_index ? t->key_len : t->name_len;
+    uint32_t d;
+    if (v->key_len != want_len || (want_len && memcmp(v->key, want_key, want_len) != 0) || v->file != file || v->dtype != t->dtype ||
+        v->rank != t->rank || v->nbytes != t->nbytes || !v->present)
+        fail_msg("tensor %.*s (file %zu): the view says key %.*s, file %zu, %s rank %u, %llu bytes", (int)t->name_len, t->name, file, (int)v->key_len,
+                 v->key, v->file, sts_dtype_name(v->dtype), v->rank, (unsigned long long)v->nbytes);
+    for (d = 0; d < t->rank; d++) assert_true(v->shape[d] == t->shape[d]);
+    if (with_data) {
+        uint64_t b;
+        assert_non_null(v->data);
+        for (b = 0; b < t->nbytes; b++) assert_int_equal(((const uint8_t *)v->data)[b], dr_pattern(t->seed, b));
+    } else assert_null(v->data);
+}
+static void test_key_table_layout(void **state) {
+    static kt_tensor kt[KT_FILES][KT_PER_FILE];
+    static const char *const files[KT_FILES] = { "a.safetensors", "b.safetensors", "c.safetensors" };
+    char dir[256], p[512];
+    char *json = (char *)malloc(1 << 16);
+    size_t f, i, o = 0, n;
+    int pass;
+    (void)state;
+    assert_non_null(json);
+    fresh(dir, sizeof dir, "key_table");
+    assert_int_equal(mkdir(dir, 0755), 0);
+    for (f = 0; f < KT_FILES; f++) {
+        sts_tensor_spec ts[KT_PER_FILE];
+        uint8_t *bufs[KT_PER_FILE];
+        sts_error e;
+        for (i = 0; i < KT_PER_FILE; i++) {
+            uint64_t b;
+            kt_make(&kt[f][i], f, i);
+            bufs[i] = (uint8_t *)malloc((size_t)kt[f][i].nbytes + 1);
+            assert_non_null(bufs[i]);
+            for (b = 0; b < kt[f][i].nbytes; b++) bufs[i][b] = dr_pattern(kt[f][i].seed, b);
+            memset(&ts[i], 0, sizeof ts[i]);
+            ts[i].name = kt[f][i].name; ts[i].name_len = kt[f][i].name_len; ts[i].dtype = kt[f][i].dtype;
+            ts[i].rank = kt[f][i].rank; ts[i].shape = kt[f][i].shape; ts[i].data = bufs[i]; ts[i].data_size = kt[f][i].nbytes;
+        }
+        dr_join(p, sizeof p, dir, files[f]);
+        DR_OK(sts_write_path(p, ts, KT_PER_FILE, NULL, 0, NULL, &e));
+        for (i = 0; i < KT_PER_FILE; i++) free(bufs[i]);
+    }
+    /* the index: the headers' own offsets, listed backwards with the files interleaved */
+    o += (size_t)sprintf(json + o, "{\"tensors\":{");
+    for (n = KT_FILES * KT_PER_FILE; n-- > 0;) {
+        const kt_tensor *t;
+        sts_file *h;
+        const sts_tensor *x;
+        sts_error e;
+        sts_options op;
+        uint32_t d;
+        f = n % KT_FILES;
+        i = n / KT_FILES;
+        t = &kt[f][i];
+        memset(&op, 0, sizeof op);
+        op.header_only = 1;
+        dr_join(p, sizeof p, dir, files[f]);
+        DR_OK(sts_open(p, &op, &h, &e));
+        x = sts_find(h, t->name, t->name_len);
+        assert_non_null(x);
+        o += kt_json_str(json + o, t->key, t->key_len, t->key_len && i % 2 == 1);
+        o += (size_t)sprintf(json + o, ":{");
+        if (t->key_len != t->name_len) {
+            o += (size_t)sprintf(json + o, "\"tensor\":");
+            o += kt_json_str(json + o, t->name, t->name_len, i % 4 == 1 || i % 4 == 2);
+            o += (size_t)sprintf(json + o, ",");
+        }
+        o += (size_t)sprintf(json + o, "\"file\":\"%s\",\"dtype\":\"%s\",\"shape\":[", files[f], sts_dtype_name(t->dtype));
+        for (d = 0; d < t->rank; d++) o += (size_t)sprintf(json + o, "%s%llu", d ? "," : "", (unsigned long long)t->shape[d]);
+        o += (size_t)sprintf(json + o, "],\"data_offsets\":[%llu,%llu]}%s", (unsigned long long)x->begin, (unsigned long long)x->end, n ? "," : "");
+        sts_close(h);
+        assert_true(o < (1 << 16) - 1024);
+    }
+    o += (size_t)sprintf(json + o, "}}");
+    dr_join(p, sizeof p, dir, "_tensor_index.json");
+    dr_write(p, json, o);
+    free(json);
+    for (pass = 0; pass < 4; pass++) {  /* index without / with data first, no index without / with data first */
+        int with_index = pass < 2, data_first = pass & 1, with_data;
+        sts_dataset *ds = open_ds(dir, 1, !with_index);
+        sts_error e;
+        assert_int_equal(sts_dataset_describe(ds).has_index, with_index);
+        for (with_data = 0; with_data < 2; with_data++)
+            for (n = 0; n < KT_FILES * KT_PER_FILE; n++) {
+                const kt_tensor *t = &kt[n % KT_FILES][(n * 7) % KT_PER_FILE];  /* another order again */
+                sts_view v;
+                int wd = data_first ? !with_data : with_data;
+                DR_OK(sts_dataset_get(ds, with_index ? t->key : t->name, with_index ? t->key_len : t->name_len, wd, &v, &e));
+                kt_check_view(t, n % KT_FILES, &v, with_index, wd);
+            }
+        if (with_index) {  /* a tensor's own name is not a key when the index gives it another */
+            sts_view v;
+            dr_expect_err("name of an aliased tensor", sts_dataset_get(ds, kt[1][2].name, kt[1][2].name_len, 1, &v, &e), &e, STS_ERR_NOT_FOUND,
+                          STS_RULE_NOT_FOUND, NULL);
+            /* the schema inferred from the index: the first file's names, in the index's order */
+            assert_int_equal(sts_dataset_describe(ds).columns, KT_PER_FILE);
+            for (i = 0; i < KT_PER_FILE; i++) {
+                const kt_tensor *t = &kt[0][KT_PER_FILE - 1 - i];
+                const sts_view *c = sts_dataset_column(ds, i);
+                uint32_t d;
+                assert_int_equal(c->key_len, t->name_len);
+                if (t->name_len) assert_memory_equal(c->key, t->name, t->name_len);
+                assert_int_equal(c->dtype, t->dtype);
+                assert_int_equal(c->rank, t->rank);
+                for (d = 0; d < t->rank; d++) assert_true(c->shape[d] == t->shape[d]);
+            }
+        }
+        {   /* a long scan pushed down by dtype (the index chooses the files): every F32 tensor, by name */
+            sts_scan_spec sp;
+            dr_rows rs;
+            sts_dtype want = STS_DTYPE_F32;
+            size_t count = 0;
+            for (f = 0; f < KT_FILES; f++) for (i = 0; i < KT_PER_FILE; i++) count += kt[f][i].dtype == want;
+            memset(&sp, 0, sizeof sp);
+            sp.with_data = 1;
+            sp.dtypes = &want;
+            sp.ndtypes = 1;
+            DR_OK(dr_long_scan(ds, &sp, &rs, &e));
+            assert_int_equal(rs.n, count);
+            dr_rows_free(&rs);
+        }
+        sts_dataset_close(ds);
+    }
+    dr_rmtree(dir);
+}
+
 /* ---- lastWin: the later shard path wins everywhere ---- */
 static void last_win_case(int index, int no_index) {
     char dir[256], p[512];
@@ -1321,6 +1501,7 @@ int main(void) {
         cmocka_unit_test(test_batch_get_without_index),
         cmocka_unit_test(test_kv_index),
         cmocka_unit_test(test_kv_no_index),
+        cmocka_unit_test(test_key_table_layout),
         cmocka_unit_test(test_last_win_index),
         cmocka_unit_test(test_last_win_no_index),
         cmocka_unit_test(test_last_win_index_ignored),

@@ -493,6 +493,61 @@ static void test_index_disagrees_offsets(void **state) {
     disagree_case("offsets, another tensor's", "k001_001__emb", "data_offsets", "[0,12]");
     disagree_case("offsets, wrong size", "k000_000__emb", "data_offsets", "[0,16]");
 }
+/* A file's header is checked against all of its index entries once, at the first lookup with data
+   of that file, not at each lookup. Whatever comes first (a good key of the file or the bad one),
+   the bad key is reported every time with the code, rule and message of a per-lookup check, the
+   file's other keys still give their own bytes, other files are untouched, and a lookup without
+   data still answers from the index. */
+static void per_file_case(const char *what, const char *bad, const char *field, const char *value, const char *msg, int bad_first) {
+    char dir[256], p[512];
+    dr_names sh = kv_dataset(dir, sizeof dir, "per_file", 1);
+    const char *lookup = bad;
+    sts_dataset *ds;
+    sts_error e;
+    sts_view v;
+    int round;
+    static const struct { const char *key; uint32_t t, r; } good[] = {
+        { "k001_000__emb", 1, 0 }, { "k001_001__img", 1, 1 }, { "k001_001__emb", 1, 1 }, { "k000_000__img", 0, 0 }, { "k002_001__emb", 2, 1 },
+    };
+    size_t g;
+    if (field) edit_entry(dir, bad, field, value);
+    else {  /* the key names a tensor its file does not hold */
+        index_path(p, sizeof p, dir);
+        dr_edit(p, "\"k001_000__img\":{\"file\"", "\"ghost__img\":{\"file\"");
+        lookup = "ghost__img";
+    }
+    ds = must_open(dir, 0);
+    for (round = 0; round < 3; round++) {
+        if (round > 0 || bad_first) {
+            char label[160];
+            snprintf(label, sizeof label, "%s (%s first, round %d)", what, bad_first ? "bad key" : "good key", round);
+            dr_expect_err(label, sts_dataset_get(ds, lookup, strlen(lookup), 1, &v, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, sh.v[1], lookup, msg, NULL);
+        }
+        for (g = 0; g < sizeof good / sizeof *good; g++) {
+            DR_OK(sts_dataset_get(ds, good[g].key, strlen(good[g].key), 1, &v, &e));
+            assert_int_equal(v.file, good[g].t);
+            dr_check_kv_view(&v, good[g].t, good[g].r);
+        }
+    }
+    DR_OK(sts_dataset_get(ds, lookup, strlen(lookup), 0, &v, &e));  /* without data: the index's word */
+    assert_int_equal(v.file, 1);
+    assert_null(v.data);
+    assert_int_equal(sts_dataset_stats(ds).files_mapped, 3);
+    sts_dataset_close(ds);
+    dr_names_free(&sh);
+    dr_rmtree(dir);
+}
+static void test_index_disagreement_checked_per_file(void **state) {
+    int bad_first;
+    (void)state;
+    for (bad_first = 0; bad_first < 2; bad_first++) {
+        per_file_case("no such tensor", "k001_000__img", NULL, NULL, "which has no such tensor", bad_first);
+        per_file_case("dtype", "k001_000__img", "dtype", "\"I8\"", "about tensor", bad_first);
+        per_file_case("shape, same size", "k001_000__img", "shape", "[3,2]", "about the shape of", bad_first);
+        per_file_case("rank", "k001_000__img", "shape", "[6]", "about tensor", bad_first);
+        per_file_case("offsets", "k001_000__img", "data_offsets", "[1,7]", "about tensor", bad_first);
+    }
+}
 static void test_index_file_moved(void **state) {
     char dir[256], val[512];
     dr_names sh = kv_dataset(dir, sizeof dir, "moved", 1);
@@ -849,6 +904,7 @@ int main(void) {
         cmocka_unit_test(test_index_disagrees_dtype),
         cmocka_unit_test(test_index_disagrees_shape),
         cmocka_unit_test(test_index_disagrees_offsets),
+        cmocka_unit_test(test_index_disagreement_checked_per_file),
         cmocka_unit_test(test_index_file_moved),
         cmocka_unit_test(test_index_dataset_id),
         cmocka_unit_test(test_index_malformed),

@@ -8,7 +8,9 @@
      look keys up; the union of the ranges is checked against the whole dataset;
    - a lastWin dataset, with its index and without (every thread's first call then races to build
      the key table): every thread sees the later shard's copy;
-   - counters: the dataset's files_mapped never exceeds its file count (a file is mapped once).
+   - counters: the dataset's files_mapped never exceeds its file count (a file is mapped once);
+   - a stale index entry: the first lookups with data of every file race (each file is checked
+     against its index entries once); the stale key fails every time, every other key is right.
    Threads never call cmocka: they count failures and the main thread checks. */
 #define _POSIX_C_SOURCE 200809L
 #define STS_IMPLEMENTATION
@@ -19,7 +21,7 @@
 #define NTHREADS 8
 
 static char g_root[64];
-static char g_kv[256], g_lw[256];
+static char g_kv[256], g_lw[256], g_bad[256];
 static uint32_t g_tasks = 16, g_rows = 8;
 
 static int setup_root(void **state) {
@@ -40,6 +42,17 @@ static int setup_root(void **state) {
     k.dup_every = 5;
     k.index = 1;
     dr_write_kv(g_lw, &k);
+    {   /* the kv dataset again, with one stale index entry: k003_002__img renamed ghost__img */
+        char p[512];
+        dr_join(g_bad, sizeof g_bad, g_root, "bad");
+        memset(&k, 0, sizeof k);
+        k.tasks = g_tasks;
+        k.rows = g_rows;
+        k.index = 1;
+        dr_write_kv(g_bad, &k);
+        dr_join(p, sizeof p, g_bad, "_tensor_index.json");
+        dr_edit(p, "\"k003_002__img\":{\"file\"", "\"ghost__img\":{\"file\"");
+    }
     return 0;
 }
 static int teardown_root(void **state) {
@@ -239,11 +252,85 @@ static void test_threads_last_win(void **state) {
         }
 }
 
+/* A file whose header disagrees with one of its index entries: the first lookups with data of
+   every file race (each file is checked against its entries once, the verdict published by CAS).
+   Every thread must get the DATASET error for the stale key, every time, and the right bytes for
+   every other key, the stale key's file included. */
+typedef struct bjob {
+    const sts_dataset *ds;
+    pthread_barrier_t *start;
+    int id, gets;
+    int bad, stale_seen;
+    char why[600];
+} bjob;
+static void *bad_worker(void *arg) {
+    bjob *j = (bjob *)arg;
+    dr_rng rng;
+    int i;
+    rng.s = 0x777u + (uint64_t)j->id * 131u;
+    pthread_barrier_wait(j->start);
+    for (i = 0; i < j->gets; i++) {
+        uint32_t t = dr_below(&rng, g_tasks), r = dr_below(&rng, g_rows);
+        int with_data = dr_below(&rng, 5) != 0;
+        char key[64];
+        sts_view v;
+        sts_error e;
+        sts_result res;
+        if (dr_below(&rng, 6) == 0) {  /* the stale entry */
+            res = sts_dataset_get(j->ds, "ghost__img", 10, with_data, &v, &e);
+            if (with_data ? (res != STS_ERR_DATASET || e.rule != STS_RULE_DATASET_INDEX || !strstr(e.message, "ghost__img")) : (res != STS_OK || v.file != 3)) {
+                if (!j->bad) snprintf(j->why, sizeof j->why, "ghost__img (data %d): %s: %s", with_data, sts_result_name(res), e.message);
+                j->bad++;
+            }
+            j->stale_seen++;
+            continue;
+        }
+        if (t == 3 && r == 2) r = 1;  /* k003_002__img is now ghost__img in the index */
+        dr_kv_key(key, sizeof key, t, r);
+        strcat(key, dr_below(&rng, 2) ? "__img" : "__emb");
+        res = sts_dataset_get(j->ds, key, strlen(key), with_data, &v, &e);
+        if (res != STS_OK || v.file != t || !kv_view_ok(&v, t, r) || (with_data && !v.data)) {
+            if (!j->bad) snprintf(j->why, sizeof j->why, "get %s: %s: %s", key, sts_result_name(res), e.message);
+            j->bad++;
+        }
+    }
+    return NULL;
+}
+static void test_threads_stale_entry(void **state) {
+    int rounds = dr_quick() ? 3 : 40, round, i;
+    char p[512];
+    (void)state;
+    dr_join(p, sizeof p, g_bad, "_tensor_index.json");
+    for (round = 0; round < rounds; round++) {
+        sts_dataset *ds = open_ds(g_bad, 0);
+        pthread_t th[NTHREADS];
+        bjob jobs[NTHREADS];
+        pthread_barrier_t start;
+        int stale = 0;
+        assert_int_equal(pthread_barrier_init(&start, NULL, NTHREADS), 0);
+        for (i = 0; i < NTHREADS; i++) {
+            memset(&jobs[i], 0, sizeof jobs[i]);
+            jobs[i].ds = ds; jobs[i].start = &start; jobs[i].id = i + round * NTHREADS; jobs[i].gets = dr_quick() ? 150 : 1500;
+            assert_int_equal(pthread_create(&th[i], NULL, bad_worker, &jobs[i]), 0);
+        }
+        for (i = 0; i < NTHREADS; i++) assert_int_equal(pthread_join(th[i], NULL), 0);
+        pthread_barrier_destroy(&start);
+        for (i = 0; i < NTHREADS; i++) {
+            if (jobs[i].bad) fail_msg("thread %d: %d failure(s), the first: %s", i, jobs[i].bad, jobs[i].why);
+            stale += jobs[i].stale_seen;
+        }
+        assert_true(stale > 0);
+        assert_true(sts_dataset_stats(ds).files_mapped <= g_tasks);
+        sts_dataset_close(ds);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_threads_index),
         cmocka_unit_test(test_threads_no_index),
         cmocka_unit_test(test_threads_last_win),
+        cmocka_unit_test(test_threads_stale_entry),
     };
     return cmocka_run_group_tests(tests, setup_root, teardown_root);
 }
