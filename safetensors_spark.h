@@ -6862,8 +6862,9 @@ typedef struct sts__dfile {
 
 /* One tensor of the key table. Entries lie one after the other in the table's arena, 8-aligned:
    this 32-byte head, the key's bytes (padded to 8), the shape (rank dims), and, when the tensor's
-   name in its file is not the key, the name's length (a u64) and bytes. A lookup compares the key
-   on the head's cache line or the next one; nothing points into the index JSON or a header. */
+   name in its file is not the key, the name's length (a u64) and bytes. An entry whose head and
+   key fit in 64 bytes starts where they share a cache line (the one before it is padded, `gap`),
+   so a lookup reads one line after its slot; nothing points into the index JSON or a header. */
 typedef struct sts__dkey {
     uint64_t begin, end;            /* data_offsets */
     uint32_t file;
@@ -6871,7 +6872,9 @@ typedef struct sts__dkey {
     uint32_t len;                   /* of the key */
     uint8_t dtype;                  /* an sts_dtype */
     uint8_t named;                  /* 1: the name in the file follows the shape */
-    uint8_t unused[2];
+    uint8_t gap;                    /* words of padding after the entry (the next one's head and key
+                                       then share a cache line) */
+    uint8_t unused;
 } sts__dkey;
 
 typedef struct sts__dent {          /* an entry while it is read (index or header), before the arena */
@@ -6886,8 +6889,10 @@ typedef struct sts__dent {          /* an entry while it is read (index or heade
 
 typedef struct sts__keymap {
     sts__mem mem;
-    char *arena;                    /* the entries (sts__dkey heads and their tails) */
-    size_t used, cap;               /* bytes */
+    char *arena;                    /* the entries (sts__dkey heads and their tails), from arena + a0 */
+    size_t a0;                      /* arena + a0 is 64-byte aligned; offsets are from there */
+    size_t used, cap;               /* bytes: used from a0, cap from arena */
+    size_t last;                    /* offset of the last entry */
     size_t n;                       /* entries */
     uint64_t *slots;                /* open addressing: hash tag << 32 | entry offset / 8; 0 = empty */
     size_t mask;                    /* slots - 1 */
@@ -6950,15 +6955,15 @@ STS__PRIVATE const char *sts__dk_name(const sts__dkey *e, size_t *len) {
     return (const char *)(p + 1);
 }
 STS__PRIVATE size_t sts__dk_size(const sts__dkey *e) {  /* bytes, head to the next entry */
-    size_t n = sizeof *e + STS__DK_PAD(e->len) + (size_t)e->rank * 8, nl;
+    size_t n = sizeof *e + STS__DK_PAD(e->len) + (size_t)e->rank * 8 + (size_t)e->gap * 8, nl;
     if (e->named) { sts__dk_name(e, &nl); n += 8 + STS__DK_PAD(nl); }
     return n;
 }
-STS__PRIVATE const sts__dkey *sts__dk_at(const sts__keymap *k, size_t off8) { return (const sts__dkey *)(const void *)(k->arena + off8 * 8); }
+STS__PRIVATE const sts__dkey *sts__dk_at(const sts__keymap *k, size_t off8) { return (const sts__dkey *)(const void *)(k->arena + k->a0 + off8 * 8); }
 STS__PRIVATE const sts__dkey *sts__dk_first(const sts__keymap *k) { return k->n ? sts__dk_at(k, 0) : NULL; }
 STS__PRIVATE const sts__dkey *sts__dk_next(const sts__keymap *k, const sts__dkey *e) {
     const char *p = (const char *)e + sts__dk_size(e);
-    return p < k->arena + k->used ? (const sts__dkey *)(const void *)p : NULL;
+    return p < k->arena + k->a0 + k->used ? (const sts__dkey *)(const void *)p : NULL;
 }
 STS__PRIVATE void sts__keymap_drop_text(sts__keymap *k) {
 #ifndef STS_NO_MMAP
@@ -7006,24 +7011,33 @@ STS__PRIVATE sts__keymap *sts__keymap_new(const sts_dataset *ds) {
     memset(k->fstart, 0, (k->nfiles + 1) * sizeof *k->fstart);  /* counts while building */
     return k;
 }
+/* Room for `bytes` of entries: the arena grows (huge pages asked for), and its start stays 64-byte
+   aligned, moving the entries when a reallocation moved the block to another alignment. */
+STS__PRIVATE int sts__km_reserve(sts__keymap *k, size_t bytes) {
+    size_t a0;
+    if (bytes > (size_t)-1 - 64 || !sts__grow(&k->mem, (void **)&k->arena, &k->cap, bytes + 64, 1)) return 0;
+    sts__ds_huge(k->arena, k->cap);
+    a0 = (64 - ((uintptr_t)k->arena & 63)) & 63;
+    if (a0 != k->a0) { memmove(k->arena + a0, k->arena + k->a0, k->used); k->a0 = a0; }
+    return 1;
+}
 /* Appends an entry (copying its key, shape and name) and its key's hash. */
 STS__PRIVATE sts_result sts__keymap_put(sts__keymap *k, uint64_t seed, const sts__dent *d, sts_error *err) {
     int named = d->name_len != d->len || (d->len && d->name != d->key && memcmp(d->name, d->key, d->len) != 0);
-    size_t need, at = k->used;
+    size_t need, at = k->used, hk = sizeof(sts__dkey) + STS__DK_PAD(d->len);
     uint64_t need64;
     sts__dkey *e;
     char *p;
+    size_t gap = k->n && hk <= 64 && (at & 63) + hk > 64 ? 64 - (at & 63) : 0;  /* head and key on one cache line */
+    at += gap;
     if (d->len > UINT32_MAX || d->rank > UINT32_MAX || (uint64_t)d->name_len > UINT32_MAX) return sts__nomem(err, "the key table (a key or shape over 2^32)");
     need64 = sizeof(sts__dkey) + (((uint64_t)d->len + 7) & ~(uint64_t)7) + d->rank * 8 + (named ? 8 + (((uint64_t)d->name_len + 7) & ~(uint64_t)7) : 0);
     if (need64 > (uint64_t)((size_t)-1 - at) || (uint64_t)at / 8 > UINT32_MAX || k->n >= UINT32_MAX) return sts__nomem(err, "the key table");
     need = (size_t)need64;
-    if (at + need > k->cap) {
-        if (!sts__grow(&k->mem, (void **)&k->arena, &k->cap, at + need, 1)) return sts__nomem(err, "the key table");
-        sts__ds_huge(k->arena, k->cap);
-    }
+    if (k->a0 + at + need > k->cap && !sts__km_reserve(k, at + need)) return sts__nomem(err, "the key table");
     if (k->n == k->hashes_cap && !sts__grow(&k->mem, (void **)&k->hashes, &k->hashes_cap, k->n + 1, sizeof *k->hashes))
         return sts__nomem(err, "the key table");
-    p = k->arena + at;
+    p = k->arena + k->a0 + at;
     /* the padding's words are zeroed first: the arena holds no uninitialised bytes */
     if (d->len) memset(p + sizeof *e + STS__DK_PAD(d->len) - 8, 0, 8);
     if (named && d->name_len) memset(p + need - 8, 0, 8);
@@ -7043,6 +7057,11 @@ STS__PRIVATE sts_result sts__keymap_put(sts__keymap *k, uint64_t seed, const sts
     }
     k->hashes[k->n++] = sts__hash(d->key, d->len, seed);
     k->fstart[d->file + 1]++;
+    if (gap) {
+        memset(k->arena + k->a0 + k->used, 0, gap);
+        ((sts__dkey *)(void *)(k->arena + k->a0 + k->last))->gap = (uint8_t)(gap / 8);
+    }
+    k->last = at;
     k->used = at + need;
     return STS_OK;
 }
@@ -7084,9 +7103,15 @@ STS__PRIVATE sts_result sts__keymap_finish(const sts_dataset *ds, sts__keymap *k
     k->hashes = k->dims = NULL;
     k->scratch = NULL;
     k->hashes_cap = k->dims_cap = k->scratch_cap = 0;
-    if (k->cap > k->used + k->used / 8 + 64) {  /* give back the doubling's slack */
-        void *p = sts__realloc(&k->mem, k->arena, k->cap, k->used ? k->used : 1);
-        if (p) { k->arena = (char *)p; k->cap = k->used ? k->used : 1; }
+    if (k->cap > k->a0 + k->used + k->used / 8 + 128) {  /* give back the doubling's slack */
+        void *p = sts__realloc(&k->mem, k->arena, k->cap, k->a0 + k->used + 64);
+        if (p) {
+            size_t a0;
+            k->arena = (char *)p;
+            k->cap = k->a0 + k->used + 64;
+            a0 = (64 - ((uintptr_t)k->arena & 63)) & 63;
+            if (a0 != k->a0) { memmove(k->arena + a0, k->arena + k->a0, k->used); k->a0 = a0; }
+        }
     }
     return STS_OK;
 }
@@ -7370,7 +7395,7 @@ STS__PRIVATE sts_result sts__ds_load_index(sts_dataset *ds, const char *path, st
     k->text_size = (size_t)st.st_size;
     /* the entries take a fraction of the JSON (about 1/4 for the writer's index): reserved now, so
        they are not copied as they grow and their pages can be huge from the first touch */
-    if (sts__grow(&k->mem, (void **)&k->arena, &k->cap, k->text_size / 2, 1)) sts__ds_huge(k->arena, k->cap);
+    (void)sts__km_reserve(k, k->text_size / 2);
 #ifndef STS_NO_MMAP
     if (k->text_size) {
         void *p = mmap(NULL, k->text_size, PROT_READ, MAP_PRIVATE, fd, 0);
