@@ -6907,6 +6907,10 @@ typedef struct sts__keymap {
     size_t scratch_cap;
     void *text;                     /* while reading the index: the file's bytes */
     size_t text_size;
+    size_t text_gone;               /* mapped: the first bytes already unmapped (read, not needed again) */
+    size_t text_ok;                 /* the first bytes checked to be UTF-8 */
+    size_t text_bad;                /* the first byte that is not, or (size_t)-1 */
+    size_t page;                    /* the page size, once known */
     int text_mapped;
 } sts__keymap;
 
@@ -6967,12 +6971,12 @@ STS__PRIVATE const sts__dkey *sts__dk_next(const sts__keymap *k, const sts__dkey
 }
 STS__PRIVATE void sts__keymap_drop_text(sts__keymap *k) {
 #ifndef STS_NO_MMAP
-    if (k->text_mapped) munmap(k->text, k->text_size);
+    if (k->text_mapped) { if (k->text_size > k->text_gone) munmap((char *)k->text + k->text_gone, k->text_size - k->text_gone); }
     else
 #endif
     sts__free(&k->mem, k->text, k->text_size);
     k->text = NULL;
-    k->text_size = 0;
+    k->text_size = k->text_gone = 0;
     k->text_mapped = 0;
 }
 STS__PRIVATE void sts__keymap_free(sts__keymap *k) {
@@ -7274,6 +7278,58 @@ STS__PRIVATE sts_result sts__ds_listing(sts_dataset *ds, sts_error *err) {
 }
 
 /* ---- the tensor index ---- */
+/* The index file's bytes: mapped, else read. 0, an errno, or -1 when the allocation failed. */
+STS__PRIVATE int sts__index_text(sts__keymap *k, int fd) {
+#ifndef STS_NO_MMAP
+    if (k->text_size) {
+        void *p = mmap(NULL, k->text_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p != MAP_FAILED) { k->text = p; k->text_mapped = 1; return 0; }
+    }
+#endif
+    if (!(k->text = sts__alloc(&k->mem, k->text_size))) return -1;
+    return sts__pread_all(fd, k->text, k->text_size, 0);
+}
+/* Unmaps the mapped index's pages before byte `upto`, 8 MiB or more at a time: read once, they are
+   not looked at again, so the index's bytes never all sit in memory at once. */
+STS__PRIVATE void sts__index_release(sts__keymap *k, size_t upto) {
+#ifndef STS_NO_MMAP
+    size_t end;
+    if (!k->text_mapped) return;
+    if (!k->page) { long pg = sysconf(_SC_PAGESIZE); k->page = pg > 0 ? (size_t)pg : (size_t)-1; }
+    if (upto < k->text_gone + ((size_t)8 << 20) || k->page == (size_t)-1) return;
+    end = upto / k->page * k->page;
+    if (end >= k->text_gone + ((size_t)8 << 20) && munmap((char *)k->text + k->text_gone, end - k->text_gone) == 0) k->text_gone = end;
+#else
+    (void)k; (void)upto;
+#endif
+}
+/* Checks the index's UTF-8 up to byte `upto`, 16 MiB ahead of the parser at a time, so each
+   page is read while it is in memory and then given back. Each window ends where a character
+   starts, so the first bad byte found is the one a check of the whole text finds; a bad byte
+   anywhere is the verdict, whatever the parser said (as when the whole text was checked first). */
+STS__PRIVATE void sts__index_utf8(sts__keymap *k, size_t upto) {
+    const uint8_t *s = (const uint8_t *)k->text;
+    size_t n = k->text_size;
+    if (upto > n) upto = n;
+    while (k->text_ok < upto && k->text_bad == (size_t)-1) {
+        size_t a = k->text_ok, b = n - a > ((size_t)16 << 20) ? a + ((size_t)16 << 20) : n, back = 0, bad;
+        while (b < n && back < 4 && (s[b] & 0xC0) == 0x80) { b--; back++; }
+        if (b < n && (s[b] & 0xC0) == 0x80) b = n;  /* five continuation bytes in a row: not UTF-8; check the rest at once */
+        if ((bad = sts__utf8_check(s + a, b - a)) != b - a) k->text_bad = a + bad;
+        k->text_ok = b;
+    }
+}
+/* The parser is at byte `at`: check ahead, give back what both have passed. */
+STS__PRIVATE void sts__index_step(sts__keymap *k, size_t at) {
+    sts__index_utf8(k, at > (size_t)-1 - ((size_t)16 << 20) ? (size_t)-1 : at + ((size_t)16 << 20));
+    sts__index_release(k, at < k->text_ok ? at : k->text_ok);
+}
+/* The verdict on the whole text's UTF-8: r, or the error for its first bad byte. */
+STS__PRIVATE sts_result sts__index_utf8_verdict(sts__keymap *k, sts_result r, sts_error *err) {
+    sts__index_utf8(k, (size_t)-1);
+    if (k->text_bad == (size_t)-1) return r;
+    return sts__fail(err, STS_RULE_DATASET_INDEX, (uint64_t)k->text_bad, "_tensor_index.json is not UTF-8 at byte %U", (uint64_t)k->text_bad);
+}
 /* Room for n bytes at `at` in the scratch buffer (an entry's unescaped key, then its name). */
 STS__PRIVATE char *sts__km_scratch(sts__keymap *k, size_t at, size_t n) {
     if (n > (size_t)-1 - at || !sts__grow(&k->mem, (void **)&k->scratch, &k->scratch_cap, at + n, 1)) return NULL;
@@ -7385,34 +7441,23 @@ STS__PRIVATE sts_result sts__ds_load_index(sts_dataset *ds, const char *path, st
     sts__json j;
     struct stat st;
     int fd, have_tensors = 0;
-    size_t bad;
+    int te;                         /* reading the text: 0, an errno, -1 = no memory */
     sts_result r;
     char idbuf[40];
     int id_seen = 0;
     if (!(k = sts__keymap_new(ds))) return sts__nomem(err, "the tensor index");
     do fd = open(path, O_RDONLY | O_CLOEXEC); while (fd < 0 && errno == EINTR);
-    if (fd < 0 || fstat(fd, &st) != 0) { int e = errno; if (fd >= 0) close(fd); sts__keymap_free(k); return sts__fail_errno(err, e, "open", path); }
+    if (fd < 0 || fstat(fd, &st) != 0) { te = errno; if (fd >= 0) close(fd); sts__keymap_free(k); return sts__fail_errno(err, te, "open", path); }
     k->text_size = (size_t)st.st_size;
     /* the entries take a fraction of the JSON (about 1/4 for the writer's index): reserved now, so
        they are not copied as they grow and their pages can be huge from the first touch */
     (void)sts__km_reserve(k, k->text_size / 2);
-#ifndef STS_NO_MMAP
-    if (k->text_size) {
-        void *p = mmap(NULL, k->text_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (p != MAP_FAILED) { k->text = p; k->text_mapped = 1; }
-    }
-#endif
-    if (!k->text) {
-        int e;
-        if (!(k->text = sts__alloc(&ds->mem, k->text_size))) { close(fd); sts__keymap_free(k); return sts__nomem(err, "the tensor index"); }
-        if ((e = sts__pread_all(fd, k->text, k->text_size, 0)) != 0) { close(fd); sts__keymap_free(k); return sts__fail_errno(err, e, "read", path); }
-    }
+    te = sts__index_text(k, fd);
     close(fd);
+    if (te != 0) { sts__keymap_free(k); return te < 0 ? sts__nomem(err, "the tensor index") : sts__fail_errno(err, te, "read", path); }
     STS__ADD(&ds->st_header, (uint64_t)k->text_size);
-    if ((bad = sts__utf8_check((const uint8_t *)k->text, k->text_size)) != k->text_size) {
-        sts__keymap_free(k);
-        return sts__fail(err, STS_RULE_DATASET_INDEX, (uint64_t)bad, "_tensor_index.json is not UTF-8 at byte %U", (uint64_t)bad);
-    }
+    k->text_bad = (size_t)-1;
+    sts__index_step(k, 0);
     memset(&j, 0, sizeof j);
     j.p = j.base = (const uint8_t *)k->text;
     j.end = j.p + k->text_size;
@@ -7427,6 +7472,7 @@ STS__PRIVATE sts_result sts__ds_load_index(sts_dataset *ds, const char *path, st
     if (j.p < j.end && *j.p == '}') j.p++;
     else for (;;) {
         sts__str key;
+        sts__index_step(k, (size_t)(j.p - j.base));
         if (j.p >= j.end || *j.p != '"') { r = sts__json_fail(&j, STS_RULE_JSON_SYNTAX, j.p, "expected a key"); goto fail; }
         if ((r = sts__json_string(&j, &key)) != STS_OK) goto fail;
         if ((r = sts__json_expect(&j, ':', "':'")) != STS_OK) goto fail;
@@ -7440,6 +7486,7 @@ STS__PRIVATE sts_result sts__ds_load_index(sts_dataset *ds, const char *path, st
             else for (;;) {
                 sts__str tk;
                 sts__dent e;
+                sts__index_step(k, (size_t)(j.p - j.base));
                 memset(&e, 0, sizeof e);
                 if (j.p >= j.end || *j.p != '"') { r = sts__json_fail(&j, STS_RULE_JSON_SYNTAX, j.p, "expected a tensor key"); goto fail; }
                 if ((r = sts__json_string(&j, &tk)) != STS_OK) goto fail;
@@ -7479,6 +7526,7 @@ STS__PRIVATE sts_result sts__ds_load_index(sts_dataset *ds, const char *path, st
             if (ds->dataset_id[0] && (!id_seen || strcmp(idbuf, ds->dataset_id) != 0)) {
                 /* another dataset's index (an overwrite interrupted between its index and its
                    manifest): the manifest is the truth; keys are then found through the headers */
+                if ((r = sts__index_utf8_verdict(k, STS_OK, err)) != STS_OK) goto fail;
                 ds->index_stale = 1;
                 sts__keymap_free(k);
                 sts__ok(err);
@@ -7493,6 +7541,7 @@ STS__PRIVATE sts_result sts__ds_load_index(sts_dataset *ds, const char *path, st
     sts__json_ws(&j);
     if (j.p < j.end) { r = sts__json_fail(&j, STS_RULE_JSON_SYNTAX, j.p, "unexpected byte after the index"); goto fail; }
     if (!have_tensors) { r = sts__fail(err, STS_RULE_DATASET_INDEX, STS_OFFSET_UNKNOWN, "_tensor_index.json has no \"tensors\" object"); goto fail; }
+    if ((r = sts__index_utf8_verdict(k, STS_OK, err)) != STS_OK) goto fail;
     if (ds->dataset_id[0] && (!id_seen || strcmp(idbuf, ds->dataset_id) != 0)) {
         /* another dataset's index (an overwrite interrupted between its index and its manifest):
            the manifest is the truth; keys are then found through the headers */
@@ -7507,6 +7556,7 @@ STS__PRIVATE sts_result sts__ds_load_index(sts_dataset *ds, const char *path, st
     ds->has_index = 1;
     return STS_OK;
 fail:
+    r = sts__index_utf8_verdict(k, r, err);  /* not UTF-8: that is the verdict, as when it was checked first */
     sts__keymap_free(k);
     return r;
 }

@@ -714,6 +714,85 @@ static void test_index_malformed(void **state) {
     dr_rmtree(dir);
 }
 
+/* The index's UTF-8 is checked 16 MiB ahead of the parser (and its pages given back behind it):
+   the verdict must be the one a check of the whole text gives. Characters of 2 and 4 bytes across
+   the 16 MiB mark are valid; a truncated character there, a run of continuation bytes across it,
+   and a bad byte far past a JSON error or in a stale index are reported at their exact byte. */
+#define W16 ((size_t)16 << 20)
+static void utf8_index_case(const char *dir, const char *what, const uint8_t *tail, size_t tail_len, size_t tail_at,
+                            const char *head, int stale, long long want_bad) {
+    char p[512];
+    size_t n = tail_at + tail_len + 64, hl = strlen(head), i;
+    uint8_t *t = (uint8_t *)malloc(n);
+    sts_dataset *ds;
+    sts_error e;
+    sts_result r;
+    assert_non_null(t);
+    memcpy(t, head, hl);                        /* ... "pad":" */
+    for (i = hl; i < tail_at; i++) t[i] = 'a';
+    memcpy(t + tail_at, tail, tail_len);
+    i = tail_at + tail_len;
+    i += (size_t)sprintf((char *)t + i, "\",\"tensors\":{}}");
+    index_path(p, sizeof p, dir);
+    dr_write(p, t, i);
+    free(t);
+    r = try_open(dir, 0, &ds, &e);
+    if (want_bad < 0) {
+        if (r != STS_OK) fail_msg("%s: %s", what, e.message);
+        assert_int_equal(sts_dataset_describe(ds).has_index, !stale);
+        assert_int_equal(sts_dataset_describe(ds).index_stale, stale);
+        sts_dataset_close(ds);
+    } else {
+        char at[64];
+        snprintf(at, sizeof at, "not UTF-8 at byte %lld", want_bad);
+        dr_expect_err(what, r, &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, "_tensor_index.json", at, NULL);
+        assert_true(e.offset == (uint64_t)want_bad);
+    }
+}
+static void test_index_utf8_windows(void **state) {
+    char dir[256];
+    dr_names sh = kv_dataset(dir, sizeof dir, "utf8_windows", 1);
+    static const char *const head = "{\"metadata\":{\"dataset_id\":\"%s\"},\"pad\":\"";
+    char h[256], hs[256];
+    const uint8_t two[] = { 0xC3, 0xA9 }, four[] = { 0xF0, 0x9F, 0x98, 0x80 }, cut[] = { 0xC3, 'A' }, run[] = { 0xF0, 0x9F, 0x98, 0x80, 0x80, 0x80 };
+    const uint8_t late[] = { 'x', 0xFF };
+    size_t off;
+    char *id;
+    (void)state;
+    {   /* the manifest's dataset_id, so the index is current (or, given another, stale) */
+        char mp[512];
+        size_t n;
+        uint8_t *m;
+        char *q;
+        dr_join(mp, sizeof mp, dir, "dataset_manifest.json");
+        m = dr_read(mp, &n);
+        q = strstr((char *)m, "\"dataset_id\":");
+        assert_non_null(q);
+        q = strchr(q + 13, '"') + 1;
+        id = (char *)malloc(64);
+        assert_non_null(id);
+        memcpy(id, q, (size_t)(strchr(q, '"') - q));
+        id[strchr(q, '"') - q] = 0;
+        free(m);
+    }
+    snprintf(h, sizeof h, head, id);
+    snprintf(hs, sizeof hs, head, "another-dataset");
+    for (off = 0; off < 4; off++) {  /* every split of a character by the mark */
+        utf8_index_case(dir, "2-byte character across the mark", two, 2, W16 - 1 + (off & 1), h, 0, -1);
+        utf8_index_case(dir, "4-byte character across the mark", four, 4, W16 - off, h, 0, -1);
+    }
+    utf8_index_case(dir, "truncated character at the mark", cut, 2, W16 - 1, h, 0, (long long)(W16 - 1));
+    utf8_index_case(dir, "continuation bytes across the mark", run, 6, W16 - 4, h, 0, (long long)(W16));
+    utf8_index_case(dir, "continuation bytes from the mark", run, 6, W16 - 2, h, 0, (long long)(W16 + 2));
+    utf8_index_case(dir, "a bad byte past the mark", late, 2, W16 + 4321, h, 0, (long long)(W16 + 4322));
+    utf8_index_case(dir, "a stale index, valid", two, 2, W16 + 10, hs, 1, -1);
+    utf8_index_case(dir, "a stale index, not UTF-8", late, 2, W16 + 10, hs, 1, (long long)(W16 + 11));
+    /* a JSON error near the start, a bad byte 16 MiB later: the UTF-8 verdict, as before */
+    utf8_index_case(dir, "JSON error first", late, 2, W16 + 99, "{\"tensors\":{}, x \"", 0, (long long)(W16 + 100));
+    free(id);
+    dr_names_free(&sh);
+    dr_rmtree(dir);
+}
 /* Any valid JSON spelling of the index's strings is read as its value: a file name or a dtype
    written with escapes (Python's json.dump escapes every non-ASCII character, for one) must
    not make the index "stale" or the dtype "unknown". */
@@ -909,6 +988,7 @@ int main(void) {
         cmocka_unit_test(test_index_dataset_id),
         cmocka_unit_test(test_index_malformed),
         cmocka_unit_test(test_index_escaped_strings),
+        cmocka_unit_test(test_index_utf8_windows),
         cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, setup_root, teardown_root);
