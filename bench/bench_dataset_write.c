@@ -18,9 +18,7 @@
           synced when durable). sts_dataset_commit (header checks, manifest) is timed apart.
    kv     1M rows of one 1 KiB tensor each, keys sample-0000000 .. sample-0999999 (tensor names
           sample-0000123__x), default shard target (300 MiB), generate_index. The tensor is
-          U8 [1024] by default; --kv-dtype f32 makes it F32 [256] (same bytes), which at the time
-          of writing hits a library bug (KV tensor cells are copied with dtype-size times their
-          bytes: see RESULTS-dataset.md), so the default stays on the correct path.
+          F32 [256] by default; --kv-dtype u8 makes it U8 [1024] (the same bytes).
           Timed: sts_task_open .. sts_task_commit; GB/s of tensor payload (1 KiB per row) and of
           file bytes. Peak RSS: VmHWM of the child process that runs the task writer (one child
           per measurement; its VmRSS before the writer opens is printed too). Raw baseline: the
@@ -60,7 +58,7 @@
 #define MAX_SHARDS 1024
 
 /* ---- parameters (set in main, inherited by the children) ---- */
-static int g_quick, g_runs = 3, g_conv = 1, g_kv_f32;
+static int g_quick, g_runs = 3, g_conv = 1, g_kv_f32 = 1;
 static uint64_t g_batch_rows = 4096, g_batch_size = 64, g_kv_rows = 1000000;
 static char g_out[4096];             /* the dataset / raw folder */
 static uint64_t g_hdr[2];            /* 8 + N of a batch file: [0] F32, [1] BF16 */
