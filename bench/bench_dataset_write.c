@@ -39,11 +39,13 @@
    measurement and removed at the end, on failure and on SIGINT/SIGTERM/SIGHUP.
 
    usage: bench_dataset_write [--quick] [--runs N] [--mib N] [--kv-rows N] [--kv-dtype u8|f32]
-                              [--only batch|kv|all] [--no-conv]
+                              [--only batch|kv|all] [--no-conv] [--no-io-thread] [--batch-case f32|bf16]
           --quick   sizes / 16 (256 MiB batch, 62,500 KV rows): a smoke run
           --runs    repetitions of every measurement (default 3); medians and spread are printed
           --mib     batch volume in MiB (a multiple of 64; default 4096)
-          --kv-rows KV rows (default 1,000,000) */
+          --kv-rows KV rows (default 1,000,000)
+          --no-io-thread  the task writers run without their I/O thread (io_thread=false)
+          --batch-case    only the F32 or only the BF16 batch cases */
 #define _GNU_SOURCE
 #define STS_IMPLEMENTATION
 #include "../safetensors_spark.h"
@@ -58,7 +60,7 @@
 #define MAX_SHARDS 1024
 
 /* ---- parameters (set in main, inherited by the children) ---- */
-static int g_quick, g_runs = 3, g_conv = 1, g_kv_f32 = 1;
+static int g_quick, g_runs = 3, g_conv = 1, g_kv_f32 = 1, g_no_io_thread, g_batch_case = -1;
 static uint64_t g_batch_rows = 4096, g_batch_size = 64, g_kv_rows = 1000000;
 static char g_out[4096];             /* the dataset / raw folder */
 static uint64_t g_hdr[2];            /* 8 + N of a batch file: [0] F32, [1] BF16 */
@@ -168,6 +170,7 @@ static void batch_config(sts_write_config *cfg, sts_column *col, int c, int dura
     memset(col, 0, sizeof *col);
     cfg->batch_size = g_batch_size;
     cfg->no_fsync = !durable;
+    cfg->no_io_thread = g_no_io_thread;
     col->name = "x";
     if (c == C_F32) col->kind = STS_VALUE_TENSOR;
     else {
@@ -376,6 +379,7 @@ static void kv_config(sts_write_config *cfg, int durable) {
     cfg->name_col = "key";
     cfg->generate_index = 1;
     cfg->no_fsync = !durable;
+    cfg->no_io_thread = g_no_io_thread;
 }
 static void key_format(char *k, uint64_t i) {  /* "sample-%07llu", 14 bytes */
     int d;
@@ -610,6 +614,8 @@ static void bench_batch(void) {
     printf("|---|---|---:|---:|---:|---|---|---:|---:|---:|---:|\n");
     for (c = 0; c < 2; c++)
         for (d = 1; d >= 0; d--) {
+            if (g_batch_case >= 0 && c != g_batch_case) continue;
+            {
             series lib_in, lib_out, raw_out, hand_out, ratio, commit, lcpu, rcpu;
             int run_i, hand = c == C_BF16 && !d && g_conv;
             double in_bytes = (double)g_batch_rows * (double)MIB;
@@ -660,6 +666,7 @@ static void bench_batch(void) {
                        spread(sp3, sizeof sp3, &ratio, "%.2f"), rm >= 0.85 ? "met" : "**missed**", med(&lcpu), med(&rcpu), hs, med(&commit));
             }
             fflush(stdout);
+            }
         }
 }
 
@@ -732,7 +739,7 @@ static void bench_kv(void) {
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: bench_dataset_write [--quick] [--runs N] [--mib N] [--kv-rows N] [--kv-dtype u8|f32] [--only batch|kv|all] [--no-conv]\n");
+    fprintf(stderr, "usage: bench_dataset_write [--quick] [--runs N] [--mib N] [--kv-rows N] [--kv-dtype u8|f32] [--only batch|kv|all] [--no-conv] [--no-io-thread] [--batch-case f32|bf16]\n");
     exit(2);
 }
 int main(int argc, char **argv) {
@@ -747,6 +754,13 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[a], "--kv-rows") == 0 && a + 1 < argc) kv_rows = strtoull(argv[++a], NULL, 10);
         else if (strcmp(argv[a], "--only") == 0 && a + 1 < argc) only = argv[++a];
         else if (strcmp(argv[a], "--no-conv") == 0) g_conv = 0;
+        else if (strcmp(argv[a], "--no-io-thread") == 0) g_no_io_thread = 1;
+        else if (strcmp(argv[a], "--batch-case") == 0 && a + 1 < argc) {
+            a++;
+            if (strcmp(argv[a], "f32") == 0) g_batch_case = C_F32;
+            else if (strcmp(argv[a], "bf16") == 0) g_batch_case = C_BF16;
+            else usage();
+        }
         else if (strcmp(argv[a], "--kv-dtype") == 0 && a + 1 < argc) {
             const char *t = argv[++a];
             if (strcmp(t, "f32") == 0) g_kv_f32 = 1;
