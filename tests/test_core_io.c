@@ -1,6 +1,7 @@
 /* test_core_io.c - layer 5: sts_open by mmap, by read (no_mmap) and header-only, which must
    agree; sts_open_source reading exactly 8 + N bytes through a callback, and its failures; a
-   sparse file over 4 GiB; clear errors for folders, missing paths, empty and 7-byte files. */
+   sparse file over 4 GiB; clear errors for folders, missing paths, empty and 7-byte files; a cold
+   header-only open reads the header's page from the device, not the readahead after it. */
 #define _POSIX_C_SOURCE 200809L
 #define STS_IMPLEMENTATION
 #include "../safetensors_spark.h"
@@ -180,6 +181,78 @@ static void test_open_bytes_read(void **state) {
     if (got < (long long)(8 + size) || got > (long long)(8 + size) + slack)
         fail_msg("no_mmap open read %lld bytes, expected %zu", got, 8 + size);
     sts_free(NULL, mem, size);
+    cu_rmtree(dir);
+}
+
+/* Header-only opens turn the kernel's readahead off: from a cold file, the device delivers the
+   header's page, not the data after it. Observable only where the file system counts device reads
+   (read_bytes in /proc/self/io) and readahead happens: a control read by hand without the hint must
+   show it first, or the test is skipped (tmpfs, no accounting, readahead disabled). */
+static long long proc_read_bytes(void) {
+    char buf[512];
+    FILE *fp = fopen("/proc/self/io", "r");
+    long long v = -1;
+    if (!fp) return -1;
+    while (fgets(buf, sizeof buf, fp)) if (strncmp(buf, "read_bytes:", 11) == 0) v = atoll(buf + 11);
+    fclose(fp);
+    return v;
+}
+static int drop_pages(const char *path) {
+#ifdef POSIX_FADV_DONTNEED
+    int fd = open(path, O_RDONLY), r;
+    if (fd < 0) return -1;
+    r = fdatasync(fd) == 0 && posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0 ? 0 : -1;
+    close(fd);
+    return r;
+#else
+    (void)path;
+    return -1;
+#endif
+}
+static void test_header_only_no_readahead(void **state) {
+    static const uint64_t shape[1] = { 1 << 20 };
+    char dir[256], path[512];
+    uint8_t *big, head[8 + 256];
+    sts_tensor_spec sp;
+    sts_options o;
+    sts_error e;
+    sts_file *f;
+    long long b0, control, got;
+    int fd;
+    uint64_t n;
+    (void)state;
+    if (proc_read_bytes() < 0) { skip(); return; }
+    cu_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/ra.safetensors", dir);
+    big = (uint8_t *)malloc((size_t)shape[0]);
+    assert_non_null(big);
+    memset(big, 0x5A, (size_t)shape[0]);
+    memset(&sp, 0, sizeof sp);
+    sp.name = "x"; sp.name_len = 1; sp.dtype = STS_DTYPE_U8; sp.rank = 1; sp.shape = shape;
+    sp.data = big; sp.data_size = (size_t)shape[0];
+    if (sts_write_path(path, &sp, 1, NULL, 0, NULL, &e) != STS_OK) fail_msg("write_path: %s", e.message);
+    free(big);
+    /* control: the same two reads by hand, without the hint */
+    if (drop_pages(path) != 0) { cu_rmtree(dir); skip(); return; }
+    b0 = proc_read_bytes();
+    fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(pread(fd, head, 8, 0), 8);
+    n = cu_ld64(head);
+    assert_true(n <= 256);
+    assert_int_equal(pread(fd, head + 8, (size_t)n, 8), (ssize_t)n);
+    close(fd);
+    control = proc_read_bytes() - b0;
+    if (control <= 8192) { cu_rmtree(dir); skip(); return; }  /* no readahead to see here */
+    assert_int_equal(drop_pages(path), 0);
+    memset(&o, 0, sizeof o);
+    o.header_only = 1;
+    b0 = proc_read_bytes();
+    assert_int_equal(sts_open(path, &o, &f, &e), STS_OK);
+    got = proc_read_bytes() - b0;
+    sts_close(f);
+    if (got > 4096) fail_msg("a cold header-only open of a %llu-byte header read %lld bytes from the device (by hand without the hint: %lld)",
+                             (unsigned long long)n, got, control);
     cu_rmtree(dir);
 }
 
@@ -524,6 +597,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_open_modes_agree),
         cmocka_unit_test(test_open_bytes_read),
+        cmocka_unit_test(test_header_only_no_readahead),
         cmocka_unit_test(test_source_header_only),
         cmocka_unit_test(test_source_failures),
         cmocka_unit_test(test_big_sparse),
