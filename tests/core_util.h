@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 #include <cmocka.h>
+#include "fs_util.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -266,13 +267,6 @@ CU_FN sts_options cu_alloc_opts(cu_alloc *a) {
 }
 
 /* ---- files and folders ---- */
-/* A fresh folder under $TMPDIR or /tmp; path written into buf (at least 256 bytes). */
-CU_FN void cu_tmpdir(char *buf, size_t cap) {
-    const char *base = getenv("TMPDIR");
-    if (!base || !*base) base = "/tmp";
-    snprintf(buf, cap, "%s/sts_core_XXXXXX", base);
-    if (!mkdtemp(buf)) fail_msg("mkdtemp %s failed", buf);
-}
 /* Number of entries in a folder other than . and .. */
 CU_FN int cu_dir_count(const char *dir) {
     DIR *d = opendir(dir);
@@ -283,42 +277,6 @@ CU_FN int cu_dir_count(const char *dir) {
         if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
     closedir(d);
     return n;
-}
-/* Remove the files in a folder (one level; subfolders removed when empty), then the folder. */
-CU_FN void cu_rmtree(const char *dir) {
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    char p[1024];
-    if (!d) return;
-    while ((e = readdir(d)) != NULL) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        if (unlink(p) != 0) rmdir(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-CU_FN void cu_write_file(const char *path, const void *bytes, size_t n) {
-    FILE *fp = fopen(path, "wb");
-    assert_non_null(fp);
-    if (n) assert_int_equal(fwrite(bytes, 1, n, fp), n);
-    assert_int_equal(fclose(fp), 0);
-}
-/* Whole file into malloc'd memory; *n its size. NULL when it cannot be opened. */
-CU_FN uint8_t *cu_read_file(const char *path, size_t *n) {
-    FILE *fp = fopen(path, "rb");
-    uint8_t *p;
-    long sz;
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    sz = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    p = (uint8_t *)malloc(sz > 0 ? (size_t)sz : 1);
-    assert_non_null(p);
-    if (sz > 0) assert_int_equal(fread(p, 1, (size_t)sz, fp), (size_t)sz);
-    fclose(fp);
-    *n = (size_t)sz;
-    return p;
 }
 
 /* ---- PRNG: splitmix64 ---- */

@@ -7,7 +7,7 @@ DATASET_READ_SRCS := tests/test_dataset_read.c tests/test_dataset_read_errors.c 
 UNIT_SRCS += $(DATASET_READ_SRCS)
 
 # Rebuild when the shared helpers or the Hugging Face file maker change.
-DATASET_READ_DEPS := tests/test_dataset_read_util.h tests/make_hf_files.py
+DATASET_READ_DEPS := tests/test_dataset_read_util.h tests/fs_util.h tests/make_hf_files.py
 $(patsubst tests/%.c,$(BUILD)/unit/%,$(DATASET_READ_SRCS)): $(DATASET_READ_DEPS)
 $(patsubst tests/%.c,$(BUILD)/asan/%,$(DATASET_READ_SRCS)): $(DATASET_READ_DEPS)
 $(patsubst tests/%.c,$(BUILD)/vg/%,$(DATASET_READ_SRCS)): $(DATASET_READ_DEPS)
@@ -21,7 +21,7 @@ $(BUILD)/tsan/test_dataset_read_threads: tests/test_dataset_read_threads.c $(HEA
 # The writer's I/O thread under ThreadSanitizer too: the KV and batch writers, faults, threads and
 # processes (tests/test_dataset_write_io.c, tests/test_dataset_write_kv.c), quick level.
 TSAN_WRITE_SRCS := tests/test_dataset_write_io.c tests/test_dataset_write_kv.c
-$(BUILD)/tsan/test_dataset_write_%: tests/test_dataset_write_%.c $(HEADER) tests/dataset_util.h
+$(BUILD)/tsan/test_dataset_write_%: tests/test_dataset_write_%.c $(HEADER) tests/dataset_util.h tests/fs_util.h
 	@mkdir -p $(dir $@)
 	$(CLANG) -std=c99 $(TSAN_FLAGS) $(STS_WARN) -o $@ $< $(UNIT_LIBS)
 TSAN_WRITE_BINS := $(patsubst tests/%.c,$(BUILD)/tsan/%,$(TSAN_WRITE_SRCS))

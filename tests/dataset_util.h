@@ -30,6 +30,7 @@
 #include <string.h>
 #include <time.h>
 #include <cmocka.h>
+#include "fs_util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -97,74 +98,6 @@ DU_FN void du_sb_printf(du_sb *b, const char *fmt, ...) {
 }
 DU_FN void du_sb_free(du_sb *b) { free(b->p); b->p = NULL; b->n = b->cap = 0; }
 
-/* ---- files and folders ---- */
-DU_FN void du_join(char *buf, size_t cap, const char *dir, const char *name) {
-    int n = snprintf(buf, cap, "%s/%s", dir, name);
-    assert_true(n > 0 && (size_t)n < cap);
-}
-DU_FN void du_tmpdir(char *buf, size_t cap) {
-    assert_true(cap >= 32);
-    strcpy(buf, "/tmp/dsw.XXXXXX");
-    if (!mkdtemp(buf)) fail_msg("mkdtemp: %s", strerror(errno));
-}
-DU_FN int du_exists(const char *path) {
-    struct stat st;
-    return lstat(path, &st) == 0;
-}
-DU_FN int64_t du_file_size(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 ? (int64_t)st.st_size : -1;
-}
-DU_FN void du_rmtree(const char *dir) {
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    char p[4096];
-    if (!d) { unlink(dir); return; }
-    while ((e = readdir(d)) != NULL) {
-        struct stat st;
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        du_join(p, sizeof p, dir, e->d_name);
-        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) du_rmtree(p);
-        else unlink(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-/* Empties a folder but keeps it. */
-DU_FN void du_clear(const char *dir) {
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    char p[4096];
-    if (!d) return;
-    while ((e = readdir(d)) != NULL) {
-        struct stat st;
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        du_join(p, sizeof p, dir, e->d_name);
-        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) du_rmtree(p);
-        else unlink(p);
-    }
-    closedir(d);
-}
-DU_FN uint8_t *du_read(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    uint8_t *p;
-    long sz;
-    if (!f) return NULL;
-    if (fseek(f, 0, SEEK_END) != 0 || (sz = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) { fclose(f); return NULL; }
-    p = (uint8_t *)malloc((size_t)sz + 1);
-    assert_non_null(p);
-    if (sz && fread(p, 1, (size_t)sz, f) != (size_t)sz) { fclose(f); free(p); return NULL; }
-    fclose(f);
-    p[sz] = 0;
-    *n = (size_t)sz;
-    return p;
-}
-DU_FN void du_write(const char *path, const void *bytes, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f) fail_msg("fopen %s: %s", path, strerror(errno));
-    assert_true(fwrite(bytes, 1, n, f) == n);
-    assert_int_equal(fclose(f), 0);
-}
 
 /* ---- folder snapshots: every entry (hidden ones too), sorted, with size and bytes ---- */
 typedef struct du_entry { char name[256]; int64_t size; uint8_t *bytes; } du_entry;
@@ -187,11 +120,11 @@ DU_FN du_snap du_snapshot(const char *dir, int with_bytes) {
         memset(x, 0, sizeof *x);
         assert_true(strlen(e->d_name) < sizeof x->name);
         strcpy(x->name, e->d_name);
-        du_join(p, sizeof p, dir, e->d_name);
-        x->size = du_file_size(p);
+        tf_join(p, sizeof p, dir, e->d_name);
+        x->size = tf_file_size(p);
         {
             struct stat st;
-            if (with_bytes && lstat(p, &st) == 0 && S_ISREG(st.st_mode)) { size_t n; x->bytes = du_read(p, &n); }
+            if (with_bytes && lstat(p, &st) == 0 && S_ISREG(st.st_mode)) { size_t n; x->bytes = tf_read_opt(p, &n); }
             if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) x->size = -2;  /* folders: no size */
         }
     }
@@ -531,7 +464,7 @@ DU_FN int du_expect_file_note(du_sb *notes, const char *label, const char *path,
     int ok = 1;
     if (sts_write_memory(sp, l->n, NULL, 0, NULL, &want, &want_n, &e) != STS_OK) fail_msg("%s: sts_write_memory: %s", label, e.message);
     free(sp);
-    got = du_read(path, &got_n);
+    got = tf_read_opt(path, &got_n);
     if (!got) { du_sb_printf(notes, "\n  %s: cannot read %s", label, path); sts_free(NULL, want, want_n); return 0; }
     if (got_n != want_n || memcmp(got, want, want_n) != 0) {
         const char *slash = strrchr(path, '/');
@@ -559,7 +492,7 @@ DU_FN int du_json_load(du_json *j, const char *path) {
     sts__mem m;
     memset(j, 0, sizeof *j);
     memset(&m, 0, sizeof m);
-    if (!(j->text = du_read(path, &j->len))) return 0;
+    if (!(j->text = tf_read_opt(path, &j->len))) return 0;
     if (sts__jdoc_parse(&j->d, j->text, j->len, &m, path, STS_RULE_DATASET_MANIFEST, NULL) != STS_OK) { free(j->text); j->text = NULL; return 0; }
     return 1;
 }
@@ -719,8 +652,8 @@ DU_FN int du_check_dataset_ex(const char *dir, du_ds *out, char *why, size_t why
     memset(&d, 0, sizeof d);
     memset(&snap, 0, sizeof snap);
     why[0] = 0;
-    du_join(p, sizeof p, dir, "dataset_manifest.json");
-    if (!du_exists(p)) DU_BAD("no dataset_manifest.json");
+    tf_join(p, sizeof p, dir, "dataset_manifest.json");
+    if (!tf_exists(p)) DU_BAD("no dataset_manifest.json");
     if (!du_json_load(&d.man, p)) DU_BAD("dataset_manifest.json is not valid JSON");
     if (du_jtype(&d.man, 0) != '{') DU_BAD("the manifest is not an object");
     t = du_jget(&d.man, 0, "format_version");
@@ -743,8 +676,8 @@ DU_FN int du_check_dataset_ex(const char *dir, du_ds *out, char *why, size_t why
     if (du_jget(&d.man, 0, "index")) DU_BAD("the manifest has an index field; the index is not promised by the manifest");
     {
         char pj[4096];
-        du_join(pj, sizeof pj, dir, "_tensor_index.json");
-        d.index = du_exists(pj);
+        tf_join(pj, sizeof pj, dir, "_tensor_index.json");
+        d.index = tf_exists(pj);
     }
     sh = du_jget(&d.man, 0, "schema");
     if (!sh || du_jtype(&d.man, sh) != '{') DU_BAD("schema is not an object");
@@ -776,9 +709,9 @@ DU_FN int du_check_dataset_ex(const char *dir, du_ds *out, char *why, size_t why
         if (i && strcmp(d.shards[i - 1].name, x->name) >= 0) DU_BAD("shards are not sorted by path: %s then %s", d.shards[i - 1].name, x->name);
         if (!du_ju64(&d.man, du_jget(&d.man, s, "samples_count"), &x->samples)) DU_BAD("shard %s has no samples_count", x->name);
         if (!du_ju64(&d.man, du_jget(&d.man, s, "bytes"), &x->bytes)) DU_BAD("shard %s has no bytes", x->name);
-        du_join(p, sizeof p, dir, x->name);
-        if (du_file_size(p) < 0) DU_BAD("shard %s does not exist", x->name);
-        if ((uint64_t)du_file_size(p) != x->bytes) DU_BAD("shard %s has %lld bytes, the manifest says %llu", x->name, (long long)du_file_size(p), (unsigned long long)x->bytes);
+        tf_join(p, sizeof p, dir, x->name);
+        if (tf_file_size(p) < 0) DU_BAD("shard %s does not exist", x->name);
+        if ((uint64_t)tf_file_size(p) != x->bytes) DU_BAD("shard %s has %lld bytes, the manifest says %llu", x->name, (long long)tf_file_size(p), (unsigned long long)x->bytes);
         memset(&o, 0, sizeof o);
         o.strict = 1;
         if (sts_open(p, &o, &files[i], &e) != STS_OK) DU_BAD("shard %s fails strict validation: %s", x->name, e.message);
@@ -818,7 +751,7 @@ DU_FN int du_check_dataset_ex(const char *dir, du_ds *out, char *why, size_t why
         uint32_t wm, ts, meta;
         size_t ntensors = 0;
         uint64_t total = 0;
-        du_join(p, sizeof p, dir, "_tensor_index.json");
+        tf_join(p, sizeof p, dir, "_tensor_index.json");
         if (!du_json_load(&d.idx, p)) DU_BAD("_tensor_index.json is missing or not JSON");
         meta = du_jget(&d.idx, 0, "metadata");
         if (!meta || du_jtype(&d.idx, meta) != '{') DU_BAD("index metadata is not an object");
@@ -899,8 +832,8 @@ DU_FN int du_check_dataset_ex(const char *dir, du_ds *out, char *why, size_t why
             if (!d.kv && nents != ntensors) DU_BAD("the batch index has %zu entries, the shards %zu tensors", nents, ntensors);
         }
         /* CSV */
-        du_join(p, sizeof p, dir, "_tensor_index.csv");
-        csv = du_read(p, &csv_n);
+        tf_join(p, sizeof p, dir, "_tensor_index.csv");
+        csv = tf_read_opt(p, &csv_n);
         /* after a crash between the two index renames one file may be alone: it still belongs to
            the visible manifest (checked above for the JSON one) */
         if (!csv && !after_crash) DU_BAD("_tensor_index.csv missing");
@@ -932,10 +865,10 @@ DU_FN int du_check_dataset_ex(const char *dir, du_ds *out, char *why, size_t why
             if (c != end) DU_BAD("the CSV has more records than the JSON index");
         }
     } else if (!after_crash) {
-        du_join(p, sizeof p, dir, "_tensor_index.json");
-        if (du_exists(p)) DU_BAD("_tensor_index.json exists, but the manifest lists no index");
-        du_join(p, sizeof p, dir, "_tensor_index.csv");
-        if (du_exists(p)) DU_BAD("_tensor_index.csv exists, but the manifest lists no index");
+        tf_join(p, sizeof p, dir, "_tensor_index.json");
+        if (tf_exists(p)) DU_BAD("_tensor_index.json exists, but the manifest lists no index");
+        tf_join(p, sizeof p, dir, "_tensor_index.csv");
+        if (tf_exists(p)) DU_BAD("_tensor_index.csv exists, but the manifest lists no index");
     }
     for (k = 0; k < d.nshards; k++) sts_close(files[k]);
     free(files);

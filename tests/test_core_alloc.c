@@ -172,14 +172,14 @@ static void test_open_alloc(void **state) {
     char dir[256], path[512];
     opener p;
     (void)state;
-    cu_tmpdir(dir, sizeof dir);
+    tf_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/busy.safetensors", dir);
-    cu_write_file(path, im.p, im.size);
+    tf_write(path, im.p, im.size);
     p.im = &im;
     p.path = path;
     for (p.kind = 2; p.kind <= 4; p.kind++) sweep_open(&p);
     cu_img_free(&im);
-    cu_rmtree(dir);
+    tf_rmtree(dir);
 }
 
 /* Parse failures release everything too (validation errors after all the tables are built). */
@@ -325,10 +325,10 @@ static void test_write_path_alloc(void **state) {
     size_t nb, na;
     (void)state;
     make_specs(&w);
-    cu_tmpdir(dir, sizeof dir);
+    tf_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/out.safetensors", dir);
-    cu_write_file(path, "old contents", 12);
-    before = cu_read_file(path, &nb);
+    tf_write(path, "old contents", 12);
+    before = tf_read(path, &nb);
     for (k = 1; k < MAX_K; k++) {
         sts_options o = cu_alloc_opts(&a);
         sts_error e;
@@ -350,7 +350,7 @@ static void test_write_path_alloc(void **state) {
         check_clean(&a, k);
         /* the old file is untouched and no temporary is left */
         assert_int_equal(cu_dir_count(dir), 1);
-        after = cu_read_file(path, &na);
+        after = tf_read(path, &na);
         assert_int_equal(na, nb);
         assert_memory_equal(after, before, nb);
         free(after);
@@ -359,7 +359,7 @@ static void test_write_path_alloc(void **state) {
     assert_int_equal(allocs, k - 1);
     assert_int_equal(cu_dir_count(dir), 1);
     free(before);
-    cu_rmtree(dir);
+    tf_rmtree(dir);
 }
 
 /* An allocator with some hooks but not all is an argument error everywhere, before any call. */
@@ -398,12 +398,12 @@ static void test_partial_allocator(void **state) {
         sink.user = &got;
         assert_int_equal(sts_write(NULL, 0, NULL, 0, &sink, &o, &e), STS_ERR_INVALID_ARGUMENT);
         assert_int_equal(got.n, 0);
-        cu_tmpdir(dir, sizeof dir);
+        tf_tmpdir(dir, sizeof dir);
         snprintf(path, sizeof path, "%s/x.safetensors", dir);
         assert_int_equal(sts_write_path(path, NULL, 0, NULL, 0, &o, &e), STS_ERR_INVALID_ARGUMENT);
         assert_int_equal(e.rule, STS_RULE_ARGUMENT);
         assert_int_equal(cu_dir_count(dir), 0);
-        cu_rmtree(dir);
+        tf_rmtree(dir);
         assert_int_equal(a.calls, 0);
     }
 }

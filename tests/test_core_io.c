@@ -68,7 +68,7 @@ static void test_open_modes_agree(void **state) {
     sts_options o;
     sts_error e;
     (void)state;
-    cu_tmpdir(dir, sizeof dir);
+    tf_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/m.safetensors", dir);
     write_model(path, &mem, &size);
     assert_int_equal(sts_parse(mem, size, NULL, &fp, &e), STS_OK);
@@ -118,7 +118,7 @@ static void test_open_modes_agree(void **state) {
     sts_close(fh);
     sts_close(fp);
     sts_free(NULL, mem, size);
-    cu_rmtree(dir);
+    tf_rmtree(dir);
 }
 
 /* ---- bytes read by this process, from /proc/self/io (rchar counts read and pread) ---- */
@@ -157,7 +157,7 @@ static void test_open_bytes_read(void **state) {
     uint64_t n;
     (void)state;
     if (proc_rchar(NULL) < 0) { skip(); return; }
-    cu_tmpdir(dir, sizeof dir);
+    tf_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/m.safetensors", dir);
     write_model(path, &mem, &size);
     n = cu_ld64((const uint8_t *)mem);
@@ -181,7 +181,7 @@ static void test_open_bytes_read(void **state) {
     if (got < (long long)(8 + size) || got > (long long)(8 + size) + slack)
         fail_msg("no_mmap open read %lld bytes, expected %zu", got, 8 + size);
     sts_free(NULL, mem, size);
-    cu_rmtree(dir);
+    tf_rmtree(dir);
 }
 
 /* Header-only opens turn the kernel's readahead off: from a cold file, the device delivers the
@@ -222,7 +222,7 @@ static void test_header_only_no_readahead(void **state) {
     uint64_t n;
     (void)state;
     if (proc_read_bytes() < 0) { skip(); return; }
-    cu_tmpdir(dir, sizeof dir);
+    tf_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/ra.safetensors", dir);
     big = (uint8_t *)malloc((size_t)shape[0]);
     assert_non_null(big);
@@ -233,7 +233,7 @@ static void test_header_only_no_readahead(void **state) {
     if (sts_write_path(path, &sp, 1, NULL, 0, NULL, &e) != STS_OK) fail_msg("write_path: %s", e.message);
     free(big);
     /* control: the same two reads by hand, without the hint */
-    if (drop_pages(path) != 0) { cu_rmtree(dir); skip(); return; }
+    if (drop_pages(path) != 0) { tf_rmtree(dir); skip(); return; }
     b0 = proc_read_bytes();
     fd = open(path, O_RDONLY);
     assert_true(fd >= 0);
@@ -243,7 +243,7 @@ static void test_header_only_no_readahead(void **state) {
     assert_int_equal(pread(fd, head + 8, (size_t)n, 8), (ssize_t)n);
     close(fd);
     control = proc_read_bytes() - b0;
-    if (control <= 8192) { cu_rmtree(dir); skip(); return; }  /* no readahead to see here */
+    if (control <= 8192) { tf_rmtree(dir); skip(); return; }  /* no readahead to see here */
     assert_int_equal(drop_pages(path), 0);
     memset(&o, 0, sizeof o);
     o.header_only = 1;
@@ -253,7 +253,7 @@ static void test_header_only_no_readahead(void **state) {
     sts_close(f);
     if (got > 4096) fail_msg("a cold header-only open of a %llu-byte header read %lld bytes from the device (by hand without the hint: %lld)",
                              (unsigned long long)n, got, control);
-    cu_rmtree(dir);
+    tf_rmtree(dir);
 }
 
 /* ---- a source over memory that records its reads ---- */
@@ -432,7 +432,7 @@ static void test_big_sparse(void **state) {
     const sts_tensor *a, *b;
     (void)state;
     if (sizeof(size_t) < 8) { skip(); return; }
-    cu_tmpdir(dir, sizeof dir);
+    tf_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/big.safetensors", dir);
     hl = (size_t)snprintf(json, sizeof json,
                           "{\"a\":{\"dtype\":\"U8\",\"shape\":[16],\"data_offsets\":[0,16]},"
@@ -446,7 +446,7 @@ static void test_big_sparse(void **state) {
     fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     assert_true(fd >= 0);
     assert_int_equal(write(fd, head, 8 + n + 16), (long)(8 + n + 16));
-    if (ftruncate(fd, (off_t)(8 + n + 16 + big)) != 0) { close(fd); cu_rmtree(dir); skip(); return; }
+    if (ftruncate(fd, (off_t)(8 + n + 16 + big)) != 0) { close(fd); tf_rmtree(dir); skip(); return; }
     close(fd);
     /* mmap */
     assert_int_equal(sts_open(path, NULL, &f, &e), STS_OK);
@@ -484,7 +484,7 @@ static void test_big_sparse(void **state) {
     assert_int_equal(sts_open(path, &o, &f, &e), STS_ERR_METADATA_INCOMPLETE_BUFFER);
     assert_int_equal(e.offset, 8 + n + 16 + big - 1);
     assert_int_equal(sts_open(path, NULL, &f, &e), STS_ERR_METADATA_INCOMPLETE_BUFFER);
-    cu_rmtree(dir);
+    tf_rmtree(dir);
 }
 
 static void expect_open_fail(const char *path, const sts_options *o, sts_result code, sts_rule rule, const char *must) {
@@ -503,7 +503,7 @@ static void test_open_errors(void **state) {
     sts_options modes[3];
     int m;
     (void)state;
-    cu_tmpdir(dir, sizeof dir);
+    tf_tmpdir(dir, sizeof dir);
     memset(modes, 0, sizeof modes);
     modes[1].no_mmap = 1;
     modes[2].header_only = 1;
@@ -520,26 +520,26 @@ static void test_open_errors(void **state) {
         expect_open_fail(q, &modes[m], STS_ERR_IO, STS_RULE_IO, "ENOENT");
         /* empty and 7-byte files */
         snprintf(p, sizeof p, "%s/empty.safetensors", dir);
-        cu_write_file(p, "", 0);
+        tf_write(p, "", 0);
         expect_open_fail(p, &modes[m], STS_ERR_HEADER_TOO_SMALL, STS_RULE_FILE_TOO_SMALL, "0 bytes");
         snprintf(p, sizeof p, "%s/seven.safetensors", dir);
-        cu_write_file(p, "\x02\0\0\0\0\0\0", 7);
+        tf_write(p, "\x02\0\0\0\0\0\0", 7);
         expect_open_fail(p, &modes[m], STS_ERR_HEADER_TOO_SMALL, STS_RULE_FILE_TOO_SMALL, "7 bytes");
         /* the header runs past the end */
         snprintf(p, sizeof p, "%s/long.safetensors", dir);
-        cu_write_file(p, "\x09\0\0\0\0\0\0\0{}      ", 16);
+        tf_write(p, "\x09\0\0\0\0\0\0\0{}      ", 16);
         expect_open_fail(p, &modes[m], STS_ERR_INVALID_HEADER_LENGTH, STS_RULE_HEADER_LENGTH, NULL);
         /* a trailing byte */
         snprintf(p, sizeof p, "%s/trail.safetensors", dir);
-        cu_write_file(p, "\x08\0\0\0\0\0\0\0{}      X", 17);
+        tf_write(p, "\x08\0\0\0\0\0\0\0{}      X", 17);
         expect_open_fail(p, &modes[m], STS_ERR_METADATA_INCOMPLETE_BUFFER, STS_RULE_FILE_SIZE, NULL);
         /* a JSON error */
         snprintf(p, sizeof p, "%s/json.safetensors", dir);
-        cu_write_file(p, "\x08\0\0\0\0\0\0\0{]      ", 16);
+        tf_write(p, "\x08\0\0\0\0\0\0\0{]      ", 16);
         expect_open_fail(p, &modes[m], STS_ERR_INVALID_HEADER_DESERIALIZATION, STS_RULE_JSON_SYNTAX, NULL);
         /* strict through sts_open */
         snprintf(p, sizeof p, "%s/tab.safetensors", dir);
-        cu_write_file(p, "\x08\0\0\0\0\0\0\0{}     \t", 16);
+        tf_write(p, "\x08\0\0\0\0\0\0\0{}     \t", 16);
         {
             sts_options so = modes[m];
             sts_file *f;
@@ -561,7 +561,7 @@ static void test_open_errors(void **state) {
         assert_int_equal(sts_open(p, &o, &f, &e), STS_ERR_INVALID_ARGUMENT);
         assert_ptr_equal(f, (sts_file *)(uintptr_t)9);
     }
-    cu_rmtree(dir);
+    tf_rmtree(dir);
 }
 
 /* The file stays usable after the path is unlinked or replaced: it owns its map or buffer. */
@@ -571,7 +571,7 @@ static void test_open_owns_bytes(void **state) {
     size_t size;
     int m;
     (void)state;
-    cu_tmpdir(dir, sizeof dir);
+    tf_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/m.safetensors", dir);
     for (m = 0; m < 2; m++) {
         sts_options o;
@@ -582,7 +582,7 @@ static void test_open_owns_bytes(void **state) {
         o.no_mmap = m;
         assert_int_equal(sts_open(path, &o, &f, NULL), STS_OK);
         assert_int_equal(unlink(path), 0);
-        cu_write_file(path, "garbage!", 8);
+        tf_write(path, "garbage!", 8);
         t = sts_find(f, "bytes", 5);
         assert_non_null(t);
         assert_int_equal(((const uint8_t *)sts_data(f, t))[999], (uint8_t)(999 * 31 + 7));
@@ -590,7 +590,7 @@ static void test_open_owns_bytes(void **state) {
         sts_free(NULL, mem, size);
         unlink(path);
     }
-    cu_rmtree(dir);
+    tf_rmtree(dir);
 }
 
 int main(void) {

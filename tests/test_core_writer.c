@@ -763,7 +763,7 @@ static void test_write_path(void **state) {
     size_t msize, fsize;
     uint8_t *bytes;
     (void)state;
-    cu_tmpdir(dir, sizeof dir);
+    tf_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     sp[0] = spec("w", STS_DTYPE_F32, 1, s2, d, 8);
     sp[1] = spec("b", STS_DTYPE_U8, 1, s4, d + 8, 4);
@@ -772,7 +772,7 @@ static void test_write_path(void **state) {
     assert_int_equal(e.code, STS_OK);
     assert_int_equal(cu_dir_count(dir), 1);
     assert_int_equal(sts_write_memory(sp, 2, &meta, 1, NULL, &mem, &msize, NULL), STS_OK);
-    bytes = cu_read_file(path, &fsize);
+    bytes = tf_read(path, &fsize);
     assert_non_null(bytes);
     assert_int_equal(fsize, msize);
     assert_memory_equal(bytes, mem, msize);
@@ -796,7 +796,7 @@ static void test_write_path(void **state) {
     assert_int_equal(sts_write_path(path, sp, 2, NULL, 0, NULL, &e), STS_ERR_NOT_FOUND);
     assert_int_equal(e.rule, STS_RULE_WRITE_PRODUCER);
     assert_int_equal(cu_dir_count(dir), 1);
-    bytes = cu_read_file(path, &fsize);
+    bytes = tf_read(path, &fsize);
     assert_int_equal(fsize, msize);
     assert_memory_equal(bytes, mem, msize);
     free(bytes);
@@ -823,7 +823,7 @@ static void test_write_path(void **state) {
     assert_int_equal(sts_write_path(path, sp, 2, NULL, 0, &o, &e), STS_OK);
     assert_int_equal(cu_dir_count(dir), 1);
     assert_int_equal(sts_write_memory(sp, 2, NULL, 0, NULL, &mem, &msize, NULL), STS_OK);
-    bytes = cu_read_file(path, &fsize);
+    bytes = tf_read(path, &fsize);
     assert_int_equal(fsize, msize);
     assert_memory_equal(bytes, mem, msize);
     free(bytes);
@@ -871,7 +871,7 @@ static void test_write_path(void **state) {
         assert_int_equal(sts_count(f), 2);
         sts_close(f);
     }
-    cu_rmtree(dir);
+    tf_rmtree(dir);
 }
 
 /* A producer that streams from one reused buffer (the usual way to stream): every chunk must
@@ -904,26 +904,26 @@ static void test_write_path_producer_reuses_buffer(void **state) {
     sp[0] = spec("p", STS_DTYPE_U8, 1, s, NULL, 4096);
     sp[0].produce = produce_reused;
     sp[1] = spec("q", STS_DTYPE_U8, 1, s2, "qq", 2);
-    cu_tmpdir(dir, sizeof dir);
+    tf_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/p.safetensors", dir);
     assert_int_equal(sts_write_memory(sp, 2, NULL, 0, NULL, &mem, &msize, &e), STS_OK);
     assert_int_equal(((uint8_t *)mem)[msize - 2 - 4096], 'A');
     assert_int_equal(((uint8_t *)mem)[msize - 2 - 1], 'A' + 15);
     assert_int_equal(sts_write_path(path, sp, 2, NULL, 0, NULL, &e), STS_OK);
-    bytes = cu_read_file(path, &n);
+    bytes = tf_read(path, &n);
     assert_int_equal(n, msize);
     if (memcmp(bytes, mem, n) != 0) {
         size_t at = 0;
         while (bytes[at] == ((uint8_t *)mem)[at]) at++;
         free(bytes);
         sts_free(NULL, mem, msize);
-        cu_rmtree(dir);
+        tf_rmtree(dir);
         fail_msg("sts_write_path wrote different bytes than sts_write_memory from byte %zu on: the producer's chunks "
                  "were queued by pointer, not copied, and the buffer was reused", at);
     }
     free(bytes);
     sts_free(NULL, mem, msize);
-    cu_rmtree(dir);
+    tf_rmtree(dir);
 }
 
 /* Thousands of small tensors from scattered addresses (more pieces than one writev takes), one
@@ -949,16 +949,16 @@ static void test_write_path_many_pieces(void **state) {
         sp[i] = spec(names[i], i % 2 ? STS_DTYPE_I16 : STS_DTYPE_U8, 1, s1, scattered + 2 * (N - 1 - i), i % 2 ? 2 : 1);
     }
     sp[N] = spec("big", STS_DTYPE_I8, 1, sbig, big, sizeof big);
-    cu_tmpdir(dir, sizeof dir);
+    tf_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/many.safetensors", dir);
     assert_int_equal(sts_write_memory(sp, N + 1, NULL, 0, NULL, &mem, &msize, NULL), STS_OK);
     assert_int_equal(sts_write_path(path, sp, N + 1, NULL, 0, NULL, NULL), STS_OK);
-    bytes = cu_read_file(path, &n);
+    bytes = tf_read(path, &n);
     assert_int_equal(n, msize);
     assert_true(memcmp(bytes, mem, n) == 0);
     free(bytes);
     sts_free(NULL, mem, msize);
-    cu_rmtree(dir);
+    tf_rmtree(dir);
 }
 
 /* A write error from the OS (EFBIG through RLIMIT_FSIZE): io with the errno, the temporary is
@@ -975,9 +975,9 @@ static void test_write_path_os_error(void **state) {
     size_t n;
     void (*prev)(int);
     (void)state;
-    cu_tmpdir(dir, sizeof dir);
+    tf_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/f.safetensors", dir);
-    cu_write_file(path, "previous", 8);
+    tf_write(path, "previous", 8);
     assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
     prev = signal(SIGXFSZ, SIG_IGN);
     lim = old;
@@ -992,11 +992,11 @@ static void test_write_path_os_error(void **state) {
     cu_check_contains(&e, "EFBIG");
     cu_check_contains(&e, path);
     assert_int_equal(cu_dir_count(dir), 1);
-    bytes = cu_read_file(path, &n);
+    bytes = tf_read(path, &n);
     assert_int_equal(n, 8);
     assert_memory_equal(bytes, "previous", 8);
     free(bytes);
-    cu_rmtree(dir);
+    tf_rmtree(dir);
 }
 
 /* Every write-side system call of sts_write_path failing in turn (through the io_fault hook):
@@ -1025,7 +1025,7 @@ static void test_write_path_faults(void **state) {
     sp[0] = spec("big", STS_DTYPE_U8, 1, sbig, big, sizeof big);   /* over 1 MiB: written straight */
     sp[1] = spec("a", STS_DTYPE_U8, 1, s3, "abc", 3);
     sp[2] = spec("b", STS_DTYPE_I8, 1, s3, "xyz", 3);
-    cu_tmpdir(dir, sizeof dir);
+    tf_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/f.safetensors", dir);
     for (durable = 0; durable < 2; durable++) {
         long k, total;
@@ -1034,7 +1034,7 @@ static void test_write_path_faults(void **state) {
         void *mem;
         size_t msize, n;
         uint8_t *bytes;
-        cu_write_file(path, "old", 3);
+        tf_write(path, "old", 3);
         memset(&o, 0, sizeof o);
         memset(&fl, 0, sizeof fl);
         o.io_fault = fault_hook;
@@ -1053,7 +1053,7 @@ static void test_write_path_faults(void **state) {
             cu_check_contains(&e, k % 2 ? "ENOSPC" : "EIO");
             cu_check_contains(&e, "f.safetensors");
             assert_int_equal(cu_dir_count(dir), 1);
-            bytes = cu_read_file(path, &n);
+            bytes = tf_read(path, &n);
             assert_int_equal(n, 3);
             assert_memory_equal(bytes, "old", 3);
             free(bytes);
@@ -1065,14 +1065,14 @@ static void test_write_path_faults(void **state) {
         assert_int_equal(fl.saw_fsync, durable);
         print_message("sts_write_path (%s): %ld faultable calls, each failed in turn\n", durable ? "fsync" : "no_fsync", total);
         assert_int_equal(sts_write_memory(sp, 3, NULL, 0, NULL, &mem, &msize, NULL), STS_OK);
-        bytes = cu_read_file(path, &n);
+        bytes = tf_read(path, &n);
         assert_int_equal(n, msize);
         assert_memory_equal(bytes, mem, msize);
         free(bytes);
         sts_free(NULL, mem, msize);
         assert_int_equal(cu_dir_count(dir), 1);
     }
-    cu_rmtree(dir);
+    tf_rmtree(dir);
 }
 
 /* A custom allocator sees the output buffer; sts_free hands it back with the same size. */
@@ -1228,10 +1228,10 @@ static void test_large_header_pieces(void **state) {
     assert_memory_equal(rs.got.p, mem, mem_size);
     assert_true(rs.calls > 3);
     /* a path: the fd sink, flushed between pieces */
-    cu_tmpdir(dir, sizeof dir);
+    tf_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/big.safetensors", dir);
     assert_int_equal(sts_write_path(path, sp, n, meta, 2, NULL, &e), STS_OK);
-    file = cu_read_file(path, &file_size);
+    file = tf_read(path, &file_size);
     assert_int_equal(file_size, mem_size);
     assert_memory_equal(file, mem, mem_size);
     assert_int_equal(sts_open(path, NULL, &f, &e), STS_OK);

@@ -92,7 +92,7 @@ static int verify_values(const char *dir, int kv, int g, const du_ds *ds, char *
         sts_error e;
         uint32_t t, s;
         size_t q;
-        du_join(p, sizeof p, dir, ds->shards[i].name);
+        tf_join(p, sizeof p, dir, ds->shards[i].name);
         if (!du_shard_name(ds->shards[i].name, &t, &s, NULL) || sts_open(p, NULL, &f, &e) != STS_OK) { snprintf(why, cap, "cannot open %s", p); return 0; }
         if (kv) {
             for (q = 0; q < sts_count(f); q++) {
@@ -147,10 +147,14 @@ static void note(const trial *t, const char *fmt, ...) {
         du_sb_printf(&notes, "\n  trial %d (%s, %s, %s%ld): %s", trial_no, t->kv ? "KV" : "batch", t->old ? "overwrite over an old dataset" : "empty folder",
                      t->kill_at ? "killed at call " : "killed after us ", t->kill_at ? t->kill_at : t->delay_us, buf);
 }
+/* Keeps a copy of a file the trial may not have written (then there is nothing to keep). */
 static void copy_file(const char *from, const char *to) {
     size_t n;
-    uint8_t *b = du_read(from, &n);
-    if (b) { du_write(to, b, n); free(b); }
+    uint8_t *b;
+    if (!tf_exists(from)) return;
+    b = tf_read(from, &n);
+    tf_write(to, b, n);
+    free(b);
 }
 static void run_trial(const char *dir, const trial *t) {
     char why[1024], p[256];
@@ -163,7 +167,7 @@ static void run_trial(const char *dir, const trial *t) {
     sts_error e;
     sts_result r;
     trial_no++;
-    du_clear(dir);
+    tf_clear(dir);
     if (t->old) {  /* the old dataset: generation 1, complete */
         if (job(dir, t->kv, 1, 0, 0, NULL, &e) != STS_OK) fail_msg("old dataset: %s", e.message);
     }
@@ -193,17 +197,17 @@ static void run_trial(const char *dir, const trial *t) {
     du_reap(pid);
     close(pfd[0]);
     /* 1. a manifest, if any, is complete, and so is the index it lists */
-    du_join(p, sizeof p, dir, "dataset_manifest.json");
-    if (du_exists(p)) {
+    tf_join(p, sizeof p, dir, "dataset_manifest.json");
+    if (tf_exists(p)) {
         du_ds ds;
         manifests_seen++;
         if (keep_dir) {
             char to[512];
             snprintf(to, sizeof to, "%s/trial%03d.dataset_manifest.json", keep_dir, trial_no);
             copy_file(p, to);
-            du_join(p, sizeof p, dir, "_tensor_index.json");
+            tf_join(p, sizeof p, dir, "_tensor_index.json");
             snprintf(to, sizeof to, "%s/trial%03d._tensor_index.json", keep_dir, trial_no);
-            if (du_exists(p)) copy_file(p, to);
+            copy_file(p, to);
             kept++;
         }
         if (!du_check_dataset_ex(dir, &ds, why, sizeof why, 1)) note(t, "the manifest after the kill: %s", why);
@@ -214,7 +218,7 @@ static void run_trial(const char *dir, const trial *t) {
             int g = 0;
             if (ds.nshards && du_shard_name(ds.shards[0].name, &tk, NULL, NULL)) {
                 sts_file *f;
-                du_join(p, sizeof p, dir, ds.shards[0].name);
+                tf_join(p, sizeof p, dir, ds.shards[0].name);
                 if (sts_open(p, NULL, &f, &e) == STS_OK) {
                     if (sts_count(f) && t->kv) { memcpy(id, sts_at(f, 0)->name, 2); g = id[1] - '0'; }
                     sts_close(f);
@@ -224,7 +228,7 @@ static void run_trial(const char *dir, const trial *t) {
                 row rw;
                 sts_file *f;
                 mk_row(&rw, 1, 0, 0);
-                du_join(p, sizeof p, dir, ds.shards[0].name);
+                tf_join(p, sizeof p, dir, ds.shards[0].name);
                 if (sts_open(p, NULL, &f, &e) == STS_OK) {
                     const sts_tensor *x = sts_find(f, "img", 3);
                     g = x && memcmp(sts_data(f, x), rw.img, 400) == 0 ? 1 : 2;
@@ -249,7 +253,7 @@ static void run_trial(const char *dir, const trial *t) {
             sts_options o;
             memset(&o, 0, sizeof o);
             o.strict = 1;
-            du_join(p, sizeof p, dir, n);
+            tf_join(p, sizeof p, dir, n);
             if (!du_shard_name(n, NULL, NULL, NULL)) note(t, "a final-named file %s does not follow the naming pattern", n);
             else if (sts_open(p, &o, &f, &e) != STS_OK) note(t, "the final-named shard %s is not complete: %s", n, e.message);
             else sts_close(f);
@@ -285,7 +289,7 @@ static long count_calls(const char *dir, int kv, int old, double *seconds) {
     sts_options o;
     sts_error e;
     double t0;
-    du_clear(dir);
+    tf_clear(dir);
     if (old && job(dir, kv, 1, 0, 0, NULL, &e) != STS_OK) fail_msg("old dataset: %s", e.message);
     memset(&f, 0, sizeof f);
     memset(&o, 0, sizeof o);
@@ -306,7 +310,7 @@ static void test_crash(void **state) {
     (void)state;
     keep_dir = getenv("STS_CRASH_KEEP");
     if (keep_dir) { mkdir(keep_dir, 0777); }
-    du_tmpdir(root, sizeof root);  /* a real file system with real fsyncs */
+    tf_tmpdir(root, sizeof root);  /* a real file system with real fsyncs */
     memset(&notes, 0, sizeof notes);
     for (combo = 0; combo < 4; combo++) calls[combo] = count_calls(root, combo & 1, combo >> 1, &seconds[combo]);
     /* every phase: kill at each write-side call */
@@ -327,7 +331,7 @@ static void test_crash(void **state) {
         t.delay_us = (long)du_below(&rng, (uint32_t)(seconds[combo] * 1.3e6) + 1);
         run_trial(root, &t);
     }
-    du_rmtree(root);
+    tf_rmtree(root);
     fprintf(stderr, "crash: %d trials (%d at every write-side call, %d at random moments; calls per job %ld %ld %ld %ld); %d saw a manifest%s\n",
             trial_no, det, random_trials, calls[0], calls[1], calls[2], calls[3], manifests_seen, keep_dir ? " (kept)" : "");
     if (nnotes) {

@@ -25,17 +25,17 @@ static char g_root[64];
 
 static int setup_root(void **state) {
     (void)state;
-    dr_tmpdir(g_root, sizeof g_root);
+    tf_tmpdir(g_root, sizeof g_root);
     return 0;
 }
 static int teardown_root(void **state) {
     (void)state;
-    dr_rmtree(g_root);
+    tf_rmtree(g_root);
     return 0;
 }
 static void fresh(char *dir, size_t cap, const char *name) {
-    dr_join(dir, cap, g_root, name);
-    dr_rmtree(dir);
+    tf_join(dir, cap, g_root, name);
+    tf_rmtree(dir);
 }
 
 static sts_dataset *open_ds(const char *path, int infer, int no_index) {
@@ -217,7 +217,7 @@ static void batch_case(sts_tail tail, int index) {
     batch_write(dir, sizeof dir, tail, index, &b);
     check_batch_dataset(dir, &b, 0, index);
     if (index) check_batch_dataset(dir, &b, 1, 0);
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 static void test_batch_write_tail(void **state) { (void)state; batch_case(STS_TAIL_WRITE, 1); }
 static void test_batch_drop_tail(void **state) { (void)state; batch_case(STS_TAIL_DROP, 1); }
@@ -249,7 +249,7 @@ static void test_batch_get_without_index(void **state) {
         if (!why[0]) check_batch_gets(ds, &b, &sh);
         dr_names_free(&sh);
         sts_dataset_close(ds);
-        dr_rmtree(dir);
+        tf_rmtree(dir);
     }
     if (why[0]) fail_msg("%s", why);
 }
@@ -317,7 +317,7 @@ static void kv_case(int index) {
     dr_write_kv(dir, &k);
     check_kv_dataset(dir, &k, 0);
     if (index) check_kv_dataset(dir, &k, 1);
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 static void test_kv_index(void **state) { (void)state; kv_case(1); }
 static void test_kv_no_index(void **state) { (void)state; kv_case(0); }
@@ -414,7 +414,7 @@ static void test_key_table_layout(void **state) {
             ts[i].name = kt[f][i].name; ts[i].name_len = kt[f][i].name_len; ts[i].dtype = kt[f][i].dtype;
             ts[i].rank = kt[f][i].rank; ts[i].shape = kt[f][i].shape; ts[i].data = bufs[i]; ts[i].data_size = kt[f][i].nbytes;
         }
-        dr_join(p, sizeof p, dir, files[f]);
+        tf_join(p, sizeof p, dir, files[f]);
         DR_OK(sts_write_path(p, ts, KT_PER_FILE, NULL, 0, NULL, &e));
         for (i = 0; i < KT_PER_FILE; i++) free(bufs[i]);
     }
@@ -432,7 +432,7 @@ static void test_key_table_layout(void **state) {
         t = &kt[f][i];
         memset(&op, 0, sizeof op);
         op.header_only = 1;
-        dr_join(p, sizeof p, dir, files[f]);
+        tf_join(p, sizeof p, dir, files[f]);
         DR_OK(sts_open(p, &op, &h, &e));
         x = sts_find(h, t->name, t->name_len);
         assert_non_null(x);
@@ -450,8 +450,8 @@ static void test_key_table_layout(void **state) {
         assert_true(o < (1 << 16) - 1024);
     }
     o += (size_t)sprintf(json + o, "}}");
-    dr_join(p, sizeof p, dir, "_tensor_index.json");
-    dr_write(p, json, o);
+    tf_join(p, sizeof p, dir, "_tensor_index.json");
+    tf_write(p, json, o);
     free(json);
     for (pass = 0; pass < 4; pass++) {  /* index without / with data first, no index without / with data first */
         int with_index = pass < 2, data_first = pass & 1, with_data;
@@ -499,7 +499,7 @@ static void test_key_table_layout(void **state) {
         }
         sts_dataset_close(ds);
     }
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 
 /* ---- lastWin: the later shard path wins everywhere ---- */
@@ -523,7 +523,7 @@ static void last_win_case(int index, int no_index) {
     if (index && !no_index) {
         dr_names sh = dr_list_shards(dir);
         char needle[512];
-        dr_join(p, sizeof p, dir, "_tensor_index.json");
+        tf_join(p, sizeof p, dir, "_tensor_index.json");
         snprintf(needle, sizeof needle, "\"dup_0__img\":{\"file\":\"%s\"", sh.v[2]);
         assert_true(dr_contains(p, needle));
         dr_names_free(&sh);
@@ -568,7 +568,7 @@ static void last_win_case(int index, int no_index) {
         dr_rows_free(&rs);
     }
     sts_dataset_close(ds);
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 static void test_last_win_index(void **state) { (void)state; last_win_case(1, 0); }
 static void test_last_win_no_index(void **state) { (void)state; last_win_case(0, 0); }
@@ -617,7 +617,7 @@ static void test_last_win_wide_task_ids(void **state) {
         DR_OK(sts_dataset_get(ds, "dup__img", 8, 1, &v, &e));
         if (v.file != f100k) {
             sts_dataset_close(ds);
-            dr_rmtree(dir);
+            tf_rmtree(dir);
             fail_msg("lastWin, task ids 99999 and 100000, index %s: the lookup returned %s's copy; the writer (and its index) let task 100000 win",
                      no_index ? "ignored" : "used", no_index ? "task 99999" : "task 99999");
         }
@@ -631,7 +631,7 @@ static void test_last_win_wide_task_ids(void **state) {
         dr_rows_free(&rs);
         sts_dataset_close(ds);
     }
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 
 /* ---- discovery without a manifest ---- */
@@ -680,7 +680,7 @@ static void test_listing_name_order(void **state) {
     assert_int_equal(v.nbytes, 4);
     assert_true(dr_pattern_matches(&only_b, v.data));
     sts_dataset_close(ds);
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 
 /* A live task writer's files (hidden temporaries) are never part of a listing. */
@@ -732,7 +732,7 @@ static void test_listing_skips_writer_temporaries(void **state) {
     dr_rows_free(&rs);
     sts_dataset_close(ds);
     sts_task_close(w);
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 
 /* ---- a single file is a dataset of one file ---- */
@@ -749,7 +749,7 @@ static void test_single_file(void **state) {
     fresh(dir, sizeof dir, "single");
     assert_int_equal(mkdir(dir, 0755), 0);
     dr_write_file(dir, "one.safetensors", specs, 3, meta, 1);
-    dr_join(p, sizeof p, dir, "one.safetensors");
+    tf_join(p, sizeof p, dir, "one.safetensors");
     assert_non_null(getcwd(cwd, sizeof cwd));
     for (pass = 0; pass < 2; pass++) {  /* an absolute path, then a bare file name */
         sts_dataset *ds;
@@ -786,7 +786,7 @@ static void test_single_file(void **state) {
         sts_dataset_close(ds);
         if (pass) assert_int_equal(chdir(cwd), 0);
     }
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 
 /* A file directly in "/": the dataset's folder is "/". An allocator with canaries after every block
@@ -896,7 +896,7 @@ static void test_schema_from_index_equals_header(void **state) {
     }
     sts_dataset_close(a);
     sts_dataset_close(b);
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 
 static void test_no_schema(void **state) {
@@ -926,7 +926,7 @@ static void test_no_schema(void **state) {
         sc.has_dtype = 0; sc.has_shape = 1; sc.rank = 2; sc.shape = NULL;
         dr_expect_err("bad shape", sts_dataset_open(dir, &cfg, NULL, &ds, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
     }
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 
 /* Explicit schema over a batch dataset whose tail file has fewer rows. */
@@ -1069,7 +1069,7 @@ static void test_explicit_schema(void **state) {
         sts_dataset_close(ds);
     }
     dr_names_free(&sh);
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 
 /* ---- long-scan filters and file ranges ---- */
@@ -1170,7 +1170,7 @@ static void test_long_filters(void **state) {
         }
         sts_dataset_close(ds);
     }
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 
 static void test_file_ranges(void **state) {
@@ -1257,7 +1257,7 @@ static void test_file_ranges(void **state) {
     sts_dataset_close(NULL);
     assert_null(sts_dataset_file(NULL, 0));
     assert_int_equal(sts_dataset_describe(NULL).files, 0);
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 
 /* ---- a header over 1 MiB ---- */
@@ -1286,8 +1286,8 @@ static void test_big_header(void **state) {
     dr_write_file(dir, "a.safetensors", specs, N, NULL, 0);
     specs[0].seed = 77;
     dr_write_file(dir, "b.safetensors", specs, N, NULL, 0);
-    dr_join(p, sizeof p, dir, "a.safetensors");
-    fsize = dr_file_size(p);
+    tf_join(p, sizeof p, dir, "a.safetensors");
+    fsize = tf_file_size(p);
     {   /* the header alone is over 1 MiB */
         int fd = open(p, O_RDONLY);
         uint8_t pre[8];
@@ -1343,7 +1343,7 @@ static void test_big_header(void **state) {
     sts_dataset_close(ds);
     free(specs);
     free(names);
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 
 /* A 24 MiB header (metadata), at full strength: header-only scans and lookups work at any size up
@@ -1368,7 +1368,7 @@ static void test_huge_header(void **state) {
     hl += big;
     hl += (size_t)sprintf(hdr + hl, "\"},\"t\":{\"dtype\":\"I32\",\"shape\":[2],\"data_offsets\":[0,8]}}");
     while (hl % 8) hdr[hl++] = ' ';
-    dr_join(p, sizeof p, dir, "huge.safetensors");
+    tf_join(p, sizeof p, dir, "huge.safetensors");
     f = fopen(p, "wb");
     assert_non_null(f);
     {
@@ -1395,7 +1395,7 @@ static void test_huge_header(void **state) {
     DR_OK(sts_dataset_get(ds, "t", 1, 1, &v, &e));
     assert_memory_equal(v.data, "\x01\0\0\0\x02\0\0\0", 8);
     sts_dataset_close(ds);
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 
 /* ---- edge cases ---- */
@@ -1452,7 +1452,7 @@ static void test_empty_dataset(void **state) {
     }
     sts_dataset_close(ds);
     in_child("empty dataset, inferred schema", empty_open_infer, dir);
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 
 /* A projection of zero columns still has one row per file (a row count needs no column); the API
@@ -1487,7 +1487,7 @@ static void test_wide_zero_columns(void **state) {
     }
     sts_scan_close(s);
     sts_dataset_close(ds);
-    dr_rmtree(dir);
+    tf_rmtree(dir);
     if (rows != 3) fail_msg("a wide scan projecting zero columns gave %zu rows for 3 files", rows);
 }
 

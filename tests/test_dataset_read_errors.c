@@ -23,17 +23,17 @@ static char g_root[64];
 
 static int setup_root(void **state) {
     (void)state;
-    dr_tmpdir(g_root, sizeof g_root);
+    tf_tmpdir(g_root, sizeof g_root);
     return 0;
 }
 static int teardown_root(void **state) {
     (void)state;
-    dr_rmtree(g_root);
+    tf_rmtree(g_root);
     return 0;
 }
 static void fresh(char *dir, size_t cap, const char *name) {
-    dr_join(dir, cap, g_root, name);
-    dr_rmtree(dir);
+    tf_join(dir, cap, g_root, name);
+    tf_rmtree(dir);
 }
 static sts_result try_open(const char *path, int no_index, sts_dataset **ds, sts_error *e) {
     sts_read_config cfg;
@@ -63,7 +63,7 @@ static dr_names kv_dataset(char *dir, size_t cap, const char *name, int index) {
 /* The byte offset of the first '{' of a shard's header JSON plus i. */
 static void corrupt_header(const char *dir, const char *shard, uint64_t at, uint8_t v) {
     char p[1024];
-    dr_join(p, sizeof p, dir, shard);
+    tf_join(p, sizeof p, dir, shard);
     dr_poke(p, 8 + at, v);
 }
 
@@ -73,7 +73,7 @@ static void test_missing_folder(void **state) {
     sts_dataset *ds;
     sts_error e;
     (void)state;
-    dr_join(p, sizeof p, g_root, "no/such/folder");
+    tf_join(p, sizeof p, g_root, "no/such/folder");
     dr_expect_err("missing folder", try_open(p, 0, &ds, &e), &e, STS_ERR_IO, STS_RULE_IO, "no/such/folder", "ENOENT", NULL);
     assert_null(ds);
 }
@@ -90,7 +90,7 @@ static void test_empty_folder(void **state) {
     dr_write_in(dir, ".part-00000-0000-a.safetensors.tmp-1", "x");
     dr_subdir(p, sizeof p, dir, "sub.safetensors");
     dr_expect_err("no shard", try_open(dir, 0, &ds, &e), &e, STS_ERR_NOT_FOUND, STS_RULE_NOT_FOUND, "empty", NULL);
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 static void test_broken_single_file(void **state) {
     char dir[256], p[512];
@@ -99,12 +99,12 @@ static void test_broken_single_file(void **state) {
     (void)state;
     fresh(dir, sizeof dir, "brokenfile");
     assert_int_equal(mkdir(dir, 0755), 0);
-    dr_join(p, sizeof p, dir, "x.safetensors");
-    dr_write(p, "\x10\x00\x00\x00\x00\x00\x00\x00{\"a\":1}         ", 24);
+    tf_join(p, sizeof p, dir, "x.safetensors");
+    tf_write(p, "\x10\x00\x00\x00\x00\x00\x00\x00{\"a\":1}         ", 24);
     dr_expect_err("broken single file", try_open(p, 0, &ds, &e), &e, STS_ERR_INVALID_HEADER_DESERIALIZATION, DR_ANY_RULE, "x.safetensors", NULL);
     dr_write_str(p, "abc");
     dr_expect_err("short single file", try_open(p, 0, &ds, &e), &e, STS_ERR_HEADER_TOO_SMALL, STS_RULE_FILE_TOO_SMALL, "x.safetensors", NULL);
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 
 /* ---- the manifest ---- */
@@ -118,15 +118,15 @@ static void test_manifest_missing_shard(void **state) {
     dr_expect_err("deleted shard", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, sh.v[1], "missing", NULL);
     assert_null(ds);
     /* a listed shard that never existed */
-    dr_rmtree(dir);
+    tf_rmtree(dir);
     dr_names_free(&sh);
     sh = kv_dataset(dir, sizeof dir, "man_missing", 0);
-    dr_join(p, sizeof p, dir, "dataset_manifest.json");
+    tf_join(p, sizeof p, dir, "dataset_manifest.json");
     snprintf(entry, sizeof entry, "\"shards\": [\n    {\"shard_path\": \"part-00009-0000-ghost.safetensors\", \"samples_count\": 1, \"bytes\": 120},");
     dr_edit(p, "\"shards\": [", entry);
     dr_expect_err("ghost shard", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, "part-00009-0000-ghost.safetensors", NULL);
     dr_names_free(&sh);
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 static void test_manifest_wrong_size(void **state) {
     char dir[256], p[512], from[512], to[512];
@@ -135,8 +135,8 @@ static void test_manifest_wrong_size(void **state) {
     sts_error e;
     int64_t size;
     (void)state;
-    dr_join(p, sizeof p, dir, sh.v[2]);
-    size = dr_file_size(p);
+    tf_join(p, sizeof p, dir, sh.v[2]);
+    size = tf_file_size(p);
     /* the shard grew (a byte appended) */
     {
         FILE *f = fopen(p, "ab");
@@ -150,7 +150,7 @@ static void test_manifest_wrong_size(void **state) {
     ds = must_open(dir, 0);
     sts_dataset_close(ds);
     /* the manifest lists another size */
-    dr_join(p, sizeof p, dir, "dataset_manifest.json");
+    tf_join(p, sizeof p, dir, "dataset_manifest.json");
     snprintf(from, sizeof from, "\"bytes\": %lld}", (long long)size);
     snprintf(to, sizeof to, "\"bytes\": %lld}", (long long)size + 8);
     assert_true(dr_contains(p, from));
@@ -158,7 +158,7 @@ static void test_manifest_wrong_size(void **state) {
     dr_expect_err("manifest size", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, NULL);
     assert_true(strstr(e.message, "part-0000") != NULL);
     dr_names_free(&sh);
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 static void test_manifest_malformed(void **state) {
     char dir[256], p[512], q[512];
@@ -168,8 +168,8 @@ static void test_manifest_malformed(void **state) {
     size_t n;
     uint8_t *orig;
     (void)state;
-    dr_join(p, sizeof p, dir, "dataset_manifest.json");
-    orig = dr_read(p, &n);
+    tf_join(p, sizeof p, dir, "dataset_manifest.json");
+    orig = tf_read(p, &n);
     /* not JSON */
     dr_write_str(p, "{\"shards\": [");
     assert_int_equal(try_open(dir, 0, &ds, &e), STS_ERR_DATASET);
@@ -212,8 +212,8 @@ static void test_manifest_malformed(void **state) {
     {
         int64_t size;
         char sp[512];
-        dr_join(sp, sizeof sp, dir, sh.v[0]);
-        size = dr_file_size(sp);
+        tf_join(sp, sizeof sp, dir, sh.v[0]);
+        size = tf_file_size(sp);
         snprintf(q, sizeof q, "{\"shards\": [{\"shard_path\": \"%s\", \"bytes\": %lld}, {\"shard_path\": \"%s\", \"bytes\": %lld}]}",
                  sh.v[0], (long long)size, sh.v[0], (long long)size);
         dr_write_str(p, q);
@@ -225,13 +225,13 @@ static void test_manifest_malformed(void **state) {
         assert_int_equal(sts_dataset_describe(ds).files, 1);
         sts_dataset_close(ds);
     }
-    dr_write(p, orig, n);
+    tf_write(p, orig, n);
     free(orig);
     ds = must_open(dir, 0);
     assert_int_equal(sts_dataset_describe(ds).files, 3);
     sts_dataset_close(ds);
     dr_names_free(&sh);
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 /* A shard that changes after open: its first data access says so, naming it. */
 static void test_shard_changed_after_open(void **state) {
@@ -244,7 +244,7 @@ static void test_shard_changed_after_open(void **state) {
     dr_spec other = { "k001_000__img", STS_DTYPE_U8, 2, { 3, 3 }, NULL, 4 };
     (void)state;
     /* trailing bytes: the shard no longer validates */
-    dr_join(p, sizeof p, dir, sh.v[1]);
+    tf_join(p, sizeof p, dir, sh.v[1]);
     f = fopen(p, "ab");
     assert_non_null(f);
     fputs("        ", f);
@@ -254,13 +254,13 @@ static void test_shard_changed_after_open(void **state) {
     dr_check_kv_view(&v, 0, 0);
     sts_dataset_close(ds);
     /* replaced by a valid file of another size */
-    assert_int_equal(truncate(p, dr_file_size(p) - 8), 0);
+    assert_int_equal(truncate(p, tf_file_size(p) - 8), 0);
     ds = must_open(dir, 0);
     dr_write_file(dir, sh.v[2], &other, 1, NULL, 0);
     dr_expect_err("replaced after open", sts_dataset_get(ds, "k002_000__img", 13, 1, &v, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, sh.v[2], "changed", NULL);
     sts_dataset_close(ds);
     dr_names_free(&sh);
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 
 /* ---- corrupt shards ---- */
@@ -304,7 +304,7 @@ static void test_corrupt_shard(void **state) {
     corrupt_header(dir, sh.v[0], 3, 0xff);
     dr_expect_err("first shard", try_open(dir, 1, &ds, &e), &e, STS_ERR_INVALID_HEADER, STS_RULE_HEADER_UTF8, sh.v[0], NULL);
     dr_names_free(&sh);
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 static void test_truncated_shards(void **state) {
     char dir[256], p[512];
@@ -321,8 +321,8 @@ static void test_truncated_shards(void **state) {
     dr_write_file(dir, "a.safetensors", &a, 1, NULL, 0);
     a.name = "u";
     dr_write_file(dir, "b.safetensors", &a, 1, NULL, 0);
-    dr_join(p, sizeof p, dir, "b.safetensors");
-    size = dr_file_size(p);
+    tf_join(p, sizeof p, dir, "b.safetensors");
+    size = tf_file_size(p);
     assert_int_equal(truncate(p, size - 1), 0);  /* the data ends early */
     ds = must_open(dir, 0);
     memset(&sp, 0, sizeof sp);
@@ -341,11 +341,11 @@ static void test_truncated_shards(void **state) {
     dr_expect_err("empty", dr_long_scan(ds, &sp, &rs, &e), &e, STS_ERR_HEADER_TOO_SMALL, STS_RULE_FILE_TOO_SMALL, "b.safetensors", NULL);
     dr_rows_free(&rs);
     sts_dataset_close(ds);
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 
 /* ---- the index ---- */
-static void index_path(char *p, size_t cap, const char *dir) { dr_join(p, cap, dir, "_tensor_index.json"); }
+static void index_path(char *p, size_t cap, const char *dir) { tf_join(p, cap, dir, "_tensor_index.json"); }
 /* Replaces the value of `field` inside the "tensors" entry of key (the first '"key":{' ...). */
 static void edit_entry(const char *dir, const char *key, const char *field, const char *value) {
     char p[512], needle[256], *at, *f, *end;
@@ -353,7 +353,7 @@ static void edit_entry(const char *dir, const char *key, const char *field, cons
     uint8_t *text;
     FILE *out;
     index_path(p, sizeof p, dir);
-    text = dr_read(p, &n);
+    text = tf_read(p, &n);
     snprintf(needle, sizeof needle, "\"%s\":{", key);
     at = strstr((char *)text, needle);
     assert_non_null(at);
@@ -391,7 +391,7 @@ static void test_index_stale_file(void **state) {
     assert_int_equal(sts_dataset_describe(ds).files, 2);
     sts_dataset_close(ds);
     dr_names_free(&sh);
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 static void test_index_file_outside(void **state) {
     char dir[256];
@@ -402,7 +402,7 @@ static void test_index_file_outside(void **state) {
     edit_entry(dir, "k002_001__emb", "file", "\"../elsewhere.safetensors\"");
     dr_expect_err("outside", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, "elsewhere.safetensors", NULL);
     dr_names_free(&sh);
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 /* The index names a tensor its file does not hold: a lookup with data and a key-filtered long scan
    must say so; neither may answer with another tensor's bytes or silently drop the key. */
@@ -419,7 +419,7 @@ static void test_index_tensor_missing(void **state) {
     dr_expect_err("get", sts_dataset_get(ds, "ghost__img", 10, 1, &v, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, sh.v[1], "ghost__img", NULL);
     sts_dataset_close(ds);
     dr_names_free(&sh);
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 static void test_index_tensor_missing_long_scan(void **state) {
     char dir[256], p[512];
@@ -448,7 +448,7 @@ static void test_index_tensor_missing_long_scan(void **state) {
             snprintf(why, sizeof why, "a long scan for ghost__img, which the index places in %s (planned %zu file(s)), gave %zu row(s) and no error: "
                      "the stale index went unnoticed", sh.v[1], files, n);
         dr_names_free(&sh);
-        dr_rmtree(dir);
+        tf_rmtree(dir);
         if (why[0]) fail_msg("%s", why);
     }
     dr_expect_err("long scan", r, &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, "ghost__img", NULL);
@@ -474,7 +474,7 @@ static void disagree_case(const char *what, const char *key, const char *field, 
     dr_rows_free(&rs);
     sts_dataset_close(ds);
     dr_names_free(&sh);
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 static void test_index_disagrees_dtype(void **state) {
     (void)state;
@@ -535,7 +535,7 @@ static void per_file_case(const char *what, const char *bad, const char *field, 
     assert_int_equal(sts_dataset_stats(ds).files_mapped, 3);
     sts_dataset_close(ds);
     dr_names_free(&sh);
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 static void test_index_disagreement_checked_per_file(void **state) {
     int bad_first;
@@ -561,7 +561,7 @@ static void test_index_file_moved(void **state) {
     dr_expect_err("moved", sts_dataset_get(ds, "k002_000__emb", 13, 1, &v, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, sh.v[0], "k002_000__emb", NULL);
     sts_dataset_close(ds);
     dr_names_free(&sh);
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 /* An index whose dataset_id is not the manifest's belongs to another dataset (an overwrite
    interrupted between its index and its manifest): the manifest is the truth, the index is ignored
@@ -597,15 +597,15 @@ static void test_index_dataset_id(void **state) {
     char *id;
     (void)state;
     index_path(p, sizeof p, dir);
-    text = dr_read(p, &n);
+    text = tf_read(p, &n);
     id = strstr((char *)text, "\"dataset_id\":\"");
     assert_non_null(id);
     id += 14;
     id[0] = id[0] == 'a' ? 'b' : 'a';   /* another id */
-    dr_write(p, text, n);
+    tf_write(p, text, n);
     check_stale_ignored("another dataset_id", dir);
     id[-4] = 'X';   /* "dataset_iX": no id at all, while the manifest has one */
-    dr_write(p, text, n);
+    tf_write(p, text, n);
     check_stale_ignored("no dataset_id", dir);
     free(text);
     /* the index of another dataset (other shard names, other keys) */
@@ -617,14 +617,14 @@ static void test_index_dataset_id(void **state) {
     dr_write_kv(other, &k);
     sh2 = dr_list_shards(other);
     index_path(q, sizeof q, other);
-    text = dr_read(q, &n);
-    dr_write(p, text, n);
+    text = tf_read(q, &n);
+    tf_write(p, text, n);
     free(text);
     check_stale_ignored("another dataset's index", dir);
     dr_names_free(&sh2);
-    dr_rmtree(other);
+    tf_rmtree(other);
     dr_names_free(&sh);
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 static void test_index_malformed(void **state) {
     char dir[256], p[512];
@@ -649,7 +649,7 @@ static void test_index_malformed(void **state) {
     };
     (void)state;
     index_path(p, sizeof p, dir);
-    orig = dr_read(p, &n);
+    orig = tf_read(p, &n);
     dr_unlink_in(dir, "dataset_manifest.json");  /* no dataset_id to compare with */
     for (i = 0; i < sizeof bad / sizeof *bad; i++) {
         sts_result r;
@@ -711,7 +711,7 @@ static void test_index_malformed(void **state) {
     }
     free(orig);
     dr_names_free(&sh);
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 
 /* The index's UTF-8 is checked 16 MiB ahead of the parser (and its pages given back behind it):
@@ -734,7 +734,7 @@ static void utf8_index_case(const char *dir, const char *what, const uint8_t *ta
     i = tail_at + tail_len;
     i += (size_t)sprintf((char *)t + i, "\",\"tensors\":{}}");
     index_path(p, sizeof p, dir);
-    dr_write(p, t, i);
+    tf_write(p, t, i);
     free(t);
     r = try_open(dir, 0, &ds, &e);
     if (want_bad < 0) {
@@ -764,8 +764,8 @@ static void test_index_utf8_windows(void **state) {
         size_t n;
         uint8_t *m;
         char *q;
-        dr_join(mp, sizeof mp, dir, "dataset_manifest.json");
-        m = dr_read(mp, &n);
+        tf_join(mp, sizeof mp, dir, "dataset_manifest.json");
+        m = tf_read(mp, &n);
         q = strstr((char *)m, "\"dataset_id\":");
         assert_non_null(q);
         q = strchr(q + 13, '"') + 1;
@@ -791,7 +791,7 @@ static void test_index_utf8_windows(void **state) {
     utf8_index_case(dir, "JSON error first", late, 2, W16 + 99, "{\"tensors\":{}, x \"", 0, (long long)(W16 + 100));
     free(id);
     dr_names_free(&sh);
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 /* Any valid JSON spelling of the index's strings is read as its value: a file name or a dtype
    written with escapes (Python's json.dump escapes every non-ASCII character, for one) must
@@ -813,7 +813,7 @@ static void test_index_escaped_strings(void **state) {
     r = try_open(dir, 0, &ds, &e);
     if (r != STS_OK) {
         dr_names_free(&sh);
-        dr_rmtree(dir);
+        tf_rmtree(dir);
         fail_msg("an index with an escaped file name and an escaped dtype: %s", e.message);
     }
     DR_OK(sts_dataset_get(ds, "k000_000__emb", 13, 1, &v, &e));
@@ -822,7 +822,7 @@ static void test_index_escaped_strings(void **state) {
     dr_check_kv_view(&v, 0, 1);
     sts_dataset_close(ds);
     dr_names_free(&sh);
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 
 /* ---- allocation failures ----
@@ -958,9 +958,9 @@ static void test_alloc_failures(void **state) {
     }
     dr_names_free(&a);
     dr_names_free(&b);
-    dr_rmtree(kv);
-    dr_rmtree(lw);
-    dr_rmtree(batch);
+    tf_rmtree(kv);
+    tf_rmtree(lw);
+    tf_rmtree(batch);
     assert_true(runs > 50);
     if (first[0]) fail_msg("%s", first);
 }

@@ -42,7 +42,7 @@ static int setup_root(void **state) {
     pid_t pid;
     int st = 0;
     (void)state;
-    dr_tmpdir(g_root, sizeof g_root);
+    tf_tmpdir(g_root, sizeof g_root);
     if (!py || !*py) py = "/usr/bin/python3";
     fflush(NULL);
     pid = fork();
@@ -56,10 +56,10 @@ static int setup_root(void **state) {
         fprintf(stderr, "tests/make_hf_files.py failed (status %d)\n", st);
         return -1;
     }
-    dr_join(p, sizeof p, g_root, "expected.tsv");
-    tsv = dr_read(p, &n);
-    dr_join(p, sizeof p, g_root, "expected.bin");
-    g_bin = dr_read(p, &g_bin_n);
+    tf_join(p, sizeof p, g_root, "expected.tsv");
+    tsv = tf_read(p, &n);
+    tf_join(p, sizeof p, g_root, "expected.bin");
+    g_bin = tf_read(p, &g_bin_n);
     g_t = (hf_t *)calloc(256, sizeof *g_t);
     for (line = strtok_r((char *)tsv, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         hf_t *t = &g_t[g_n++];
@@ -89,7 +89,7 @@ static int teardown_root(void **state) {
     (void)state;
     free(g_t);
     free(g_bin);
-    dr_rmtree(g_root);
+    tf_rmtree(g_root);
     return 0;
 }
 
@@ -191,7 +191,7 @@ static void test_single_file(void **state) {
     const sts_view *c;
     size_t nc;
     (void)state;
-    dr_join(p, sizeof p, g_root, "single.safetensors");
+    tf_join(p, sizeof p, g_root, "single.safetensors");
     ds = open_ds(p);
     for (i = 0; i < g_n; i++) n += strcmp(g_t[i].path, "single.safetensors") == 0;
     assert_int_equal(n, 19);
@@ -244,15 +244,15 @@ static void test_sharded_model(void **state) {
     size_t index_n;
     const char *at;
     (void)state;
-    dr_join(dir, sizeof dir, g_root, "model");
+    tf_join(dir, sizeof dir, g_root, "model");
     ds = open_ds(dir);
     assert_int_equal(sts_dataset_describe(ds).files, nshards);
     assert_int_equal(sts_dataset_describe(ds).has_manifest, 0);
     assert_int_equal(sts_dataset_describe(ds).has_index, 0);
     assert_string_equal(sts_dataset_file(ds, 0), "model-00001-of-00003.safetensors");
     assert_string_equal(sts_dataset_file(ds, 2), "model-00003-of-00003.safetensors");
-    dr_join(p, sizeof p, dir, "model.safetensors.index.json");
-    index = dr_read(p, &index_n);
+    tf_join(p, sizeof p, dir, "model.safetensors.index.json");
+    index = tf_read(p, &index_n);
     at = strstr((const char *)index, "\"total_size\":");
     assert_non_null(at);
     total_size = strtoull(at + 13, NULL, 10);

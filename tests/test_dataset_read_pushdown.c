@@ -35,8 +35,8 @@ static int setup_root(void **state) {
     dr_kv k;
     size_t i;
     (void)state;
-    dr_tmpdir(g_root, sizeof g_root);
-    dr_join(g_kv20, sizeof g_kv20, g_root, "kv20");
+    tf_tmpdir(g_root, sizeof g_root);
+    tf_join(g_kv20, sizeof g_kv20, g_root, "kv20");
     memset(&k, 0, sizeof k);
     k.tasks = 20;
     k.rows = 3;
@@ -46,7 +46,7 @@ static int setup_root(void **state) {
     assert_int_equal(g_sh.n, 20);
     for (i = 0; i < 20; i++) {
         char p[512];
-        dr_join(p, sizeof p, g_kv20, g_sh.v[i]);
+        tf_join(p, sizeof p, g_kv20, g_sh.v[i]);
         g_hdr[i] = header_bytes_of(p);
     }
     return 0;
@@ -54,7 +54,7 @@ static int setup_root(void **state) {
 static int teardown_root(void **state) {
     (void)state;
     dr_names_free(&g_sh);
-    dr_rmtree(g_root);
+    tf_rmtree(g_root);
     return 0;
 }
 static sts_dataset *open_ds(const char *path, int no_index) {
@@ -396,7 +396,7 @@ static double timed_gets(size_t n) {
     double t0, t;
     assert_true(specs && names);
     snprintf(name, sizeof name, "o1_%zu", n);
-    dr_join(dir, sizeof dir, g_root, name);
+    tf_join(dir, sizeof dir, g_root, name);
     assert_int_equal(mkdir(dir, 0755), 0);
     for (i = 0; i < n; i++) {
         snprintf(names[i], 24, "t%07zu", i);
@@ -406,7 +406,7 @@ static double timed_gets(size_t n) {
         specs[i].shape[0] = 1;
     }
     dr_write_file(dir, "a.safetensors", specs, n, NULL, 0);
-    dr_join(p, sizeof p, dir, "_tensor_index.json");
+    tf_join(p, sizeof p, dir, "_tensor_index.json");
     f = fopen(p, "wb");
     assert_non_null(f);
     fputs("{\"metadata\":{},\"tensors\":{", f);
@@ -430,7 +430,7 @@ static double timed_gets(size_t n) {
         DR_OK(sts_dataset_get(ds, names[n - 1], 8, 1, &v, &e));  /* and the index agrees with the file */
     }
     sts_dataset_close(ds);
-    dr_rmtree(dir);
+    tf_rmtree(dir);
     free(specs);
     free(names);
     return t;
@@ -458,7 +458,7 @@ static void test_last_win_scan_header_only(void **state) {
     k.rows = 2;
     k.last_win = 1;
     k.dup_every = 1;
-    dr_join(dir, sizeof dir, g_root, "lw");
+    tf_join(dir, sizeof dir, g_root, "lw");
     dr_write_kv(dir, &k);
     ds = open_ds(dir, 1);
     memset(&sp, 0, sizeof sp);
@@ -472,7 +472,7 @@ static void test_last_win_scan_header_only(void **state) {
         uint64_t mapped = sts_dataset_stats(ds).files_mapped;
         dr_rows_free(&rs);
         sts_dataset_close(ds);
-        dr_rmtree(dir);
+        tf_rmtree(dir);
         if (mapped != 0) fail_msg("a header-only long scan of a lastWin dataset without index mapped %llu of 4 files (to find the winners)", (unsigned long long)mapped);
     }
 }
@@ -490,9 +490,9 @@ static void test_sparse_huge_file(void **state) {
     dr_io io;
     long long got;
     (void)state;
-    dr_join(dir, sizeof dir, g_root, "sparse");
+    tf_join(dir, sizeof dir, g_root, "sparse");
     assert_int_equal(mkdir(dir, 0755), 0);
-    dr_join(p, sizeof p, dir, "huge.safetensors");
+    tf_join(p, sizeof p, dir, "huge.safetensors");
     hl = (size_t)snprintf(hdr + 8, sizeof hdr - 8,
                           "{\"__metadata__\":{\"format\":\"pt\"},\"huge\":{\"dtype\":\"F32\",\"shape\":[2147483648,2],\"data_offsets\":[0,%llu]},"
                           "\"small\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[%llu,%llu]}}",
@@ -538,7 +538,7 @@ static void test_sparse_huge_file(void **state) {
     }
     sts_dataset_close(ds);
     if (dr_now() - t0 > 10.0) fail_msg("the sparse 16 GiB file took %.1f s", dr_now() - t0);
-    dr_rmtree(dir);
+    tf_rmtree(dir);
 }
 
 int main(void) {

@@ -27,14 +27,14 @@ static uint32_t g_tasks = 16, g_rows = 8;
 static int setup_root(void **state) {
     dr_kv k;
     (void)state;
-    dr_tmpdir(g_root, sizeof g_root);
-    dr_join(g_kv, sizeof g_kv, g_root, "kv");
+    tf_tmpdir(g_root, sizeof g_root);
+    tf_join(g_kv, sizeof g_kv, g_root, "kv");
     memset(&k, 0, sizeof k);
     k.tasks = g_tasks;
     k.rows = g_rows;
     k.index = 1;
     dr_write_kv(g_kv, &k);
-    dr_join(g_lw, sizeof g_lw, g_root, "lw");
+    tf_join(g_lw, sizeof g_lw, g_root, "lw");
     memset(&k, 0, sizeof k);
     k.tasks = 6;
     k.rows = 4;
@@ -44,20 +44,20 @@ static int setup_root(void **state) {
     dr_write_kv(g_lw, &k);
     {   /* the kv dataset again, with one stale index entry: k003_002__img renamed ghost__img */
         char p[512];
-        dr_join(g_bad, sizeof g_bad, g_root, "bad");
+        tf_join(g_bad, sizeof g_bad, g_root, "bad");
         memset(&k, 0, sizeof k);
         k.tasks = g_tasks;
         k.rows = g_rows;
         k.index = 1;
         dr_write_kv(g_bad, &k);
-        dr_join(p, sizeof p, g_bad, "_tensor_index.json");
+        tf_join(p, sizeof p, g_bad, "_tensor_index.json");
         dr_edit(p, "\"k003_002__img\":{\"file\"", "\"ghost__img\":{\"file\"");
     }
     return 0;
 }
 static int teardown_root(void **state) {
     (void)state;
-    dr_rmtree(g_root);
+    tf_rmtree(g_root);
     return 0;
 }
 static sts_dataset *open_ds(const char *path, int no_index) {
@@ -300,7 +300,7 @@ static void test_threads_stale_entry(void **state) {
     int rounds = dr_quick() ? 3 : 40, round, i;
     char p[512];
     (void)state;
-    dr_join(p, sizeof p, g_bad, "_tensor_index.json");
+    tf_join(p, sizeof p, g_bad, "_tensor_index.json");
     for (round = 0; round < rounds; round++) {
         sts_dataset *ds = open_ds(g_bad, 0);
         pthread_t th[NTHREADS];

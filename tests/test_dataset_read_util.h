@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 #include <cmocka.h>
+#include "fs_util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -57,84 +58,27 @@ DR_FN uint64_t dr_next(dr_rng *r) {
 }
 DR_FN uint32_t dr_below(dr_rng *r, uint32_t n) { return n ? (uint32_t)(dr_next(r) % n) : 0; }
 
-/* ---- files and folders ---- */
-DR_FN void dr_join(char *buf, size_t cap, const char *dir, const char *name) {
-    int n = snprintf(buf, cap, "%s/%s", dir, name);
-    assert_true(n > 0 && (size_t)n < cap);
-}
-DR_FN void dr_tmpdir(char *buf, size_t cap) {
-    assert_true(cap >= 32);
-    strcpy(buf, "/tmp/dsr.XXXXXX");
-    if (!mkdtemp(buf)) fail_msg("mkdtemp: %s", strerror(errno));
-}
+/* ---- files and folders (the basic ones are in fs_util.h) ---- */
 DR_FN void dr_subdir(char *buf, size_t cap, const char *dir, const char *name) {
-    dr_join(buf, cap, dir, name);
+    tf_join(buf, cap, dir, name);
     if (mkdir(buf, 0755) != 0 && errno != EEXIST) fail_msg("mkdir %s: %s", buf, strerror(errno));
 }
-DR_FN int dr_exists(const char *path) {
-    struct stat st;
-    return lstat(path, &st) == 0;
-}
-DR_FN int64_t dr_file_size(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 ? (int64_t)st.st_size : -1;
-}
-DR_FN void dr_rmtree(const char *dir) {
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    char p[4096];
-    if (!d) { unlink(dir); return; }
-    while ((e = readdir(d)) != NULL) {
-        struct stat st;
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        dr_join(p, sizeof p, dir, e->d_name);
-        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
-            chmod(p, 0755);
-            dr_rmtree(p);
-        } else unlink(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-DR_FN uint8_t *dr_read(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    uint8_t *p;
-    long len;
-    if (!f) fail_msg("open %s: %s", path, strerror(errno));
-    assert_int_equal(fseek(f, 0, SEEK_END), 0);
-    len = ftell(f);
-    assert_true(len >= 0);
-    assert_int_equal(fseek(f, 0, SEEK_SET), 0);
-    p = (uint8_t *)malloc((size_t)len + 1);
-    assert_non_null(p);
-    if (len) assert_int_equal(fread(p, 1, (size_t)len, f), (size_t)len);
-    p[len] = 0;
-    fclose(f);
-    *n = (size_t)len;
-    return p;
-}
-DR_FN void dr_write(const char *path, const void *p, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f) fail_msg("create %s: %s", path, strerror(errno));
-    if (n) assert_int_equal(fwrite(p, 1, n, f), n);
-    assert_int_equal(fclose(f), 0);
-}
-DR_FN void dr_write_str(const char *path, const char *s) { dr_write(path, s, strlen(s)); }
+DR_FN void dr_write_str(const char *path, const char *s) { tf_write(path, s, strlen(s)); }
 DR_FN void dr_write_in(const char *dir, const char *name, const char *s) {
     char p[4096];
-    dr_join(p, sizeof p, dir, name);
+    tf_join(p, sizeof p, dir, name);
     dr_write_str(p, s);
 }
 DR_FN void dr_unlink_in(const char *dir, const char *name) {
     char p[4096];
-    dr_join(p, sizeof p, dir, name);
+    tf_join(p, sizeof p, dir, name);
     if (unlink(p) != 0) fail_msg("unlink %s: %s", p, strerror(errno));
 }
 /* Replaces the occurrence number `which` (0-based) of `from` in the file by `to`; fails when the
    file has fewer occurrences. */
 DR_FN void dr_edit_nth(const char *path, const char *from, const char *to, int which) {
     size_t n, fl = strlen(from), tl = strlen(to);
-    uint8_t *p = dr_read(path, &n), *q;
+    uint8_t *p = tf_read(path, &n), *q;
     char *at = (char *)p;
     int k;
     for (k = 0; k <= which; k++) {
@@ -146,19 +90,19 @@ DR_FN void dr_edit_nth(const char *path, const char *from, const char *to, int w
     memcpy(q, p, (size_t)(at - (char *)p));
     memcpy(q + (at - (char *)p), to, tl);
     memcpy(q + (at - (char *)p) + tl, at + fl, n - (size_t)(at - (char *)p) - fl);
-    dr_write(path, q, n - fl + tl);
+    tf_write(path, q, n - fl + tl);
     free(p);
     free(q);
 }
 DR_FN void dr_edit(const char *path, const char *from, const char *to) { dr_edit_nth(path, from, to, 0); }
 DR_FN void dr_edit_in(const char *dir, const char *name, const char *from, const char *to) {
     char p[4096];
-    dr_join(p, sizeof p, dir, name);
+    tf_join(p, sizeof p, dir, name);
     dr_edit(p, from, to);
 }
 DR_FN int dr_contains(const char *path, const char *needle) {
     size_t n;
-    uint8_t *p = dr_read(path, &n);
+    uint8_t *p = tf_read(path, &n);
     int found = strstr((const char *)p, needle) != NULL;
     free(p);
     return found;
@@ -262,7 +206,7 @@ DR_FN void dr_write_file(const char *dir, const char *name, const dr_spec *specs
             ts[i].data = bufs[i];
         }
     }
-    dr_join(p, sizeof p, dir, name);
+    tf_join(p, sizeof p, dir, name);
     DR_OK(sts_write_path(p, ts, n, meta, nmeta, NULL, &e));
     for (i = 0; i < n; i++) free(bufs[i]);
     free(bufs);

@@ -161,7 +161,7 @@ static void golden(sts_tail tail, int index) {
     uint64_t expect_samples = 0, expect_bytes = 0;
     snprintf(label, sizeof label, "golden tail=%d index=%d", (int)tail, index);
     memset(&m, 0, sizeof m);
-    du_tmpdir(root, sizeof root);
+    tf_tmpdir(root, sizeof root);
     gold_config(&c);
     c.tail = tail;
     c.generate_index = index;
@@ -216,9 +216,9 @@ static void golden(sts_tail tail, int index) {
             if (!uuid[t][0]) strcpy(uuid[t], u);
             else if (strcmp(uuid[t], u) != 0) fail_msg("%s: task %u uses two uuids", label, tasks[t]);
             model_file(&md[t], (uint64_t)(nrows[t] - left), (uint64_t)rows, tail == STS_TAIL_PAD ? (uint64_t)(4 - rows) : 0, &tl);
-            du_join(p, sizeof p, root, name);
+            tf_join(p, sizeof p, root, name);
             du_expect_file_note(&notes, label, p, &tl);
-            expect_bytes += (uint64_t)du_file_size(p);
+            expect_bytes += (uint64_t)tf_file_size(p);
             for (f = 0; f < ds.nshards; f++)
                 if (strcmp(ds.shards[f].name, name) == 0 && ds.shards[f].samples != (uint64_t)rows)
                     fail_msg("%s: %s samples_count %llu, expected %d real rows", label, name, (unsigned long long)ds.shards[f].samples, rows);
@@ -267,7 +267,7 @@ static void golden(sts_tail tail, int index) {
     model_free(&md[0]);
     model_free(&md[1]);
     du_msgs_free(&m);
-    du_rmtree(root);
+    tf_rmtree(root);
     du_notes_done(&notes, label);
 }
 static void test_golden_write(void **state) { (void)state; golden(STS_TAIL_WRITE, 0); golden(STS_TAIL_WRITE, 1); }
@@ -299,7 +299,7 @@ static void test_tail_rewrite(void **state) {
         du_names names;
         uint64_t i, s8 = 4;
         snprintf(label, sizeof label, "tail rewrite, %llu rows", (unsigned long long)nrows[k]);
-        du_tmpdir(root, sizeof root);
+        tf_tmpdir(root, sizeof root);
         memset(&c, 0, sizeof c);
         c.batch_size = 1000;
         c.has_dtype = 1;
@@ -334,14 +334,14 @@ static void test_tail_rewrite(void **state) {
             du_tl tl = { 0, 0, 0 };
             uint64_t rows = nrows[k] - i * 1000 < 1000 ? nrows[k] - i * 1000 : 1000;
             model_file(&md, i * 1000, rows, 0, &tl);
-            du_join(p, sizeof p, root, names.v[i]);
+            tf_join(p, sizeof p, root, names.v[i]);
             du_expect_file_note(&notes, label, p, &tl);
             du_tl_free(&tl);
         }
         du_names_free(&names);
         model_free(&md);
         sts_free(NULL, msg, len + 1);
-        du_rmtree(root);
+        tf_rmtree(root);
     }
     du_notes_done(&notes, "tail rewrite");
 }
@@ -360,7 +360,7 @@ static void test_row_checks(void **state) {
     int accepted = 0, i;
     du_sb notes = { 0, 0, 0 };
     (void)state;
-    du_tmpdir(root, sizeof root);
+    tf_tmpdir(root, sizeof root);
     gold_config(&c);
     c.batch_size = 3;
     gold_model(&md, STS_DTYPE_F16);
@@ -409,14 +409,14 @@ static void test_row_checks(void **state) {
     for (i = 0; i < 2; i++) {
         du_tl tl = { 0, 0, 0 };
         model_file(&md, (uint64_t)i * 3, i ? 2 : 3, 0, &tl);
-        du_join(p, sizeof p, root, names.v[i]);
+        tf_join(p, sizeof p, root, names.v[i]);
         du_expect_file("row checks", p, &tl);
         du_tl_free(&tl);
     }
     du_names_free(&names);
     model_free(&md);
     sts_free(NULL, msg, len + 1);
-    du_rmtree(root);
+    tf_rmtree(root);
     du_notes_done(&notes, "row checks");
 }
 
@@ -432,7 +432,7 @@ static void test_row_numbers(void **state) {
     sts_value v[4];
     static const uint64_t s32[2] = { 3, 2 };
     (void)state;
-    du_tmpdir(root, sizeof root);
+    tf_tmpdir(root, sizeof root);
     gold_config(&c);
     DU_OK("open", sts_task_open(root, 0, &c, GOLD, 4, NULL, &w, &e), e);
     DU_OK("row 0", sts_task_write(w, gold_row(&b, 0, 0), &e), e);
@@ -443,7 +443,7 @@ static void test_row_numbers(void **state) {
     v[1].shape = s32;
     du_err_note(&notes, "row 2 bad (the caller's third row)", sts_task_write(w, v, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_SHAPE, "row 2,", (const char *)NULL);
     sts_task_close(w);
-    du_rmtree(root);
+    tf_rmtree(root);
     du_notes_done(&notes, "row numbers");
 }
 
@@ -466,7 +466,7 @@ static void test_array_shapes(void **state) {
         int i;
         sts_shape_option typed[2];
         snprintf(label, sizeof label, "array shapes variant %d", variant);
-        du_tmpdir(root, sizeof root);
+        tf_tmpdir(root, sizeof root);
         memset(&c, 0, sizeof c);
         c.batch_size = 5;
         c.has_dtype = 1;
@@ -509,14 +509,14 @@ static void test_array_shapes(void **state) {
         for (i = 0; i < 2; i++) {
             du_tl tl = { 0, 0, 0 };
             model_file(&md, (uint64_t)i * 5, i ? 2 : 5, 0, &tl);
-            du_join(p, sizeof p, root, names.v[i]);
+            tf_join(p, sizeof p, root, names.v[i]);
             du_expect_file(label, p, &tl);
             du_tl_free(&tl);
         }
         du_names_free(&names);
         model_free(&md);
         sts_free(NULL, msg, len + 1);
-        du_rmtree(root);
+        tf_rmtree(root);
     }
     {   /* a shapes option whose element count differs from the first row is refused */
         char root[64];
@@ -526,7 +526,7 @@ static void test_array_shapes(void **state) {
         double emb[8] = { 0 };
         int32_t ids[3] = { 0 };
         sts_value v[2];
-        du_tmpdir(root, sizeof root);
+        tf_tmpdir(root, sizeof root);
         memset(&c, 0, sizeof c);
         c.batch_size = 2; c.has_dtype = 1; c.dtype = STS_DTYPE_F32; c.no_fsync = 1;
         c.shapes = "{\"emb\": [3, 3]}";
@@ -536,7 +536,7 @@ static void test_array_shapes(void **state) {
         v[1].data = ids; v[1].size = 3;
         du_err_check("9 != 8", sts_task_write(w, v, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_SHAPE, "\"emb\"", "9", "8", (const char *)NULL);
         sts_task_close(w);
-        du_rmtree(root);
+        tf_rmtree(root);
     }
 }
 
@@ -587,7 +587,7 @@ static void test_all_element_types(void **state) {
         uint64_t s5 = 5;
         double src[6][7][5];
         snprintf(label, sizeof label, "element types to %s", sts_dtype_name(targets[k]));
-        du_tmpdir(root, sizeof root);
+        tf_tmpdir(root, sizeof root);
         memset(&c, 0, sizeof c);
         c.batch_size = 6; c.has_dtype = 1; c.dtype = targets[k]; c.no_fsync = 1;
         memset(&md, 0, sizeof md);
@@ -612,7 +612,7 @@ static void test_all_element_types(void **state) {
         sts_task_close(w);
         names = du_list_shards(root);
         assert_int_equal(names.n, 1);
-        du_join(p, sizeof p, root, names.v[0]);
+        tf_join(p, sizeof p, root, names.v[0]);
         {
             du_tl tl = { 0, 0, 0 };
             model_file(&md, 0, 6, 0, &tl);
@@ -641,7 +641,7 @@ static void test_all_element_types(void **state) {
         du_names_free(&names);
         model_free(&md);
         sts_free(NULL, msg, len + 1);
-        du_rmtree(root);
+        tf_rmtree(root);
     }
 }
 
@@ -667,7 +667,7 @@ static void test_large_and_small_cells(void **state) {
     sts_options o;
     (void)state;
     assert_true(bigbuf && same && conv);
-    du_tmpdir(root, sizeof root);
+    tf_tmpdir(root, sizeof root);
     memset(&c, 0, sizeof c);
     c.batch_size = 3; c.has_dtype = 1; c.dtype = STS_DTYPE_F32; c.no_fsync = 1;
     memset(&al, 0, sizeof al);
@@ -705,20 +705,20 @@ static void test_large_and_small_cells(void **state) {
     for (i = 0; i < 2; i++) {
         du_tl tl = { 0, 0, 0 };
         model_file(&md, (uint64_t)i * 3, i ? 1 : 3, 0, &tl);
-        du_join(p, sizeof p, root, names.v[i]);
+        tf_join(p, sizeof p, root, names.v[i]);
         du_expect_file("large cells", p, &tl);
         du_tl_free(&tl);
     }
     du_names_free(&names);
     model_free(&md);
-    du_rmtree(root);
+    tf_rmtree(root);
     free(bigbuf); free(same); free(conv);
 
     {   /* many small cells through the stage: 5000 rows of 3 bytes + 1 element, batches of 2000 */
         static const sts_column sm[2] = { { "t", STS_VALUE_TENSOR, STS_DTYPE_U8 }, { "a", STS_VALUE_ARRAY, STS_DTYPE_I16 } };
         uint64_t s3 = 3, s1 = 1;
         int rows = du_quick() ? 2500 : 5000;
-        du_tmpdir(root, sizeof root);
+        tf_tmpdir(root, sizeof root);
         memset(&c, 0, sizeof c);
         c.batch_size = 2000; c.has_dtype = 1; c.dtype = STS_DTYPE_I32; c.no_fsync = 1; c.tail = STS_TAIL_PAD;
         memset(&md, 0, sizeof md);
@@ -744,14 +744,14 @@ static void test_large_and_small_cells(void **state) {
             du_tl tl = { 0, 0, 0 };
             int real = rows - i * 2000 < 2000 ? rows - i * 2000 : 2000;
             model_file(&md, (uint64_t)i * 2000, (uint64_t)real, (uint64_t)(2000 - real), &tl);
-            du_join(p, sizeof p, root, names.v[i]);
+            tf_join(p, sizeof p, root, names.v[i]);
             du_expect_file("small cells", p, &tl);
             du_tl_free(&tl);
         }
         du_names_free(&names);
         model_free(&md);
         sts_free(NULL, msg, len + 1);
-        du_rmtree(root);
+        tf_rmtree(root);
     }
 }
 
@@ -771,7 +771,7 @@ static void test_sub_byte(void **state) {
     du_names names;
     int i;
     (void)state;
-    du_tmpdir(root, sizeof root);
+    tf_tmpdir(root, sizeof root);
     memset(&c, 0, sizeof c);
     c.batch_size = 4; c.no_fsync = 1;
     memset(&md, 0, sizeof md);
@@ -815,14 +815,14 @@ static void test_sub_byte(void **state) {
     for (i = 0; i < 2; i++) {
         du_tl tl = { 0, 0, 0 };
         model_file(&md, (uint64_t)i * 4, i ? 2 : 4, 0, &tl);
-        du_join(p, sizeof p, root, names.v[i]);
+        tf_join(p, sizeof p, root, names.v[i]);
         du_expect_file("sub-byte", p, &tl);
         du_tl_free(&tl);
     }
     du_names_free(&names);
     model_free(&md);
     sts_free(NULL, msg, len + 1);
-    du_rmtree(root);
+    tf_rmtree(root);
 }
 
 /* ================================================================================================
@@ -840,7 +840,7 @@ static void test_corners(void **state) {
     int i;
     (void)state;
     memset(&m, 0, sizeof m);
-    du_tmpdir(root, sizeof root);
+    tf_tmpdir(root, sizeof root);
     memset(&c, 0, sizeof c);
     c.batch_size = 1; c.has_dtype = 1; c.dtype = STS_DTYPE_U8; c.no_fsync = 1; c.generate_index = 1;
     DU_OK("prepare", sts_dataset_prepare(root, &c, schema, 2, NULL, &e), e);
@@ -875,17 +875,17 @@ static void test_corners(void **state) {
         uint8_t one = (uint8_t)i;
         du_tl_put(&tl, "z", 1, STS_DTYPE_U8, 3, sh, NULL, 0, 0);
         du_tl_put(&tl, "a", 1, STS_DTYPE_U8, 2, sa, &one, 1, 0);
-        du_join(p, sizeof p, root, names.v[i]);
+        tf_join(p, sizeof p, root, names.v[i]);
         du_expect_file("zero-size cells", p, &tl);
         du_tl_free(&tl);
     }
     du_names_free(&names);
     du_ds_free(&ds);
     du_msgs_free(&m);
-    du_rmtree(root);
+    tf_rmtree(root);
 
     /* a job whose only batch is a dropped tail: no files, an empty manifest */
-    du_tmpdir(root, sizeof root);
+    tf_tmpdir(root, sizeof root);
     c.batch_size = 10; c.tail = STS_TAIL_DROP;
     DU_OK("open", sts_task_open(root, 0, &c, schema, 2, NULL, &w, &e), e);
     for (i = 0; i < 9; i++) {
@@ -911,7 +911,7 @@ static void test_corners(void **state) {
     assert_int_equal(ds.total_bytes, 0);
     du_ds_free(&ds);
     du_msgs_free(&m);
-    du_rmtree(root);
+    tf_rmtree(root);
 }
 
 int main(void) {

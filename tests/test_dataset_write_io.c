@@ -52,7 +52,7 @@ static void fast_tmpdir(char *buf, size_t cap) {
         strcpy(buf, "/dev/shm/dsw.XXXXXX");
         if (mkdtemp(buf)) return;
     }
-    du_tmpdir(buf, cap);
+    tf_tmpdir(buf, cap);
 }
 static const char *errno_name(int e) { return e == ENOSPC ? "ENOSPC" : e == EIO ? "EIO" : "?"; }
 
@@ -70,7 +70,7 @@ static void verify_kv_values(const char *label, const char *dir, const du_ds *ds
             mk_row(&r, t, i, 0);
             snprintf(name, sizeof name, "%s__img", r.key);
             if (!du_index_file(ds, name, file, sizeof file)) fail_msg("%s: %s is not indexed", label, name);
-            du_join(p, sizeof p, dir, file);
+            tf_join(p, sizeof p, dir, file);
             DU_OK(label, sts_open(p, NULL, &f, &e), e);
             x = sts_find(f, name, strlen(name));
             assert_non_null(x);
@@ -144,7 +144,7 @@ static void task_faults(int kv, int sync) {
     task_run tr;
     du_snap before;
     char ops_seen[256] = "";
-    du_tmpdir(root, sizeof root);  /* real files and real fsyncs: the crash-relevant paths */
+    tf_tmpdir(root, sizeof root);  /* real files and real fsyncs: the crash-relevant paths */
     if (kv) cfg_kv(&c); else cfg_batch(&c);
     /* count the calls of the job, in the other mode too */
     c.no_io_thread = !sync;
@@ -152,7 +152,7 @@ static void task_faults(int kv, int sync) {
     tr = run_task(root, &c, kv, &f, &msg, &len);
     if (tr.failed) fail_msg("the counting run failed: %s", tr.e.message);
     sts_free(NULL, msg, len + 1);
-    du_clear(root);
+    tf_clear(root);
     n = f.calls;
     c.no_io_thread = sync;
     memset(&f, 0, sizeof f);
@@ -165,7 +165,7 @@ static void task_faults(int kv, int sync) {
         char *m2;
         size_t l2;
         task_run t2;
-        du_clear(root);
+        tf_clear(root);
         c.no_io_thread = !sync;
         memset(&g, 0, sizeof g);
         t2 = run_task(root, &c, kv, &g, &m2, &l2);
@@ -173,7 +173,7 @@ static void task_faults(int kv, int sync) {
         for (i = 0; i < n && i < 64; i++)
             if (strcmp(f.ops[i], g.ops[i]) != 0) fail_msg("%s task: call %ld is %s in one mode, %s in the other", kv ? "KV" : "batch", i + 1, f.ops[i], g.ops[i]);
         sts_free(NULL, m2, l2 + 1);
-        du_clear(root);
+        tf_clear(root);
         c.no_io_thread = sync;
     }
     assert_true(n >= 8);
@@ -186,7 +186,7 @@ static void task_faults(int kv, int sync) {
         if (!kv) assert_non_null(strstr(ops_seen, "ftruncate"));
     }
     sts_free(NULL, msg, len + 1);
-    du_clear(root);
+    tf_clear(root);
     before = du_snapshot(root, 0);
     for (k = 1; k <= n; k++)
         for (ei = 0; ei < 2; ei++) {
@@ -205,7 +205,7 @@ static void task_faults(int kv, int sync) {
             du_snap_free(&after);
         }
     du_snap_free(&before);
-    du_rmtree(root);
+    tf_rmtree(root);
 }
 static void test_faults_task_batch(void **state) { (void)state; task_faults(0, 0); }
 static void test_faults_task_kv(void **state) { (void)state; task_faults(1, 0); }
@@ -272,13 +272,13 @@ static void commit_faults(int kv, int over_old) {
         du_ds_free(&ds);
     }
     /* back to the state before the job */
-    du_clear(root);
+    tf_clear(root);
     if (over_old) {
         size_t i;
         for (i = 0; i < before.n; i++) {
             char p[256];
-            du_join(p, sizeof p, root, before.e[i].name);
-            du_write(p, before.e[i].bytes, (size_t)before.e[i].size);
+            tf_join(p, sizeof p, root, before.e[i].name);
+            tf_write(p, before.e[i].bytes, (size_t)before.e[i].size);
         }
     }
     for (k = 1; k <= n; k++)
@@ -302,7 +302,7 @@ static void commit_faults(int kv, int over_old) {
             du_msgs_free(&m);
         }
     du_snap_free(&before);
-    du_rmtree(root);
+    tf_rmtree(root);
 }
 static void test_faults_commit_kv(void **state) { (void)state; commit_faults(1, 0); }
 static void test_faults_commit_batch(void **state) { (void)state; commit_faults(0, 0); }
@@ -356,7 +356,7 @@ static void test_overwrite(void **state) {
     du_names_free(&old);
     du_names_free(&now);
     du_msgs_free(&m);
-    du_rmtree(root);
+    tf_rmtree(root);
 }
 
 /* A failed overwrite commit leaves the live dataset byte-for-byte untouched, even when one of the
@@ -393,7 +393,7 @@ static void test_overwrite_stale_message(void **state) {
         du_snap_free(&after);
         du_msgs_free(&old);
         du_msgs_free(&m);
-        du_rmtree(root);
+        tf_rmtree(root);
         if (!same) {
             char text[900];
             snprintf(text, sizeof text, "%s", why.p);
@@ -454,7 +454,7 @@ static void test_threads(void **state) {
     verify_kv_values("threads", root, &ds, 4, nrows);
     du_ds_free(&ds);
     du_msgs_free(&m);
-    du_rmtree(root);
+    tf_rmtree(root);
 }
 
 /* ================================================================================================
@@ -561,7 +561,7 @@ static void processes(int kv) {
             const sts_tensor *x;
             uint64_t r;
             assert_true(du_shard_name(names.v[q], &t, &s, NULL));
-            du_join(p, sizeof p, root, names.v[q]);
+            tf_join(p, sizeof p, root, names.v[q]);
             DU_OK("open", sts_open(p, NULL, &f, &e), e);
             x = sts_find(f, "img", 3);
             assert_non_null(x);
@@ -576,7 +576,7 @@ static void processes(int kv) {
     }
     du_ds_free(&ds);
     for (i = 0; i < (int)m.n; i++) free(m.m[i]);
-    du_rmtree(root);
+    tf_rmtree(root);
 }
 static void test_processes_kv(void **state) { (void)state; processes(1); }
 static void test_processes_batch(void **state) { (void)state; processes(0); }

@@ -126,7 +126,7 @@ static size_t check_shards(const char *label, const char *dir, const krows *rs, 
         assert_true(du_shard_name(names.v[i], &t, &s, NULL));
         expect_shard(rs, t, s, &tl, &rows);
         if (!tl.n) fail_msg("%s: %s holds no recorded row", label, names.v[i]);
-        du_join(p, sizeof p, dir, names.v[i]);
+        tf_join(p, sizeof p, dir, names.v[i]);
         du_expect_file_note(notes, label, p, &tl);
         du_tl_free(&tl);
     }
@@ -167,7 +167,7 @@ static void golden(int index, int last_win) {
     uint64_t rows_total = 0;
     snprintf(label, sizeof label, "kv golden index=%d lastWin=%d", index, last_win);
     memset(&m, 0, sizeof m);
-    du_tmpdir(root, sizeof root);
+    tf_tmpdir(root, sizeof root);
     kv_config(&c);
     c.generate_index = index;
     c.duplicates = last_win ? STS_DUPLICATES_LAST_WIN : STS_DUPLICATES_FAIL;
@@ -274,13 +274,13 @@ static void golden(int index, int last_win) {
             du_names_free(&names);
         }
     } else {
-        du_join(p, sizeof p, root, "_tensor_index.json");
-        assert_false(du_exists(p));
+        tf_join(p, sizeof p, root, "_tensor_index.json");
+        assert_false(tf_exists(p));
     }
     du_ds_free(&ds);
     krows_free(&rs);
     du_msgs_free(&m);
-    du_rmtree(root);
+    tf_rmtree(root);
     du_notes_done(&notes, label);
 }
 static void test_golden_plain(void **state) { (void)state; golden(0, 0); }
@@ -300,7 +300,7 @@ static void test_schema_varying(void **state) {
     int t;
     (void)state;
     memset(&m, 0, sizeof m);
-    du_tmpdir(root, sizeof root);
+    tf_tmpdir(root, sizeof root);
     kv_config(&c);
     for (t = 0; t < 2; t++) {
         sts_task_writer *w;
@@ -327,7 +327,7 @@ static void test_schema_varying(void **state) {
     if (dims[0] != -1) fail_msg("emb schema [%lld], expected [-1] (8 and 3 elements)", (long long)dims[0]);
     du_ds_free(&ds);
     du_msgs_free(&m);
-    du_rmtree(root);
+    tf_rmtree(root);
 }
 
 /* ================================================================================================
@@ -351,7 +351,7 @@ static void test_tensor_dtypes(void **state) {
         int i;
         snprintf(label, sizeof label, "kv tensor cells %s", sts_dtype_name(dts[di]));
         memset(&m, 0, sizeof m);
-        du_tmpdir(root, sizeof root);
+        tf_tmpdir(root, sizeof root);
         kv_config(&c);
         DU_OK(label, sts_dataset_prepare(root, &c, KV, 3, NULL, &e), e);
         DU_OK(label, sts_task_open(root, 0, &c, KV, 3, NULL, &w, &e), e);
@@ -372,7 +372,7 @@ static void test_tensor_dtypes(void **state) {
         du_ds_free(&ds);
         krows_free(&rs);
         du_msgs_free(&m);
-        du_rmtree(root);
+        tf_rmtree(root);
         du_notes_done(&notes, label);
     }
 }
@@ -390,7 +390,7 @@ static void test_dup_fail_in_task(void **state) {
     du_sb notes = { 0, 0, 0 };
     kcell k;
     (void)state;
-    du_tmpdir(root, sizeof root);
+    tf_tmpdir(root, sizeof root);
     kv_config(&c);
     DU_OK("open", sts_task_open(root, 0, &c, KV, 3, NULL, &w, &e), e);
     w->c.target = 700;
@@ -423,7 +423,7 @@ static void test_dup_fail_in_task(void **state) {
     check_shards("dup fail", root, &rs, &notes);  /* the rejected rows left no trace */
     sts_free(NULL, msg, len + 1);
     krows_free(&rs);
-    du_rmtree(root);
+    tf_rmtree(root);
     du_notes_done(&notes, "dup fail in task");
 }
 /* Keys and columns that concatenate to the same tensor name collide too. */
@@ -437,7 +437,7 @@ static void test_dup_fail_ambiguous_names(void **state) {
     sts_value v[3];
     uint8_t x = 1;
     (void)state;
-    du_tmpdir(root, sizeof root);
+    tf_tmpdir(root, sizeof root);
     memset(&c, 0, sizeof c);
     c.name_col = "id"; c.has_dtype = 1; c.dtype = STS_DTYPE_U8; c.no_fsync = 1;
     DU_OK("open", sts_task_open(root, 0, &c, schema, 3, NULL, &w, &e), e);
@@ -449,7 +449,7 @@ static void test_dup_fail_ambiguous_names(void **state) {
     v[0].data = "a__b"; v[0].size = 4;     /* a__b__c collides */
     du_err_check("a__b", sts_task_write(w, v, &e), &e, STS_ERR_DUPLICATE_KEY, STS_RULE_DUPLICATE_KEY, "a__b__c", (const char *)NULL);
     sts_task_close(w);
-    du_rmtree(root);
+    tf_rmtree(root);
 }
 
 /* Across tasks: the dataset commit names the key and both shards, removes every shard of the
@@ -464,7 +464,7 @@ static void test_dup_fail_across_tasks(void **state) {
     char shard_of[2][128];
     (void)state;
     memset(&m, 0, sizeof m);
-    du_tmpdir(root, sizeof root);
+    tf_tmpdir(root, sizeof root);
     kv_config(&c);
     c.generate_index = 1;
     DU_OK("prepare", sts_dataset_prepare(root, &c, KV, 3, NULL, &e), e);
@@ -500,7 +500,7 @@ static void test_dup_fail_across_tasks(void **state) {
     du_snap_free(&before);
     du_snap_free(&after);
     du_msgs_free(&m);
-    du_rmtree(root);
+    tf_rmtree(root);
 }
 
 /* ================================================================================================
@@ -519,7 +519,7 @@ static void test_last_win(void **state) {
     uint32_t t5_shard;
     (void)state;
     memset(&m, 0, sizeof m);
-    du_tmpdir(root, sizeof root);
+    tf_tmpdir(root, sizeof root);
     kv_config(&c);
     c.duplicates = STS_DUPLICATES_LAST_WIN;
     c.generate_index = 1;
@@ -568,7 +568,7 @@ static void test_last_win(void **state) {
         char p[256];
         sts_file *f;
         const sts_tensor *x;
-        du_join(p, sizeof p, root, file);
+        tf_join(p, sizeof p, root, file);
         DU_OK("open", sts_open(p, NULL, &f, &e), e);
         x = sts_find(f, "same__img", 9);
         assert_non_null(x);
@@ -596,7 +596,7 @@ static void test_last_win(void **state) {
     du_ds_free(&ds);
     krows_free(&rs);
     du_msgs_free(&m);
-    du_rmtree(root);
+    tf_rmtree(root);
     du_notes_done(&notes, "lastWin");
 }
 /* The later task wins whatever the width of the task number: 99999 < 100000. */
@@ -611,7 +611,7 @@ static void test_last_win_wide_task_ids(void **state) {
     int t, wrong;
     (void)state;
     memset(&m, 0, sizeof m);
-    du_tmpdir(root, sizeof root);
+    tf_tmpdir(root, sizeof root);
     kv_config(&c);
     c.duplicates = STS_DUPLICATES_LAST_WIN;
     c.generate_index = 1;
@@ -633,7 +633,7 @@ static void test_last_win_wide_task_ids(void **state) {
     du_names_free(&names);
     du_ds_free(&ds);
     du_msgs_free(&m);
-    du_rmtree(root);
+    tf_rmtree(root);
     if (wrong) fail_msg("lastWin across tasks 9, 99999 and 100000: the index points at %s, expected task 100000's shard", file);
 }
 /* The later shard of a task wins whatever the width of the shard number: 9999 < 10000.
@@ -650,7 +650,7 @@ static void test_last_win_wide_shard_numbers(void **state) {
     (void)state;
     if (du_quick()) { skip(); return; }
     memset(&m, 0, sizeof m);
-    du_tmpdir(root, sizeof root);
+    tf_tmpdir(root, sizeof root);
     kv_config(&c);
     c.duplicates = STS_DUPLICATES_LAST_WIN;
     c.generate_index = 1;
@@ -675,7 +675,7 @@ static void test_last_win_wide_shard_numbers(void **state) {
     du_names_free(&names);
     du_ds_free(&ds);
     du_msgs_free(&m);
-    du_rmtree(root);
+    tf_rmtree(root);
     if (i) fail_msg("lastWin across shards 9999 and 10000 of one task: the index points at %s, expected shard 10000", file);
 }
 
@@ -692,7 +692,7 @@ static void test_keys(void **state) {
     size_t len = 0;
     sts_result r;
     (void)state;
-    du_tmpdir(root, sizeof root);
+    tf_tmpdir(root, sizeof root);
     kv_config(&c);
     DU_OK("open", sts_task_open(root, 0, &c, KV, 3, NULL, &w, &e), e);
     k = cell("a\0b", 1, 1, 1, 1); k.key_len = 3;
@@ -716,7 +716,7 @@ static void test_keys(void **state) {
         du_msgs m;
         du_ds ds;
         memset(&m, 0, sizeof m);
-        du_clear(root);
+        tf_clear(root);
         c.generate_index = 1;
         DU_OK("open", sts_task_open(root, 0, &c, KV, 3, NULL, &w, &e), e);
         k = cell("caf\xc3\xa9 \"q\" \\ \n,", 1, 1, 1, 1);
@@ -729,7 +729,7 @@ static void test_keys(void **state) {
         assert_int_equal(ds.tensors, 2);
         du_ds_free(&ds);
         du_msgs_free(&m);
-        du_clear(root);
+        tf_clear(root);
     }
     /* a key that makes the reserved name "__metadata__" ("" + "__" + "metadata__"): the row must be
        refused up front, and the writer must stay usable */
@@ -750,7 +750,7 @@ static void test_keys(void **state) {
             if (r2 == STS_OK) r2 = sts_task_commit(w, &msg, &len, &e);
             sts_task_close(w);
             if (r2 == STS_OK) sts_free(NULL, msg, len + 1);
-            du_rmtree(root);
+            tf_rmtree(root);
             fail_msg("a row whose tensor is named \"__metadata__\" was accepted; the task then %s (%s)",
                      r2 == STS_OK ? "committed" : "failed", r2 == STS_OK ? "a file readers reject?" : e.message);
         }
@@ -761,7 +761,7 @@ static void test_keys(void **state) {
         sts_free(NULL, msg, len + 1);
     }
     sts_task_close(w);
-    du_rmtree(root);
+    tf_rmtree(root);
 }
 
 /* ================================================================================================
@@ -782,8 +782,8 @@ static void check_rolls(const char *label, const char *dir, const krows *rs, uin
         sts_error e;
         assert_true(du_shard_name(names.v[i], &t, &s, NULL));
         assert_int_equal(s, i);  /* shards numbered from 0 without gaps */
-        du_join(p, sizeof p, dir, names.v[i]);
-        size = du_file_size(p);
+        tf_join(p, sizeof p, dir, names.v[i]);
+        size = tf_file_size(p);
         while (r < rs->n && rs->r[r].shard == s) { r++; count++; }
         if (!count) fail_msg("%s: shard %u holds no row", label, s);
         /* rows never split: every tensor of each row is in this file */
@@ -845,7 +845,7 @@ static void roller(int shuffle) {
     du_alloc al;
     sts_options o;
     const uint64_t target = 64 * 1024;
-    du_tmpdir(root, sizeof root);
+    tf_tmpdir(root, sizeof root);
     kv_config(&c);
     memset(&al, 0, sizeof al);
     memset(&o, 0, sizeof o);
@@ -873,7 +873,7 @@ static void roller(int shuffle) {
     /* memory: one shard's buffer (a 4 MiB chunk at least) and the task's key set, not the data */
     if (al.peak > (int64_t)(12u << 20)) fail_msg("roller: peak memory %lld bytes with a 64 KiB target", (long long)al.peak);
     krows_free(&rs);
-    du_rmtree(root);
+    tf_rmtree(root);
     du_notes_done(&notes, "roller");
 }
 static void test_roller(void **state) { (void)state; roller(0); }
@@ -899,7 +899,7 @@ static void test_roll_exact_fit(void **state) {
         uint64_t target;
         int i;
         snprintf(label, sizeof label, "exact fit of %d rows", ks[v]);
-        du_tmpdir(root, sizeof root);
+        tf_tmpdir(root, sizeof root);
         kv_config(&c);
         /* a dry run to learn the exact size of the first k rows */
         DU_OK("open", sts_task_open(root, 0, &c, KV, 3, NULL, &w, &e), e);
@@ -944,7 +944,7 @@ static void test_roll_exact_fit(void **state) {
         }
         sts_free(NULL, msg, len + 1);
         krows_free(&rs);
-        du_rmtree(root);
+        tf_rmtree(root);
     }
     du_notes_done(&notes, "exact fit");
 }
@@ -968,7 +968,7 @@ static void test_roller_50mb(void **state) {
     du_sb notes = { 0, 0, 0 };
     (void)state;
     if (du_quick()) { skip(); return; }
-    du_tmpdir(root, sizeof root);
+    tf_tmpdir(root, sizeof root);
     kv_config(&c);
     DU_OK("set", sts_write_config_set(&c, "target_shard_size_mb", "50", &e), e);
     memset(&al, 0, sizeof al);
@@ -1005,8 +1005,8 @@ static void test_roller_50mb(void **state) {
         char p[256];
         sts_file *f;
         sts_options so;
-        du_join(p, sizeof p, root, names.v[i]);
-        sizes[i] = (uint64_t)du_file_size(p);
+        tf_join(p, sizeof p, root, names.v[i]);
+        sizes[i] = (uint64_t)tf_file_size(p);
         total += sizes[i];
         memset(&so, 0, sizeof so);
         so.strict = 1;
@@ -1025,7 +1025,7 @@ static void test_roller_50mb(void **state) {
     if ((uint64_t)al.peak > target + ((uint64_t)8 << 20))
         du_sb_printf(&notes, "\n  peak memory %lld bytes for a %llu-byte target and %llu bytes of data", (long long)al.peak, (unsigned long long)target, (unsigned long long)total);
     du_names_free(&names);
-    du_rmtree(root);
+    tf_rmtree(root);
     du_notes_done(&notes, "50 MB");
 }
 

@@ -317,13 +317,13 @@ static void test_prepare_refuses_combinations(void **state) {
     int k;
     du_sb notes = { 0, 0, 0 };
     (void)state;
-    du_tmpdir(root, sizeof root);
-    du_join(fresh, sizeof fresh, root, "fresh/nested");
-    du_join(exist, sizeof exist, root, "exist");
+    tf_tmpdir(root, sizeof root);
+    tf_join(fresh, sizeof fresh, root, "fresh/nested");
+    tf_join(exist, sizeof exist, root, "exist");
     assert_int_equal(mkdir(exist, 0777), 0);
     /* a temporary of ours: prepare removes those, so a refused call must leave it */
-    du_join(tmpname, sizeof tmpname, exist, ".part-00000-0000-00000000-0000-4000-8000-000000000000.safetensors.tmp-0123456789abcdef");
-    du_write(tmpname, "x", 1);
+    tf_join(tmpname, sizeof tmpname, exist, ".part-00000-0000-00000000-0000-4000-8000-000000000000.safetensors.tmp-0123456789abcdef");
+    tf_write(tmpname, "x", 1);
     for (k = 0;; k++) {
         combo cs;
         sts_write_config c;
@@ -351,8 +351,8 @@ static void test_prepare_refuses_combinations(void **state) {
         else if (w != (sts_task_writer *)(uintptr_t)0x1) fail_msg("%s: out changed on failure", label);
         after = du_snapshot(root, 1);
         du_snap_equal(&before, &after, label);
-        assert_false(du_exists(fresh));
-        assert_true(du_exists(tmpname));
+        assert_false(tf_exists(fresh));
+        assert_true(tf_exists(tmpname));
         du_snap_free(&before);
         du_snap_free(&after);
     }
@@ -392,9 +392,9 @@ static void test_prepare_refuses_combinations(void **state) {
         /* a task writer needs the folder to exist */
         kv_config(&c);
         du_err_check("task_open missing folder", sts_task_open(fresh, 0, &c, SCHEMA, 5, NULL, &w, &e), &e, STS_ERR_IO, STS_RULE_IO, "ENOENT", (const char *)NULL);
-        assert_false(du_exists(fresh));
+        assert_false(tf_exists(fresh));
     }
-    du_rmtree(root);
+    tf_rmtree(root);
     du_notes_done(&notes, "refused combinations");
 }
 
@@ -413,8 +413,8 @@ static void test_prepare_from_strings(void **state) {
     size_t i;
     sts_task_writer *w;
     (void)state;
-    du_tmpdir(root, sizeof root);
-    du_join(dir, sizeof dir, root, "out");
+    tf_tmpdir(root, sizeof root);
+    tf_join(dir, sizeof dir, root, "out");
     memset(&c, 0, sizeof c);
     for (i = 0; i < sizeof opts / sizeof opts[0]; i++) DU_OK(opts[i][0], sts_write_config_set(&c, opts[i][0], opts[i][1], &e), e);
     DU_OK("prepare", sts_dataset_prepare(dir, &c, SCHEMA, 5, NULL, &e), e);
@@ -433,7 +433,7 @@ static void test_prepare_from_strings(void **state) {
     assert_int_equal(w->c.cols[1].has_opt, 1);
     assert_int_equal(w->c.cols[1].opt_rank, 2);
     sts_task_close(w);
-    du_rmtree(root);
+    tf_rmtree(root);
 }
 
 /* ================================================================================================
@@ -451,10 +451,10 @@ static void test_prepare_folder(void **state) {
         ".dataset_manifest.json.tmp-backup",
     };
     (void)state;
-    du_tmpdir(root, sizeof root);
+    tf_tmpdir(root, sizeof root);
     kv_config(&c);
     /* a missing nested folder is created, empty */
-    du_join(dir, sizeof dir, root, "a/b/c");
+    tf_join(dir, sizeof dir, root, "a/b/c");
     DU_OK("create", sts_dataset_prepare(dir, &c, SCHEMA, 5, NULL, &e), e);
     s = du_snapshot(dir, 0);
     assert_false(s.missing);
@@ -463,37 +463,37 @@ static void test_prepare_folder(void **state) {
     /* an existing empty folder is fine, twice */
     DU_OK("again", sts_dataset_prepare(dir, &c, SCHEMA, 5, NULL, &e), e);
     /* our temporaries are removed; the folder is then empty and accepted */
-    for (i = 0; i < 4; i++) { du_join(ours[i], sizeof ours[i], dir, temps[i]); du_write(ours[i], "tmp", 3); }
+    for (i = 0; i < 4; i++) { tf_join(ours[i], sizeof ours[i], dir, temps[i]); tf_write(ours[i], "tmp", 3); }
     DU_OK("temporaries", sts_dataset_prepare(dir, &c, SCHEMA, 5, NULL, &e), e);
-    for (i = 0; i < 4; i++) if (du_exists(ours[i])) fail_msg("prepare left the temporary %s", temps[i]);
+    for (i = 0; i < 4; i++) if (tf_exists(ours[i])) fail_msg("prepare left the temporary %s", temps[i]);
     /* a foreign hidden file is kept and makes the folder non-empty */
-    du_join(foreign, sizeof foreign, dir, ".keep.tmp-1");
-    du_write(foreign, "k", 1);
-    for (i = 0; i < 4; i++) du_write(ours[i], "tmp", 3);
+    tf_join(foreign, sizeof foreign, dir, ".keep.tmp-1");
+    tf_write(foreign, "k", 1);
+    for (i = 0; i < 4; i++) tf_write(ours[i], "tmp", 3);
     du_err_check("foreign hidden", sts_dataset_prepare(dir, &c, SCHEMA, 5, NULL, &e), &e, STS_ERR_EXISTS, STS_RULE_EXISTS,
                  "\".keep.tmp-1\"", "overwrite", (const char *)NULL);
-    assert_true(du_exists(foreign));
-    for (i = 0; i < 4; i++) if (du_exists(ours[i])) fail_msg("a refused prepare left the temporary %s (documented: removed)", temps[i]);
+    assert_true(tf_exists(foreign));
+    for (i = 0; i < 4; i++) if (tf_exists(ours[i])) fail_msg("a refused prepare left the temporary %s (documented: removed)", temps[i]);
     unlink(foreign);
     /* a non-empty folder: refused, naming the folder and an entry; nothing removed */
-    du_join(p, sizeof p, dir, "data.txt");
-    du_write(p, "hello", 5);
+    tf_join(p, sizeof p, dir, "data.txt");
+    tf_write(p, "hello", 5);
     du_err_check("non-empty", sts_dataset_prepare(dir, &c, SCHEMA, 5, NULL, &e), &e, STS_ERR_EXISTS, STS_RULE_EXISTS,
                  dir, "\"data.txt\"", (const char *)NULL);
-    assert_true(du_exists(p));
+    assert_true(tf_exists(p));
     /* ... accepted with overwrite, and still nothing removed at prepare time */
     c.overwrite = 1;
     DU_OK("overwrite", sts_dataset_prepare(dir, &c, SCHEMA, 5, NULL, &e), e);
-    assert_true(du_exists(p));
+    assert_true(tf_exists(p));
     c.overwrite = 0;
     /* the folder is a regular file, or lies under one */
     du_err_check("folder is a file", sts_dataset_prepare(p, &c, SCHEMA, 5, NULL, &e), &e, STS_ERR_IO, STS_RULE_IO, "ENOTDIR", (const char *)NULL);
     {
         char under[300];
-        du_join(under, sizeof under, p, "sub");
+        tf_join(under, sizeof under, p, "sub");
         du_err_check("folder under a file", sts_dataset_prepare(under, &c, SCHEMA, 5, NULL, &e), &e, STS_ERR_IO, STS_RULE_IO, "ENOTDIR", (const char *)NULL);
     }
-    du_rmtree(root);
+    tf_rmtree(root);
 }
 
 /* ================================================================================================
@@ -508,7 +508,7 @@ static void test_writer_state(void **state) {
     size_t len = 0;
     du_snap s;
     (void)state;
-    du_tmpdir(root, sizeof root);
+    tf_tmpdir(root, sizeof root);
     kv_config(&c);
     DU_OK("open", sts_task_open(root, 0, &c, SCHEMA, 5, NULL, &w, &e), e);
     DU_OK("row", sts_task_write(w, make_row(&b, "a", 0), &e), e);
@@ -532,7 +532,7 @@ static void test_writer_state(void **state) {
     assert_int_equal(s.n, 1);  /* the committed shard stays after close */
     du_snap_free(&s);
     sts_free(NULL, msg, len + 1);
-    du_clear(root);
+    tf_clear(root);
 
     {   /* a sticky I/O failure: every later call is refused, close removes everything. Without
            the I/O thread the failing row reports it; with it, a later call does (the commit at the
@@ -578,7 +578,7 @@ static void test_writer_state(void **state) {
         assert_int_equal(s.n, 0);
         du_snap_free(&s);
     }
-    du_rmtree(root);
+    tf_rmtree(root);
 }
 
 /* ================================================================================================
@@ -594,7 +594,7 @@ static void test_dataset_abort(void **state) {
     size_t sel_len[2];
     (void)state;
     memset(&m, 0, sizeof m);
-    du_tmpdir(root, sizeof root);
+    tf_tmpdir(root, sizeof root);
     kv_config(&c);
     DU_OK("prepare", sts_dataset_prepare(root, &c, SCHEMA, 5, NULL, &e), e);
     for (i = 0; i < 3; i++) {
@@ -612,8 +612,8 @@ static void test_dataset_abort(void **state) {
         m.n++;
         sts_task_close(w);
     }
-    du_join(p, sizeof p, root, "unrelated.bin");
-    du_write(p, "u", 1);
+    tf_join(p, sizeof p, root, "unrelated.bin");
+    tf_write(p, "u", 1);
     before = du_list_shards(root);
     assert_true(before.n >= 6);
     sel[0] = m.m[0]; sel_len[0] = m.len[0];
@@ -628,20 +628,20 @@ static void test_dataset_abort(void **state) {
         for (j = 0; j < after.n; j++) present |= strcmp(after.v[j], before.v[i]) == 0;
         if (present != (t == 1)) fail_msg("after aborting tasks 0 and 2, %s is %s", before.v[i], present ? "still there" : "gone");
     }
-    assert_true(du_exists(p));
+    assert_true(tf_exists(p));
     /* lens may be NULL (NUL-terminated messages); aborting again is harmless */
     DU_OK("abort again, lens NULL", sts_dataset_abort(root, (const char *const *)m.m, NULL, 3, NULL, &e), e);
     du_names_free(&after);
     after = du_list_shards(root);
     assert_int_equal(after.n, 0);
-    assert_true(du_exists(p));
+    assert_true(tf_exists(p));
     du_err_check("abort NULL dir", sts_dataset_abort(NULL, sel, sel_len, 2, NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
     du_err_check("abort NULL messages", sts_dataset_abort(root, NULL, NULL, 2, NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
     DU_OK("abort nothing", sts_dataset_abort(root, NULL, NULL, 0, NULL, &e), e);
     du_names_free(&before);
     du_names_free(&after);
     du_msgs_free(&m);
-    du_rmtree(root);
+    tf_rmtree(root);
 }
 
 /* ================================================================================================
@@ -683,10 +683,10 @@ static void test_forged_messages(void **state) {
     int k;
     du_sb left = { 0, 0, 0 };
     (void)state;
-    du_tmpdir(root, sizeof root);
-    du_join(dir, sizeof dir, root, "ds");
-    du_join(victim, sizeof victim, root, "victim.safetensors");
-    du_join(victim2, sizeof victim2, root, "part-00000-0000-11111111-2222-4333-8444-555555555555.safetensors");
+    tf_tmpdir(root, sizeof root);
+    tf_join(dir, sizeof dir, root, "ds");
+    tf_join(victim, sizeof victim, root, "victim.safetensors");
+    tf_join(victim2, sizeof victim2, root, "part-00000-0000-11111111-2222-4333-8444-555555555555.safetensors");
     kv_config(&c);
     {   /* the victims: valid safetensors files beside the folder */
         sts_tensor_spec sp;
@@ -713,7 +713,7 @@ static void test_forged_messages(void **state) {
         const char *msgs[2];
         size_t lens[2], n = 2;
         memset(&m, 0, sizeof m);
-        du_rmtree(dir);
+        tf_rmtree(dir);
         assert_int_equal(mkdir(dir, 0777), 0);
         before = du_snapshot(dir, 0);
         kv_task(dir, &c, 0, 3, &m);
@@ -788,12 +788,12 @@ static void test_forged_messages(void **state) {
             }
             du_names_free(&sh);
         }
-        du_join(inside, sizeof inside, dir, "dataset_manifest.json");
-        assert_false(du_exists(inside));
-        du_join(inside, sizeof inside, dir, "_tensor_index.json");
-        assert_false(du_exists(inside));
-        assert_true(du_exists(victim));
-        assert_true(du_exists(victim2));
+        tf_join(inside, sizeof inside, dir, "dataset_manifest.json");
+        assert_false(tf_exists(inside));
+        tf_join(inside, sizeof inside, dir, "_tensor_index.json");
+        assert_false(tf_exists(inside));
+        assert_true(tf_exists(victim));
+        assert_true(tf_exists(victim2));
         /* the forged message again, through sts_dataset_abort: still nothing outside is touched */
         watch_start(&wt, root, victim, victim2);
         (void)sts_dataset_abort(dir, msgs, lens, n, &o, &e);
@@ -808,7 +808,7 @@ static void test_forged_messages(void **state) {
         du_msgs_free(&m);
     }
     assert_true(k >= 28);
-    du_rmtree(root);
+    tf_rmtree(root);
     du_notes_done(&left, "forged messages");
 }
 
@@ -822,7 +822,7 @@ static void test_commit_arguments(void **state) {
     sts_dataset_summary sum;
     (void)state;
     memset(&m, 0, sizeof m);
-    du_tmpdir(root, sizeof root);
+    tf_tmpdir(root, sizeof root);
     kv_config(&c);
     kv_task(root, &c, 0, 2, &m);
     du_err_check("commit NULL dir", sts_dataset_commit(NULL, &c, (const char *const *)m.m, m.len, 1, NULL, NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
@@ -845,7 +845,7 @@ static void test_commit_arguments(void **state) {
     assert_int_equal(sum.tensors, 6);
     du_check_dataset("commit", root, NULL);
     du_msgs_free(&m);
-    du_rmtree(root);
+    tf_rmtree(root);
 }
 
 /* ================================================================================================
@@ -859,14 +859,14 @@ static void test_reserved_column_name(void **state) {
     sts_error e;
     sts_result r;
     (void)state;
-    du_tmpdir(root, sizeof root);
-    du_join(dir, sizeof dir, root, "out");
+    tf_tmpdir(root, sizeof root);
+    tf_join(dir, sizeof dir, root, "out");
     memset(&c, 0, sizeof c);
     c.batch_size = 2; c.has_dtype = 1; c.dtype = STS_DTYPE_U8; c.no_fsync = 1;
     r = sts_dataset_prepare(dir, &c, schema, 2, NULL, &e);
     {
-        int created = du_exists(dir);
-        du_rmtree(root);
+        int created = tf_exists(dir);
+        tf_rmtree(root);
         if (r == STS_OK) fail_msg("batch mode with a column named \"__metadata__\" passed sts_dataset_prepare (every row then fails with write.reserved_name)");
         if (!strstr(e.message, "__metadata__")) fail_msg("the refusal does not name the column: %s", e.message);
         if (created) fail_msg("the refused prepare created the folder");
@@ -885,7 +885,7 @@ static void test_uuids(void **state) {
     sts_error e;
     int i, pos;
     (void)state;
-    du_tmpdir(root, sizeof root);
+    tf_tmpdir(root, sizeof root);
     kv_config(&c);
     for (i = 0; i < N; i++) {
         sts_task_writer *w;
@@ -915,7 +915,7 @@ static void test_uuids(void **state) {
         assert_int_equal(s.n, 0);
         du_snap_free(&s);
     }
-    du_rmtree(root);
+    tf_rmtree(root);
 }
 
 int main(void) {
