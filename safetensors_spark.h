@@ -3522,6 +3522,11 @@ STS__PRIVATE void sts__k_f32_bf16_rne_c(uint8_t *d, const uint8_t *s, size_t n) 
 STS__PRIVATE void sts__k_f32_f16_rz_c(uint8_t *d, const uint8_t *s, size_t n) { size_t i; for (i = 0; i < n; i++) STS__ONE_F32_F16_RZ(i); }
 STS__PRIVATE void sts__k_f32_f16_rne_c(uint8_t *d, const uint8_t *s, size_t n) { size_t i; for (i = 0; i < n; i++) STS__ONE_F32_F16_RNE(i); }
 
+/* A kernel (n elements, src and dst with no alignment) from a vector body and its scalar twin, through
+   the loop of its instruction set (STS__KLOOP, below); STS__KERNELS6 makes the six of one x86 set. */
+#define STS__KERNEL(ATTR, NAME, STEP, SSZ, DSZ, VEC, RNE, ONE) \
+    STS__PRIVATE ATTR void NAME(uint8_t *d, const uint8_t *s, size_t n) { STS__KLOOP(STEP, SSZ, DSZ, VEC, RNE, ONE); }
+
 #if defined(STS__SSE2) || defined(STS__X86_DYN)
 /* The loop every x86 SIMD kernel shares. VEC(dst, src, nt, rne) converts STEP elements (SSZ bytes
    each at src, DSZ at dst), with non-temporal stores when nt; ONE(i) is the scalar twin for the
@@ -3544,10 +3549,6 @@ STS__PRIVATE void sts__k_f32_f16_rne_c(uint8_t *d, const uint8_t *s, size_t n) {
         for (; i + (STEP) <= n; i += (STEP)) VEC(d + i * (DSZ), s + i * (SSZ), 0, RNE); \
         for (; i < n; i++) ONE(i); \
     } while (0)
-/* A kernel (n elements, src and dst with no alignment) from a vector body and its scalar twin;
-   the six of one instruction set at once. */
-#define STS__KERNEL(ATTR, NAME, STEP, SSZ, DSZ, VEC, RNE, ONE) \
-    STS__PRIVATE ATTR void NAME(uint8_t *d, const uint8_t *s, size_t n) { STS__KLOOP(STEP, SSZ, DSZ, VEC, RNE, ONE); }
 #define STS__KERNELS6(ATTR, SFX) \
     STS__KERNEL(ATTR, sts__k_bf16_f32_##SFX, 32, 2, 4, sts__v_bf16_f32_##SFX, 0, STS__ONE_BF16_F32) \
     STS__KERNEL(ATTR, sts__k_f16_f32_##SFX, 32, 2, 4, sts__v_f16_f32_##SFX, 0, STS__ONE_F16_F32) \
@@ -3753,14 +3754,18 @@ STS__PRIVATE int sts__neon_fpcr_default(void) {
     __asm__ __volatile__("mrs %0, fpcr" : "=r"(r));
     return (r & (3u << 22 | 1u << 25 | 1u << 19)) == 0;    /* RMode, DN, FZ16 */
 }
-STS__PRIVATE void sts__k_bf16_f32_neon(uint8_t *d, const uint8_t *s, size_t n) {
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint16x8_t v = vreinterpretq_u16_u8(vld1q_u8(s + 2 * i));
-        vst1q_u8(d + 4 * i, vreinterpretq_u8_u32(vshll_n_u16(vget_low_u16(v), 16)));
-        vst1q_u8(d + 4 * i + 16, vreinterpretq_u8_u32(vshll_n_u16(vget_high_u16(v), 16)));
-    }
-    for (; i < n; i++) STS__ONE_BF16_F32(i);
+/* The NEON loop: VEC(dst, src, nt, rne) on STEP elements, then the scalar twin for the tail (no
+   streaming stores or prefetches: the hardware prefetcher keeps up on the cores we target). */
+#define STS__KLOOP(STEP, SSZ, DSZ, VEC, RNE, ONE) do { \
+        size_t i = 0; \
+        for (; i + (STEP) <= n; i += (STEP)) VEC(d + i * (DSZ), s + i * (SSZ), 0, RNE); \
+        for (; i < n; i++) ONE(i); \
+    } while (0)
+STS__VEC void sts__v_bf16_f32_neon(uint8_t *d, const uint8_t *s, int nt, int rne) {   /* 8 elements */
+    uint16x8_t v = vreinterpretq_u16_u8(vld1q_u8(s));
+    (void)nt; (void)rne;
+    vst1q_u8(d, vreinterpretq_u8_u32(vshll_n_u16(vget_low_u16(v), 16)));
+    vst1q_u8(d + 16, vreinterpretq_u8_u32(vshll_n_u16(vget_high_u16(v), 16)));
 }
 STS__VEC uint16x4_t sts__neon_bf16(uint32x4_t x, int rne) {
     uint32x4_t hi = vshrq_n_u32(x, 16), q40 = vdupq_n_u32(0x40);
@@ -3772,36 +3777,25 @@ STS__VEC uint16x4_t sts__neon_bf16(uint32x4_t x, int rne) {
     return vmovn_u32(vorrq_u32(hi, vandq_u32(vandq_u32(nan, vceqq_u32(vandq_u32(x, vdupq_n_u32(0x7f0000u)),
                                                                       vdupq_n_u32(0))), q40)));
 }
-STS__PRIVATE void sts__k_f32_bf16_rz_neon(uint8_t *d, const uint8_t *s, size_t n) {
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint16x4_t a = sts__neon_bf16(vreinterpretq_u32_u8(vld1q_u8(s + 4 * i)), 0);
-        uint16x4_t b = sts__neon_bf16(vreinterpretq_u32_u8(vld1q_u8(s + 4 * i + 16)), 0);
-        vst1q_u8(d + 2 * i, vreinterpretq_u8_u16(vcombine_u16(a, b)));
-    }
-    for (; i < n; i++) STS__ONE_F32_BF16_RZ(i);
+STS__VEC void sts__v_f32_bf16_neon(uint8_t *d, const uint8_t *s, int nt, int rne) {   /* 8 */
+    uint16x4_t a = sts__neon_bf16(vreinterpretq_u32_u8(vld1q_u8(s)), rne);
+    uint16x4_t b = sts__neon_bf16(vreinterpretq_u32_u8(vld1q_u8(s + 16)), rne);
+    (void)nt;
+    vst1q_u8(d, vreinterpretq_u8_u16(vcombine_u16(a, b)));
 }
-STS__PRIVATE void sts__k_f32_bf16_rne_neon(uint8_t *d, const uint8_t *s, size_t n) {
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint16x4_t a = sts__neon_bf16(vreinterpretq_u32_u8(vld1q_u8(s + 4 * i)), 1);
-        uint16x4_t b = sts__neon_bf16(vreinterpretq_u32_u8(vld1q_u8(s + 4 * i + 16)), 1);
-        vst1q_u8(d + 2 * i, vreinterpretq_u8_u16(vcombine_u16(a, b)));
-    }
-    for (; i < n; i++) STS__ONE_F32_BF16_RNE(i);
+STS__VEC void sts__v_f16_f32_neon(uint8_t *d, const uint8_t *s, int nt, int rne) {    /* 4 */
+    (void)nt; (void)rne;
+    vst1q_u8(d, vreinterpretq_u8_f32(vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(s)))));
 }
-STS__PRIVATE void sts__k_f16_f32_neon(uint8_t *d, const uint8_t *s, size_t n) {
-    size_t i = 0;
-    for (; i + 4 <= n; i += 4)
-        vst1q_u8(d + 4 * i, vreinterpretq_u8_f32(vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(s + 2 * i)))));
-    for (; i < n; i++) STS__ONE_F16_F32(i);
+STS__VEC void sts__v_f32_f16_neon(uint8_t *d, const uint8_t *s, int nt, int rne) {    /* 4, nearest (FPCR) */
+    (void)nt; (void)rne;
+    vst1_u8(d, vreinterpret_u8_f16(vcvt_f16_f32(vreinterpretq_f32_u8(vld1q_u8(s)))));
 }
-STS__PRIVATE void sts__k_f32_f16_rne_neon(uint8_t *d, const uint8_t *s, size_t n) {
-    size_t i = 0;
-    for (; i + 4 <= n; i += 4)
-        vst1_u8(d + 2 * i, vreinterpret_u8_f16(vcvt_f16_f32(vreinterpretq_f32_u8(vld1q_u8(s + 4 * i)))));
-    for (; i < n; i++) STS__ONE_F32_F16_RNE(i);
-}
+STS__KERNEL(, sts__k_bf16_f32_neon, 8, 2, 4, sts__v_bf16_f32_neon, 0, STS__ONE_BF16_F32)
+STS__KERNEL(, sts__k_f32_bf16_rz_neon, 8, 4, 2, sts__v_f32_bf16_neon, 0, STS__ONE_F32_BF16_RZ)
+STS__KERNEL(, sts__k_f32_bf16_rne_neon, 8, 4, 2, sts__v_f32_bf16_neon, 1, STS__ONE_F32_BF16_RNE)
+STS__KERNEL(, sts__k_f16_f32_neon, 4, 2, 4, sts__v_f16_f32_neon, 0, STS__ONE_F16_F32)
+STS__KERNEL(, sts__k_f32_f16_rne_neon, 4, 4, 2, sts__v_f32_f16_neon, 1, STS__ONE_F32_F16_RNE)
 #endif /* STS__NEON */
 
 /* The kernel for hot pair k at instruction-set level isa or below. */
