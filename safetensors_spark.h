@@ -2897,13 +2897,11 @@ STS__PRIVATE uint8_t *sts__u64_put(uint8_t *o, uint64_t v) {  /* two digits a st
     static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
                                 "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
                                 "8081828384858687888990919293949596979899";
-    uint8_t t[20];
-    int i = 20;
-    while (v >= 100) { unsigned r = (unsigned)(v % 100); v /= 100; i -= 2; t[i] = (uint8_t)pairs[2 * r]; t[i + 1] = (uint8_t)pairs[2 * r + 1]; }
-    if (v >= 10) { i -= 2; t[i] = (uint8_t)pairs[2 * v]; t[i + 1] = (uint8_t)pairs[2 * v + 1]; }
-    else t[--i] = (uint8_t)('0' + v);
-    memcpy(o, t + i, (size_t)(20 - i));
-    return o + (20 - i);
+    uint8_t *end = o + sts__digits(v), *p = end;  /* written from the last digit back, in place */
+    while (v >= 100) { unsigned r = (unsigned)(v % 100); v /= 100; p -= 2; p[0] = (uint8_t)pairs[2 * r]; p[1] = (uint8_t)pairs[2 * r + 1]; }
+    if (v >= 10) { p[-2] = (uint8_t)pairs[2 * v]; p[-1] = (uint8_t)pairs[2 * v + 1]; }
+    else p[-1] = (uint8_t)('0' + v);
+    return end;
 }
 STS__PRIVATE sts_result sts__check_text(const char *s, size_t n, int is_name, const char *what, sts_error *err) {
     if (!s && n) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "%s is NULL with length %z", what, n);
