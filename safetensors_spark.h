@@ -6902,6 +6902,9 @@ typedef struct sts__keymap {
     size_t dims_cap;
     char *scratch;                  /* while reading the index: unescaped key, then name */
     size_t scratch_cap;
+    char last_file[256];            /* while reading the index: the previous entry's file (a copy), */
+    size_t last_file_len;           /* its length (0: none) */
+    uint32_t last_fi;               /* and its index: entries of one file come together */
     void *text;                     /* while reading the index: the file's bytes */
     size_t text_size;
     size_t text_gone;               /* mapped: the first bytes already unmapped (read, not needed again) */
@@ -7332,10 +7335,85 @@ STS__PRIVATE char *sts__km_scratch(sts__keymap *k, size_t at, size_t n) {
     if (n > (size_t)-1 - at || !sts__grow(&k->mem, (void **)&k->scratch, &k->scratch_cap, at + n, 1)) return NULL;
     return k->scratch + at;
 }
+/* The fast reader of an index entry in the writer's own form, byte for byte:
+     {"file":"F"[,"tensor":"T"],"dtype":"D","shape":[d,...],"data_offsets":[b,e]}
+   with no whitespace, no escapes and integers of at most 19 digits without leading zeros. It takes a
+   subset of what sts__index_entry takes, with the same values; on anything else it returns 0 with
+   j->p unmoved, and the general reader starts over from the same byte (so every error is the
+   general reader's). */
+STS__PRIVATE const uint8_t *sts__ix_lit(const uint8_t *p, const uint8_t *end, const char *lit, size_t n) {
+    return p && (size_t)(end - p) >= n && memcmp(p, lit, n) == 0 ? p + n : NULL;
+}
+STS__PRIVATE const uint8_t *sts__ix_str(const uint8_t *p, const uint8_t *end, size_t *n) {  /* up to the closing quote */
+    size_t i;
+    if (!p) return NULL;
+    i = sts__str_stop(p, (size_t)(end - p));
+    if (i >= (size_t)(end - p) || p[i] != '"') return NULL;
+    *n = i;
+    return p + i + 1;
+}
+STS__PRIVATE const uint8_t *sts__ix_u64(const uint8_t *p, const uint8_t *end, uint64_t *v) {  /* then ',' or ']' */
+    uint64_t x = 0;
+    size_t i = 0;
+    if (!p) return NULL;
+    while (p + i < end && p[i] >= '0' && p[i] <= '9' && i < 19) { x = x * 10 + (uint64_t)(p[i] - '0'); i++; }
+    if (!i || (i > 1 && p[0] == '0') || p + i >= end || (p[i] != ',' && p[i] != ']')) return NULL;
+    *v = x;
+    return p + i;
+}
+STS__PRIVATE int sts__index_entry_fast(sts_dataset *ds, sts__keymap *k, sts__json *j, sts__dent *e) {
+    const uint8_t *p = j->p, *end = j->end, *file, *name = NULL, *dt;
+    size_t fl, nl = 0, dl, nd = 0;
+    uint64_t b, en;
+    sts_dtype dtype;
+    uint32_t fi;
+    if (j->depth + 1 > j->max_depth) return 0;
+    file = p = sts__ix_lit(p, end, "{\"file\":\"", 9);
+    p = sts__ix_str(p, end, &fl);
+    if (p && end - p > 11 && memcmp(p, ",\"tensor\":\"", 11) == 0) { name = p + 11; p = sts__ix_str(name, end, &nl); }
+    dt = p = sts__ix_lit(p, end, ",\"dtype\":\"", 10);
+    p = sts__ix_str(p, end, &dl);
+    p = sts__ix_lit(p, end, ",\"shape\":[", 10);
+    if (!p || !sts_dtype_from_name((const char *)dt, dl, &dtype)) return 0;
+    if (p < end && *p == ']') p++;
+    else for (;;) {
+        uint64_t v;
+        if (!(p = sts__ix_u64(p, end, &v))) return 0;
+        if (nd == k->dims_cap && !sts__grow(&k->mem, (void **)&k->dims, &k->dims_cap, nd + 1, sizeof *k->dims)) return 0;
+        k->dims[nd++] = v;
+        if (*p++ == ']') break;
+    }
+    p = sts__ix_lit(p, end, ",\"data_offsets\":[", 17);
+    p = sts__ix_u64(p, end, &b);
+    if (!p || *p != ',') return 0;
+    p = sts__ix_u64(p + 1, end, &en);
+    p = sts__ix_lit(p, end, "]}", 2);
+    if (!p || en < b) return 0;
+    if (k->last_file_len && fl == k->last_file_len && memcmp(file, k->last_file, fl) == 0) fi = k->last_fi;
+    else {
+        size_t f = sts__ds_file_index(ds, (const char *)file, fl);
+        if (f == (size_t)-1) return 0;  /* a stale index: the general reader says so */
+        fi = (uint32_t)f;
+        k->last_file_len = fl <= sizeof k->last_file ? fl : 0;
+        if (k->last_file_len) memcpy(k->last_file, file, fl);
+        k->last_fi = fi;
+    }
+    e->file = fi;
+    e->dtype = dtype;
+    e->rank = nd;
+    e->shape = k->dims;
+    e->begin = b;
+    e->end = en;
+    if (name) { e->name = (const char *)name; e->name_len = nl; }
+    else { e->name = e->key; e->name_len = e->len; }
+    j->p = p;
+    return 1;
+}
 STS__PRIVATE sts_result sts__index_entry(sts_dataset *ds, sts__keymap *k, sts__json *j, sts__dent *e, sts_error *err) {
     sts_result r;
     int have = 0;
     size_t nd = 0;
+    if (sts__index_entry_fast(ds, k, j, e)) return STS_OK;
     if (j->p >= j->end || *j->p != '{') return sts__json_fail(j, STS_RULE_DATASET_INDEX, j->p, "an index entry must be an object");
     if ((r = sts__json_enter(j)) != STS_OK) return r;
     j->p++;

@@ -180,6 +180,30 @@ static void check_batch_dataset(const char *dir, const dr_batch *b, int no_index
     dr_names_free(&shards);
     sts_dataset_close(ds);
 }
+/* Rewrites _tensor_index.json with a space after every ':' and ',' outside strings: the same JSON,
+   no longer in the writer's exact form, so the index reader's general path reads every entry (the
+   writer's own form goes through its fast path). Both must give the same lookups. */
+static void respace_index(const char *dir) {
+    char p[512];
+    size_t n, i, o = 0;
+    uint8_t *t, *u;
+    int in_str = 0;
+    tf_join(p, sizeof p, dir, "_tensor_index.json");
+    t = tf_read(p, &n);
+    u = (uint8_t *)malloc(2 * n + 1);
+    assert_non_null(u);
+    for (i = 0; i < n; i++) {
+        u[o++] = t[i];
+        if (in_str) {
+            if (t[i] == '\\' && i + 1 < n) u[o++] = t[++i];
+            else if (t[i] == '"') in_str = 0;
+        } else if (t[i] == '"') in_str = 1;
+        else if (t[i] == ':' || t[i] == ',') u[o++] = ' ';
+    }
+    tf_write(p, u, o);
+    free(t);
+    free(u);
+}
 /* Lookups: batch keys are "<shard>/<column>" (as in the index), with or without the index. */
 static void check_batch_gets(sts_dataset *ds, const dr_batch *b, const dr_names *shards) {
     size_t i;
@@ -216,7 +240,11 @@ static void batch_case(sts_tail tail, int index) {
     dr_batch b;
     batch_write(dir, sizeof dir, tail, index, &b);
     check_batch_dataset(dir, &b, 0, index);
-    if (index) check_batch_dataset(dir, &b, 1, 0);
+    if (index) {
+        check_batch_dataset(dir, &b, 1, 0);
+        respace_index(dir);  /* the index's general reader: the same answers */
+        check_batch_dataset(dir, &b, 0, index);
+    }
     tf_rmtree(dir);
 }
 static void test_batch_write_tail(void **state) { (void)state; batch_case(STS_TAIL_WRITE, 1); }
@@ -316,7 +344,11 @@ static void kv_case(int index) {
     fresh(dir, sizeof dir, index ? "kv_index" : "kv_plain");
     dr_write_kv(dir, &k);
     check_kv_dataset(dir, &k, 0);
-    if (index) check_kv_dataset(dir, &k, 1);
+    if (index) {
+        check_kv_dataset(dir, &k, 1);
+        respace_index(dir);  /* the index's general reader: the same answers */
+        check_kv_dataset(dir, &k, 0);
+    }
     tf_rmtree(dir);
 }
 static void test_kv_index(void **state) { (void)state; kv_case(1); }
