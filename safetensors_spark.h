@@ -1932,7 +1932,9 @@ STS__PRIVATE size_t sts__fast_u64(const uint8_t *p, const uint8_t *end, uint8_t 
 }
 /* The writer's exact entry bytes, {"dtype":"X","shape":[..],"data_offsets":[b,e]}, with a local
    cursor. Returns 1 and fills the outputs, or 0 having changed nothing (the shape pool is rolled
-   back), in which case the general path parses the same bytes and reports any problem. */
+   back), in which case the general path parses the same bytes and reports any problem; -1 when the
+   shape pool cannot grow (NOMEM, as the general path would say: an allocation that failed is never
+   retried behind the caller's allocator). */
 STS__PRIVATE int sts__parse_entry_fast(sts__parser *ps, sts_dtype *dtype, uint64_t *shape_at, uint32_t *rank, uint64_t *begin, uint64_t *end) {
     sts__json *j = &ps->j;
     sts_file *f = ps->f;
@@ -1955,7 +1957,7 @@ STS__PRIVATE int sts__parse_entry_fast(sts__parser *ps, sts_dtype *dtype, uint64
         stop = *q == ',' ? ',' : ']';
         if (!(n = sts__fast_u64(p, e, stop, &v))) goto undo;
         if (STS__UNLIKELY(f->nshapes == f->shapes_cap) &&
-            !sts__grow(&f->mem, (void **)&f->shapes, &f->shapes_cap, f->nshapes + 1, sizeof *f->shapes)) goto undo;
+            !sts__grow(&f->mem, (void **)&f->shapes, &f->shapes_cap, f->nshapes + 1, sizeof *f->shapes)) { f->nshapes = start; return -1; }
         f->shapes[f->nshapes++] = v;
         p += n + 1;
         if (stop == ']') break;
@@ -1994,7 +1996,11 @@ STS__PRIVATE sts_result sts__parse_entry(sts__parser *ps, const char *name, size
     uint32_t rank = 0;
     int have = 0;
     const uint8_t *open = j->p;
-    if (STS__LIKELY(sts__parse_entry_fast(ps, &dtype, &shape_at, &rank, &begin, &end))) goto add;
+    {
+        int fast = sts__parse_entry_fast(ps, &dtype, &shape_at, &rank, &begin, &end);
+        if (STS__LIKELY(fast > 0)) goto add;
+        if (fast < 0) return sts__nomem(j->err, "tensor shapes");
+    }
     if (j->p >= j->end || (*j->p != '{' && *j->p != '['))
         return sts__json_fail(j, STS_RULE_ENTRY_TYPE, j->p, "a tensor entry must be an object, found %s", sts__json_what(j));
     if ((r = sts__json_enter(j)) != STS_OK) return r;
@@ -7340,7 +7346,7 @@ STS__PRIVATE char *sts__km_scratch(sts__keymap *k, size_t at, size_t n) {
    with no whitespace, no escapes and integers of at most 19 digits without leading zeros. It takes a
    subset of what sts__index_entry takes, with the same values; on anything else it returns 0 with
    j->p unmoved, and the general reader starts over from the same byte (so every error is the
-   general reader's). */
+   general reader's); -1 when the shapes cannot grow (NOMEM: a failed allocation is not retried). */
 STS__PRIVATE const uint8_t *sts__ix_lit(const uint8_t *p, const uint8_t *end, const char *lit, size_t n) {
     return p && (size_t)(end - p) >= n && memcmp(p, lit, n) == 0 ? p + n : NULL;
 }
@@ -7379,7 +7385,7 @@ STS__PRIVATE int sts__index_entry_fast(sts_dataset *ds, sts__keymap *k, sts__jso
     else for (;;) {
         uint64_t v;
         if (!(p = sts__ix_u64(p, end, &v))) return 0;
-        if (nd == k->dims_cap && !sts__grow(&k->mem, (void **)&k->dims, &k->dims_cap, nd + 1, sizeof *k->dims)) return 0;
+        if (nd == k->dims_cap && !sts__grow(&k->mem, (void **)&k->dims, &k->dims_cap, nd + 1, sizeof *k->dims)) return -1;
         k->dims[nd++] = v;
         if (*p++ == ']') break;
     }
@@ -7413,7 +7419,11 @@ STS__PRIVATE sts_result sts__index_entry(sts_dataset *ds, sts__keymap *k, sts__j
     sts_result r;
     int have = 0;
     size_t nd = 0;
-    if (sts__index_entry_fast(ds, k, j, e)) return STS_OK;
+    {
+        int fast = sts__index_entry_fast(ds, k, j, e);
+        if (fast > 0) return STS_OK;
+        if (fast < 0) return sts__nomem(err, "index shapes");
+    }
     if (j->p >= j->end || *j->p != '{') return sts__json_fail(j, STS_RULE_DATASET_INDEX, j->p, "an index entry must be an object");
     if ((r = sts__json_enter(j)) != STS_OK) return r;
     j->p++;
