@@ -1094,6 +1094,30 @@ STS__PRIVATE size_t *sts__msort(size_t *idx, size_t *tmp, size_t n, sts__less_fn
     return src;
 }
 
+/* Sorts n records of `size` bytes at base in place, stably, by less(base, i, j). Returns 0 (base
+   unchanged) when the scratch cannot be allocated. */
+STS__PRIVATE int sts__sort_records(const sts__mem *m, void *base, size_t n, size_t size, sts__less_fn less) {
+    size_t i, bytes, ibytes, *idx, *tmp, *ord;
+    uint8_t *sorted, *b = (uint8_t *)base;
+    int ok;
+    if (n < 2) return 1;
+    if (!sts__mulsz(n, size, &bytes) || !sts__mulsz(n, sizeof *idx, &ibytes)) return 0;
+    idx = (size_t *)sts__alloc(m, ibytes);
+    tmp = (size_t *)sts__alloc(m, ibytes);
+    sorted = (uint8_t *)sts__alloc(m, bytes);
+    ok = idx && tmp && sorted;
+    if (ok) {
+        for (i = 0; i < n; i++) idx[i] = i;
+        ord = sts__msort(idx, tmp, n, less, base);
+        for (i = 0; i < n; i++) memcpy(sorted + i * size, b + ord[i] * size, size);
+        memcpy(b, sorted, bytes);
+    }
+    sts__free(m, idx, ibytes);
+    sts__free(m, tmp, ibytes);
+    sts__free(m, sorted, bytes);
+    return ok;
+}
+
 /* ---- UTF-8 validation (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF) ----
    Returns n when valid, else the index of the first byte of the bad sequence. */
 STS__PRIVATE size_t sts__utf8_check(const uint8_t *s, size_t n) {
@@ -6195,8 +6219,8 @@ STS__PRIVATE void sts__live_free(const sts__mem *m, sts__live *l) {
     memset(l, 0, sizeof *l);
 }
 STS__PRIVATE void sts__live_load(const sts__mem *m, const char *dir, sts__live *l) {
-    size_t msz, i, *idx = NULL, *tmp = NULL, *ord;
-    char *mp = sts__join(m, dir, "dataset_manifest.json", &msz), **sorted;
+    size_t msz, i;
+    char *mp = sts__join(m, dir, "dataset_manifest.json", &msz);
     sts__jdoc d;
     uint32_t sh, s;
     memset(l, 0, sizeof *l);
@@ -6215,18 +6239,7 @@ STS__PRIVATE void sts__live_load(const sts__mem *m, const char *dir, sts__live *
                 l->names[l->n++] = name;
             }
         }
-        idx = (size_t *)sts__alloc(m, (l->n ? l->n : 1) * sizeof *idx);
-        tmp = (size_t *)sts__alloc(m, (l->n ? l->n : 1) * sizeof *tmp);
-        sorted = (char **)sts__alloc(m, (l->n ? l->n : 1) * sizeof *sorted);
-        if (idx && tmp && sorted) {
-            for (i = 0; i < l->n; i++) idx[i] = i;
-            ord = sts__msort(idx, tmp, l->n, sts__by_cstr, l->names);
-            for (i = 0; i < l->n; i++) sorted[i] = l->names[ord[i]];
-            if (l->n) memcpy(l->names, sorted, l->n * sizeof *sorted);
-        } else l->n = 0;  /* cannot sort: protect nothing rather than guess */
-        sts__free(m, idx, (l->n ? l->n : 1) * sizeof *idx);
-        sts__free(m, tmp, (l->n ? l->n : 1) * sizeof *tmp);
-        sts__free(m, sorted, (l->n ? l->n : 1) * sizeof *sorted);
+        if (!sts__sort_records(m, l->names, l->n, sizeof *l->names, sts__by_cstr)) l->n = 0;  /* cannot sort: protect nothing rather than guess */
     }
     sts__jdoc_free(&d);
 }
@@ -6265,23 +6278,10 @@ STS__PRIVATE sts_result sts__commit_load(sts__commit *c, const char *const *mess
 }
 /* Shards in path order; each must exist with its recorded size and a valid header. */
 STS__PRIVATE sts_result sts__commit_check_shards(sts__commit *c, sts_error *err) {
-    size_t i, *idx, *tmp, *ord;
-    sts__cshard *sorted;
+    size_t i;
     sts_options o;
     sts_result r = STS_OK;
-    size_t n = c->nshards ? c->nshards : 1;
-    idx = (size_t *)sts__alloc(&c->mem, n * sizeof *idx);
-    tmp = (size_t *)sts__alloc(&c->mem, n * sizeof *tmp);
-    sorted = (sts__cshard *)sts__alloc(&c->mem, n * sizeof *sorted);
-    if (!idx || !tmp || !sorted) {
-        sts__free(&c->mem, idx, n * sizeof *idx); sts__free(&c->mem, tmp, n * sizeof *tmp); sts__free(&c->mem, sorted, n * sizeof *sorted);
-        return sts__nomem(err, "the shard order");
-    }
-    for (i = 0; i < c->nshards; i++) idx[i] = i;
-    ord = sts__msort(idx, tmp, c->nshards, sts__by_shard_name, c->shards);
-    for (i = 0; i < c->nshards; i++) sorted[i] = c->shards[ord[i]];
-    memcpy(c->shards, sorted, c->nshards * sizeof *sorted);
-    sts__free(&c->mem, idx, n * sizeof *idx); sts__free(&c->mem, tmp, n * sizeof *tmp); sts__free(&c->mem, sorted, n * sizeof *sorted);
+    if (!sts__sort_records(&c->mem, c->shards, c->nshards, sizeof *c->shards, sts__by_shard_name)) return sts__nomem(err, "the shard order");
     memset(&o, 0, sizeof o);
     o.allocator = c->mem.a;
     o.header_only = 1;
@@ -7166,20 +7166,8 @@ STS__PRIVATE int sts__by_file_name(const void *ctx, size_t a, size_t b) {  /* na
     return strcmp(f[a].name, f[b].name) < 0;
 }
 STS__PRIVATE sts_result sts__ds_sort_files(sts_dataset *ds, sts_error *err) {
-    size_t n = ds->nfiles ? ds->nfiles : 1, i, *idx, *tmp, *ord;
-    sts__dfile *sorted;
-    idx = (size_t *)sts__alloc(&ds->mem, n * sizeof *idx);
-    tmp = (size_t *)sts__alloc(&ds->mem, n * sizeof *tmp);
-    sorted = (sts__dfile *)sts__alloc(&ds->mem, n * sizeof *sorted);
-    if (!idx || !tmp || !sorted) {
-        sts__free(&ds->mem, idx, n * sizeof *idx); sts__free(&ds->mem, tmp, n * sizeof *tmp); sts__free(&ds->mem, sorted, n * sizeof *sorted);
-        return sts__nomem(err, "the file order");
-    }
-    for (i = 0; i < ds->nfiles; i++) idx[i] = i;
-    ord = sts__msort(idx, tmp, ds->nfiles, sts__by_file_name, ds->files);
-    for (i = 0; i < ds->nfiles; i++) sorted[i] = ds->files[ord[i]];
-    if (ds->nfiles) memcpy(ds->files, sorted, ds->nfiles * sizeof *sorted);
-    sts__free(&ds->mem, idx, n * sizeof *idx); sts__free(&ds->mem, tmp, n * sizeof *tmp); sts__free(&ds->mem, sorted, n * sizeof *sorted);
+    size_t i;
+    if (!sts__sort_records(&ds->mem, ds->files, ds->nfiles, sizeof *ds->files, sts__by_file_name)) return sts__nomem(err, "the file order");
     for (i = 1; i < ds->nfiles; i++)
         if (strcmp(ds->files[i - 1].name, ds->files[i].name) == 0)
             return sts__fail(err, STS_RULE_DATASET_MANIFEST, STS_OFFSET_UNKNOWN, "the manifest lists shard %q twice", ds->files[i].name, ds->files[i].name_len);
@@ -8145,15 +8133,7 @@ STSDEF sts_result sts_scan_open(const sts_dataset *ds, const sts_scan_spec *spec
         for (i = begin; i < end; i++) if (want[i]) s->plan[s->nplan++] = i;
         sts__free(&ds->mem, want, ds->nfiles ? ds->nfiles : 1);
         if (r == STS_OK && s->nexpect) {  /* by file, to check each file as it comes */
-            size_t *idx = (size_t *)sts__alloc(&ds->mem, s->nexpect * sizeof *idx), *tmp = (size_t *)sts__alloc(&ds->mem, s->nexpect * sizeof *tmp), *ord;
-            const sts__dkey **sorted = (const sts__dkey **)sts__alloc(&ds->mem, s->nexpect * sizeof *sorted);
-            if (idx && tmp && sorted) {
-                for (i = 0; i < s->nexpect; i++) idx[i] = i;
-                ord = sts__msort(idx, tmp, s->nexpect, sts__by_entry_file, s->expect);
-                for (i = 0; i < s->nexpect; i++) sorted[i] = s->expect[ord[i]];
-                memcpy((void *)s->expect, sorted, s->nexpect * sizeof *sorted);
-            } else r = sts__nomem(err, "a scan plan");
-            sts__free(&ds->mem, idx, s->nexpect * sizeof *idx); sts__free(&ds->mem, tmp, s->nexpect * sizeof *tmp); sts__free(&ds->mem, (void *)sorted, s->nexpect * sizeof *sorted);
+            if (!sts__sort_records(&ds->mem, (void *)s->expect, s->nexpect, sizeof *s->expect, sts__by_entry_file)) r = sts__nomem(err, "a scan plan");
         }
         if (r != STS_OK) { sts_scan_close(s); return r; }
     } else
