@@ -72,6 +72,22 @@ static void model_file(const model *m, uint64_t from, uint64_t rows, uint64_t pa
         free(d);
     }
 }
+/* The folder holds two shards: a batch of `batch` rows (0 .. batch-1), then the tail of `tail`
+   rows; each compared byte for byte with the model's file. */
+static void expect_batch_and_tail(const char *label, const char *root, const model *md, uint64_t batch, uint64_t tail) {
+    du_names names = du_list_shards(root);
+    char p[512];
+    size_t i;
+    assert_int_equal(names.n, 2);
+    for (i = 0; i < 2; i++) {
+        du_tl tl = { 0, 0, 0 };
+        model_file(md, (uint64_t)i * batch, i ? tail : batch, 0, &tl);
+        tf_join(p, sizeof p, root, names.v[i]);
+        du_expect_file(label, p, &tl);
+        du_tl_free(&tl);
+    }
+    du_names_free(&names);
+}
 
 /* ---- the schema of the golden tests ---- */
 static const sts_column GOLD[4] = {
@@ -349,14 +365,13 @@ static void test_tail_rewrite(void **state) {
 /* ================================================================================================
    every row is checked against the first row; a rejected row changes nothing */
 static void test_row_checks(void **state) {
-    char root[64], p[256];
+    char root[64];
     sts_write_config c;
     sts_error e;
     sts_task_writer *w;
     model md;
     char *msg = NULL;
     size_t len = 0;
-    du_names names;
     int accepted = 0, i;
     du_sb notes = { 0, 0, 0 };
     (void)state;
@@ -404,16 +419,7 @@ static void test_row_checks(void **state) {
     DU_OK("commit", sts_task_commit(w, &msg, &len, &e), e);
     check_message("row checks", msg, len, 0, "batch", 5, 3, 2);
     sts_task_close(w);
-    names = du_list_shards(root);
-    assert_int_equal(names.n, 2);
-    for (i = 0; i < 2; i++) {
-        du_tl tl = { 0, 0, 0 };
-        model_file(&md, (uint64_t)i * 3, i ? 2 : 3, 0, &tl);
-        tf_join(p, sizeof p, root, names.v[i]);
-        du_expect_file("row checks", p, &tl);
-        du_tl_free(&tl);
-    }
-    du_names_free(&names);
+    expect_batch_and_tail("row checks", root, &md, 3, 2);
     model_free(&md);
     sts_free(NULL, msg, len + 1);
     tf_rmtree(root);
@@ -455,14 +461,13 @@ static void test_array_shapes(void **state) {
     int variant;
     (void)state;
     for (variant = 0; variant < 3; variant++) {
-        char root[64], p[256], label[64];
+        char root[64], label[64];
         sts_write_config c;
         sts_error e;
         sts_task_writer *w;
         model md;
         char *msg;
         size_t len;
-        du_names names;
         int i;
         sts_shape_option typed[2];
         snprintf(label, sizeof label, "array shapes variant %d", variant);
@@ -504,16 +509,7 @@ static void test_array_shapes(void **state) {
         }
         DU_OK(label, sts_task_commit(w, &msg, &len, &e), e);
         sts_task_close(w);
-        names = du_list_shards(root);
-        assert_int_equal(names.n, 2);
-        for (i = 0; i < 2; i++) {
-            du_tl tl = { 0, 0, 0 };
-            model_file(&md, (uint64_t)i * 5, i ? 2 : 5, 0, &tl);
-            tf_join(p, sizeof p, root, names.v[i]);
-            du_expect_file(label, p, &tl);
-            du_tl_free(&tl);
-        }
-        du_names_free(&names);
+        expect_batch_and_tail(label, root, &md, 5, 2);
         model_free(&md);
         sts_free(NULL, msg, len + 1);
         tf_rmtree(root);
@@ -700,16 +696,7 @@ static void test_large_and_small_cells(void **state) {
     if (al.peak > (int64_t)(8u << 20))
         fail_msg("batch mode held %lld bytes at its peak for 3-row batches of %zu bytes each: memory must stay at the write buffers",
                  (long long)al.peak, big + nsame * 4 + nconv * 4);
-    names = du_list_shards(root);
-    assert_int_equal(names.n, 2);
-    for (i = 0; i < 2; i++) {
-        du_tl tl = { 0, 0, 0 };
-        model_file(&md, (uint64_t)i * 3, i ? 1 : 3, 0, &tl);
-        tf_join(p, sizeof p, root, names.v[i]);
-        du_expect_file("large cells", p, &tl);
-        du_tl_free(&tl);
-    }
-    du_names_free(&names);
+    expect_batch_and_tail("large cells", root, &md, 3, 1);
     model_free(&md);
     tf_rmtree(root);
     free(bigbuf); free(same); free(conv);
@@ -761,14 +748,13 @@ static void test_large_and_small_cells(void **state) {
 static void test_sub_byte(void **state) {
     static const sts_column schema[2] = { { "f4", STS_VALUE_TENSOR, STS_DTYPE_U8 }, { "f6", STS_VALUE_TENSOR, STS_DTYPE_U8 } };
     static const uint64_t s2[1] = { 2 }, s3[1] = { 3 }, s4[1] = { 4 }, s1[1] = { 1 };
-    char root[64], p[256];
+    char root[64];
     sts_write_config c;
     sts_error e;
     sts_task_writer *w;
     model md;
     char *msg;
     size_t len;
-    du_names names;
     int i;
     (void)state;
     tf_tmpdir(root, sizeof root);
@@ -810,16 +796,7 @@ static void test_sub_byte(void **state) {
     }
     DU_OK("commit", sts_task_commit(w, &msg, &len, &e), e);
     sts_task_close(w);
-    names = du_list_shards(root);
-    assert_int_equal(names.n, 2);
-    for (i = 0; i < 2; i++) {
-        du_tl tl = { 0, 0, 0 };
-        model_file(&md, (uint64_t)i * 4, i ? 2 : 4, 0, &tl);
-        tf_join(p, sizeof p, root, names.v[i]);
-        du_expect_file("sub-byte", p, &tl);
-        du_tl_free(&tl);
-    }
-    du_names_free(&names);
+    expect_batch_and_tail("sub-byte", root, &md, 4, 2);
     model_free(&md);
     sts_free(NULL, msg, len + 1);
     tf_rmtree(root);
