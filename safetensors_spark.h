@@ -1944,13 +1944,13 @@ STS__PRIVATE sts_result sts__parse_offsets(sts__parser *ps, uint64_t *begin, uin
     j->depth--;
     return STS_OK;
 }
-/* Up to 19 digits (no overflow possible) followed by `stop`; 0 digits on any other form, which
-   the general path then reports exactly. */
-STS__PRIVATE size_t sts__fast_u64(const uint8_t *p, const uint8_t *end, uint8_t stop, uint64_t *v) {
+/* Up to 19 digits (no overflow possible), no leading zero, followed by ',' or ']' (p[n], which
+   the caller checks); 0 digits on any other form, which the general path then reports exactly. */
+STS__PRIVATE size_t sts__fast_u64(const uint8_t *p, const uint8_t *end, uint64_t *v) {
     size_t n = 0;
     uint64_t x = 0;
     while (p + n < end && n < 20 && p[n] >= '0' && p[n] <= '9') x = x * 10 + (uint64_t)(p[n++] - '0');
-    if (n == 0 || n > 19 || p + n >= end || p[n] != stop || (p[0] == '0' && n > 1)) return 0;
+    if (n == 0 || n > 19 || p + n >= end || (p[n] != ',' && p[n] != ']') || (p[0] == '0' && n > 1)) return 0;
     *v = x;
     return n;
 }
@@ -1975,11 +1975,8 @@ STS__PRIVATE int sts__parse_entry_fast(sts__parser *ps, sts_dtype *dtype, uint64
     if (*p == ']') p++;
     else for (;;) {
         uint8_t stop;
-        if (p >= e) goto undo;
-        for (q = p; q < e && *q >= '0' && *q <= '9'; q++) {}
-        if (q >= e) goto undo;
-        stop = *q == ',' ? ',' : ']';
-        if (!(n = sts__fast_u64(p, e, stop, &v))) goto undo;
+        if (!(n = sts__fast_u64(p, e, &v))) goto undo;
+        stop = p[n];
         if (STS__UNLIKELY(f->nshapes == f->shapes_cap) &&
             !sts__grow(&f->mem, (void **)&f->shapes, &f->shapes_cap, f->nshapes + 1, sizeof *f->shapes)) { f->nshapes = start; return -1; }
         f->shapes[f->nshapes++] = v;
@@ -1992,10 +1989,10 @@ STS__PRIVATE int sts__parse_entry_fast(sts__parser *ps, sts_dtype *dtype, uint64
         *begin = ps->last_end_val;  /* writer order: this begin is the previous end, byte for byte */
         p += ps->last_end_len + 1;
     } else {
-        if (!(n = sts__fast_u64(p, e, ',', begin))) goto undo;
+        if (!(n = sts__fast_u64(p, e, begin)) || p[n] != ',') goto undo;
         p += n + 1;
     }
-    if (!(n = sts__fast_u64(p, e, ']', end))) goto undo;
+    if (!(n = sts__fast_u64(p, e, end)) || p[n] != ']') goto undo;
     if (e - (p + n) < 2 || p[n + 1] != '}') goto undo;
     ps->last_end = p;
     ps->last_end_len = n;
@@ -7347,13 +7344,8 @@ STS__PRIVATE const uint8_t *sts__ix_str(const uint8_t *p, const uint8_t *end, si
     return p + i + 1;
 }
 STS__PRIVATE const uint8_t *sts__ix_u64(const uint8_t *p, const uint8_t *end, uint64_t *v) {  /* then ',' or ']' */
-    uint64_t x = 0;
-    size_t i = 0;
-    if (!p) return NULL;
-    while (p + i < end && p[i] >= '0' && p[i] <= '9' && i < 19) { x = x * 10 + (uint64_t)(p[i] - '0'); i++; }
-    if (!i || (i > 1 && p[0] == '0') || p + i >= end || (p[i] != ',' && p[i] != ']')) return NULL;
-    *v = x;
-    return p + i;
+    size_t n = p ? sts__fast_u64(p, end, v) : 0;
+    return n ? p + n : NULL;
 }
 STS__PRIVATE int sts__index_entry_fast(sts_dataset *ds, sts__keymap *k, sts__json *j, sts__dent *e) {
     const uint8_t *p = j->p, *end = j->end, *file, *name = NULL, *dt;
