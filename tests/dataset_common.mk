@@ -1,0 +1,9 @@
+# Dataset common (layer 8a): the one manifest reader shared by sts_dataset_open,
+# sts_dataset_reindex and the commit (tests/test_dataset_manifest.c: the mode rule, refused
+# fields, no length limits, FIFOs refused or skipped). The generic rules in the Makefile build and
+# run it plain, under ASan+UBSan and under valgrind.
+DATASET_COMMON_SRCS := tests/test_dataset_manifest.c
+UNIT_SRCS += $(DATASET_COMMON_SRCS)
+$(patsubst tests/%.c,$(BUILD)/unit/%,$(DATASET_COMMON_SRCS)): tests/test_dataset_read_util.h tests/fs_util.h
+$(patsubst tests/%.c,$(BUILD)/asan/%,$(DATASET_COMMON_SRCS)): tests/test_dataset_read_util.h tests/fs_util.h
+$(patsubst tests/%.c,$(BUILD)/vg/%,$(DATASET_COMMON_SRCS)): tests/test_dataset_read_util.h tests/fs_util.h
