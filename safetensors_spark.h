@@ -4903,7 +4903,7 @@ STS__PRIVATE sts_result sts__list_shards(const sts__mem *m, const char *dir, sts
    batch starts, rows written in place with pwrite, zero-copy for large cells) and KV mode (one
    shard buffered, rolled on its real size, duplicates checked across the task); task commit
    messages; the dataset commit (cross-task checks, the tensor index, dataset_manifest.json last).
-   May call: util, json, dtype, header, io, writer, codec.
+   May call: util, json, dtype, header, io, writer, codec, dataset common.
    ============================================================================================== */
 #ifndef STS_NO_STDIO
 #define STS__STAGE ((size_t)1 << 20)  /* batch mode: write-combining buffer per column */
@@ -7245,7 +7245,7 @@ STSDEF sts_result sts_dataset_abort(const char *dir, const char *const *messages
    for staleness), the schema (explicit or inferred), the key table (from the index, or built
    once from the headers) with O(1) lookups, lazily mapped files published without locks, and
    scans (wide and long) with projection and pushdown, counting what they read.
-   May call: util, json, dtype, header, io, dataset write (names, folders, text helpers).
+   May call: util, json, dtype, header, io, dataset common.
    ============================================================================================== */
 #ifndef STS_NO_STDIO
 
