@@ -13,20 +13,37 @@
 
    TABLE OF CONTENTS                                      (grep for the >>anchor)
       compile-time options ..................................... below
-      quick start ................................................ below
-      documentation: rules, ownership, limits, threads, errors ... below
+      quick start ................................................ >>quickstart
+      documentation: rules, ownership, limits, threads, errors, types ... below
       declarations ............................................. >>api
       implementation
-         1  config, util: hooks, limits, checked math, LE I/O, errors   >>util
-         2  json: strict RFC 8259 scanner pieces                         >>json
-         3  dtype: the 22-dtype table                                    >>dtype
-         4  header: parse + mandatory validation, name index             >>header
-         5  io: sources (memory, mmap, header-only, callback), sinks     >>io
-         6  writer: reference-identical single-file writer               >>writer
-         7  codec: dtype conversions, truncation and RNE, SIMD            >>codec
-         8  dataset write: options, task writers, commit, manifest, index >>dataset_write
-         9  dataset read: open, schema, scans with pushdown, key lookup   >>dataset_read
+         1  config, util: hooks, limits, checked math, LE I/O, errors    >>util
+         2  json: strict RFC 8259 scanner pieces                          >>json
+         3  dtype: the 22-dtype table                                     >>dtype
+         4  header: parse + mandatory validation, name index              >>header
+         5  io: every system call: sources, sinks, files and folders      >>io
+               the task writers' write-behind thread                      >>write_behind
+         6  writer: reference-identical single-file writer                >>writer
+         7  codec: dtype conversions, truncation and RNE, SIMD             >>codec
+         8a dataset common: names, schema columns, the manifest reader    >>dataset_common
+         8  dataset write                                                 >>dataset_write
+               write options, typed and as strings                        >>ds_options
+               the task writer and its shards                             >>task_writer
+               batch mode: files laid out per batch, rows in place        >>batch
+               KV mode: one buffered shard, rolled on its real size        >>kv
+               commit messages                                            >>commit_message
+               the dataset commit, reindex and abort                      >>commit
+         9  dataset read                                                  >>dataset_read
+               the key table: O(1) lookups                                >>key_table
+               files, the manifest, the tensor index                      >>index
+               schema, open, lookups                                      >>ds_open
+               scans with projection and pushdown                         >>scan
+         10 archive (next): the format-independent reader, providers (safetensors, sharded
+            checkpoints, datasets, .npy, GGUF), probe, views, windows, streams, SHA-256
       license ................................................... end of file
+   A new section goes after every section it calls, with a banner: ">>anchor  N. title", an "Owns:"
+   line and a "May call:" line; add its anchor here. `make test-layers` (tests/check_layers.py)
+   checks the calls against the banners, that nothing after io makes a system call, and this table.
 
    COMPILE-TIME OPTIONS                                   (define before including)
       STS_IMPLEMENTATION     emit the implementation in this translation unit
@@ -111,6 +128,14 @@
       - Tensor and metadata pointers stay valid until sts_close. sts_close(NULL) is a no-op.
       - sts_write_memory returns a buffer from the options' allocator: release it with sts_free.
       - The writer never retains the caller's specs, data or metadata after it returns.
+      - Datasets: an sts_dataset owns its files' mappings, its key table and its schema. An sts_view
+        from sts_dataset_get or sts_dataset_column points into the dataset (key, shape) and, with
+        data, into a file's mapping: it lives until sts_dataset_close. Views from sts_scan_next live
+        until the next sts_scan_next or sts_scan_close (their data pointers, until the dataset closes).
+      - A task writer copies what it keeps of a row (the caller's cells may change once
+        sts_task_write returns) and never retains the write config or schema. sts_task_commit hands
+        out the commit message: free it with sts_free(opts, message, len + 1), after it has been
+        passed to sts_dataset_commit or sts_dataset_abort (which only borrow the messages).
    Names and strings are (pointer, length): an escaped NUL ("\u0000") is legal in a name.
 
    Limits. Header length at most 100,000,000 bytes and at most 127 nested JSON containers, both as
@@ -131,6 +156,15 @@
 
    BF16. BF16 is a valid dtype even though the official header JSON Schema's dtype pattern
    ([UIF])(8|16|32|64|128|256) does not match it; every place that accepts it says so.
+
+   Types beyond safetensors (decided before layer 10). sts_dtype is the safetensors dtype and stays
+   exactly that: one enumerator per reference dtype, its value being the reference writer's sort
+   rank (the writer's layout depends on it), never extended. Containers with other element types
+   (GGUF's block-quantised Q4_0 ... IQ4_XS, its I8 ... F64, .npy's byte orders) are described in
+   layer 10 by a type descriptor, not an sts_dtype: its name, whether it is a plain number type,
+   bits per element (plain) or elements and bytes per block (quantised), and the matching sts_dtype
+   when there is one (STS_DTYPE_COUNT when none). A descriptor with a matching sts_dtype is what the
+   codecs and the safetensors writer accept; a block type goes through its own dequantiser first.
 */
 #ifndef STS_INCLUDE_SAFETENSORS_SPARK_H
 #define STS_INCLUDE_SAFETENSORS_SPARK_H
@@ -3043,7 +3077,7 @@ STS__PRIVATE int sts__pwrite_all(const sts__mem *m, int fd, const void *src, uin
     return 0;
 }
 
-/* ---- write-behind: the task writer's I/O thread ----
+/* >>write_behind ---- write-behind: the task writer's I/O thread ----
    Row work (checking, encoding, copying) and the system calls that put finished buffers into the
    files run on two threads: the caller's thread queues writes, truncations and seals, and one I/O
    thread per task writer performs them in order (appends the caller groups go out in one writev:
@@ -6378,7 +6412,7 @@ STSDEF sts_result sts_task_write(sts_task_writer *w, const sts_value *row, sts_e
     return r;
 }
 
-/* ---- commit messages ---- */
+/* >>commit_message ---- commit messages ---- */
 STS__PRIVATE void sts__out_schema_col(sts__out *o, const sts__ocol *c, int kv, uint64_t batch) {
     uint32_t d;
     sts__out_json(o, c->name, c->name_len);
@@ -6504,7 +6538,7 @@ STSDEF void sts_task_close(sts_task_writer *w) {
     sts__wcfg_free(&w->c);
     sts__free(&m, w, sizeof *w);
 }
-/* ---- the dataset commit ---- */
+/* >>commit ---- the dataset commit ---- */
 typedef struct sts__cshard {        /* a shard named by a commit message (or a manifest, or a listing) */
     char *name;                     /* NUL-terminated copy, the commit's to free */
     size_t name_len;
@@ -7359,7 +7393,7 @@ struct sts_dataset {
    their entry one by one, to name the key that disagrees */
 static const uint8_t sts__lk_disagrees = 0;
 
-/* ---- the key table ---- */
+/* >>key_table ---- the key table ---- */
 #define STS__DK_PAD(n) (((n) + 7) & ~(size_t)7)
 STS__PRIVATE const char *sts__dk_key(const sts__dkey *e) { return (const char *)(e + 1); }
 STS__PRIVATE const uint64_t *sts__dk_shape(const sts__dkey *e) {
@@ -7532,7 +7566,7 @@ STS__PRIVATE size_t sts__ds_file_index(const sts_dataset *ds, const char *name, 
     it = ds->fix.slots[sts__index_probe(&ds->fix, &nm, sts__hash(name, len, ds->seed), name, len)];
     return it == STS__EMPTY ? (size_t)-1 : it;
 }
-/* ---- files ---- */
+/* >>index ---- files ---- */
 STS__PRIVATE sts_result sts__ds_add_file(sts_dataset *ds, const char *name, size_t len, uint64_t size, sts_error *err) {
     sts__dfile *f;
     if (ds->nfiles == ds->files_cap && !sts__grow(&ds->mem, (void **)&ds->files, &ds->files_cap, ds->nfiles + 1, sizeof *ds->files)) return sts__nomem(err, "the file list");
@@ -8107,7 +8141,7 @@ STS__PRIVATE sts_result sts__ds_entry_data(const sts_dataset *ds, const sts__key
     return STS_OK;
 }
 
-/* ---- schema ---- */
+/* >>ds_open ---- schema ---- */
 /* Copies a column (name and dims) into the schema's storage: dims 8-aligned, then the name. */
 STS__PRIVATE void sts__col_set(sts_dataset *ds, size_t *used, sts__col *c, const char *name, size_t nl, sts_dtype dt,
                                uint32_t rank, const uint64_t *shape) {
@@ -8299,7 +8333,7 @@ STSDEF sts_result sts_dataset_get(const sts_dataset *ds, const char *key, size_t
     return STS_OK;
 }
 
-/* ---- scans ---- */
+/* >>scan ---- scans ---- */
 struct sts_scan {
     const sts_dataset *ds;
     sts_scan_spec spec;
