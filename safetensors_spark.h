@@ -6994,16 +6994,14 @@ STS__PRIVATE void sts__commit_manifest(sts__commit *c, sts__out *o) {
 }
 /* Writes one of the commit's files to a sealed temporary. */
 typedef void (*sts__render_fn)(sts__commit *c, sts__out *o);
-STS__PRIVATE sts_result sts__commit_file(sts__commit *c, const char *name, sts__render_fn render, int index, int durable,
+STS__PRIVATE sts_result sts__commit_file(sts__commit *c, const char *name, sts__render_fn render, int durable,
                                          sts__atomic *a, char **path, size_t *path_size, sts_error *err) {
     sts__out o;
     sts_result r;
     if (!(*path = sts__join(&c->mem, c->dir, name, path_size))) return sts__nomem(err, "a file name");
     if ((r = sts__atomic_begin(a, *path, &c->mem, err)) != STS_OK) return r;
     sts__out_init(&o, &c->mem, a->fd);
-    if (render) render(c, &o);
-    else sts__commit_manifest(c, &o);
-    (void)index;
+    render(c, &o);
     sts__out_flush(&o);
     r = sts__out_status(&o, *path, err);
     sts__out_free(&o);
@@ -7156,12 +7154,12 @@ STSDEF sts_result sts_dataset_commit(const char *dir, const sts_write_config *cf
     if ((r = sts__commit_keys(&c, err)) != STS_OK) goto fail;
     sts__uuid4(c.dataset_id);
     if (index) {
-        if ((r = sts__commit_file(&c, "_tensor_index.csv", sts__commit_csv, 0, durable, &a[0], &paths[0], &psize[0], err)) != STS_OK) goto fail;
+        if ((r = sts__commit_file(&c, "_tensor_index.csv", sts__commit_csv, durable, &a[0], &paths[0], &psize[0], err)) != STS_OK) goto fail;
         nfiles = 1;
-        if ((r = sts__commit_file(&c, "_tensor_index.json", sts__commit_json_index, 0, durable, &a[1], &paths[1], &psize[1], err)) != STS_OK) goto fail;
+        if ((r = sts__commit_file(&c, "_tensor_index.json", sts__commit_json_index, durable, &a[1], &paths[1], &psize[1], err)) != STS_OK) goto fail;
         nfiles = 2;
     }
-    if ((r = sts__commit_file(&c, "dataset_manifest.json", NULL, index, durable, &a[nfiles], &paths[nfiles], &psize[nfiles], err)) != STS_OK) goto fail;
+    if ((r = sts__commit_file(&c, "dataset_manifest.json", sts__commit_manifest, durable, &a[nfiles], &paths[nfiles], &psize[nfiles], err)) != STS_OK) goto fail;
     nfiles++;
     if ((r = sts__publish_all(&c, a, paths, nfiles - 1, err)) != STS_OK) goto fail;
     if (overwrite) sts__commit_cleanup(&c, index);
@@ -7247,8 +7245,8 @@ STSDEF sts_result sts_dataset_reindex(const char *dir, const sts_options *opts, 
     if ((r = sts__commit_check_shards(&c, err)) != STS_OK) goto out;
     if ((r = sts__commit_keys(&c, err)) != STS_OK) goto out;
     if (!c.dataset_id[0]) sts__uuid4(c.dataset_id);
-    if ((r = sts__commit_file(&c, "_tensor_index.csv", sts__commit_csv, 0, !(opts && opts->no_fsync), &a[0], &paths[0], &psize[0], err)) != STS_OK) goto out;
-    if ((r = sts__commit_file(&c, "_tensor_index.json", sts__commit_json_index, 0, !(opts && opts->no_fsync), &a[1], &paths[1], &psize[1], err)) != STS_OK) goto out;
+    if ((r = sts__commit_file(&c, "_tensor_index.csv", sts__commit_csv, !(opts && opts->no_fsync), &a[0], &paths[0], &psize[0], err)) != STS_OK) goto out;
+    if ((r = sts__commit_file(&c, "_tensor_index.json", sts__commit_json_index, !(opts && opts->no_fsync), &a[1], &paths[1], &psize[1], err)) != STS_OK) goto out;
     for (i = 0; i < 2; i++)  /* the shards do not change: both files describe them at every moment */
         if ((r = sts__atomic_publish(&a[i], i == 1 && !(opts && opts->no_fsync), err)) != STS_OK) goto out;
     if (summary) {
