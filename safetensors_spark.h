@@ -2543,8 +2543,8 @@ STSDEF sts_result sts_open_source(const sts_source *src, const sts_options *opts
     uint64_t n;
     sts_file *f;
     sts_result r;
-    if (!src || !src->read || !out) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "sts_open_source needs a source with read, and out");
-    if (!sts__mem_valid(&m)) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "the allocator needs all three hooks or none");
+    if (!src || !src->read || !out) return sts__failx(err, STS_RULE_ARGUMENT, "sts_open_source needs a source with read, and out");
+    if (!sts__mem_valid(&m)) return sts__failx(err, STS_RULE_ARGUMENT, "the allocator needs all three hooks or none");
     if (src->size >= 8 && (r = src->read(src->user, 0, prefix, 8)) != STS_OK)
         return sts__fail_code(err, r, STS_RULE_IO, 0, "the source failed reading the header length (%s)", sts_result_name(r));
     if ((r = sts__check_prefix(prefix, src->size, opts, &n, err)) != STS_OK) return r;
@@ -2605,7 +2605,7 @@ STS__PRIVATE const char *sts__errno_name(int e) {
     }
 }
 STS__PRIVATE sts_result sts__fail_errno(sts_error *err, int e, const char *what, const char *path) {
-    return sts__fail(err, STS_RULE_IO, STS_OFFSET_UNKNOWN, "%s %q failed: %s (errno %d)", what, path, path ? strlen(path) : (size_t)0,
+    return sts__failx(err, STS_RULE_IO, "%s %q failed: %s (errno %d)", what, path, path ? strlen(path) : (size_t)0,
                      sts__errno_name(e), e);
 }
 /* Read exactly len bytes at off; 0 on success, else an errno (EIO when the file ended early). */
@@ -2935,7 +2935,7 @@ STS__PRIVATE sts_result sts__atomic_begin(sts__atomic *a, const char *path, cons
     a->fd = -1;
     a->tmp = NULL;
     a->tmp_size = 0;
-    if (base_len == 0) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "%q names a folder, not a file", path, strlen(path));
+    if (base_len == 0) return sts__failx(err, STS_RULE_ARGUMENT, "%q names a folder, not a file", path, strlen(path));
     a->tmp_size = dir_len + 1 + base_len + 5 + 16 + 1;
     if (!(a->tmp = (char *)sts__alloc(m, a->tmp_size))) return sts__nomem(err, "a temporary file name");
     for (tries = 0; tries < 16; tries++) {
@@ -6432,10 +6432,10 @@ STSDEF sts_result sts_task_commit(sts_task_writer *w, char **message, size_t *me
     sts_result r = STS_OK;
     size_t i;
     int first = 1, e;
-    if (!w || !message || !message_len) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "sts_task_commit needs a writer, message and message_len");
-    if (w->committed) return sts__fail(err, STS_RULE_STATE, STS_OFFSET_UNKNOWN, "the task writer is already committed");
+    if (!w || !message || !message_len) return sts__failx(err, STS_RULE_ARGUMENT, "sts_task_commit needs a writer, message and message_len");
+    if (w->committed) return sts__failx(err, STS_RULE_STATE, "the task writer is already committed");
     if (w->failed != STS_OK)
-        return sts__fail(err, STS_RULE_STATE, STS_OFFSET_UNKNOWN, "the task writer failed earlier (%s); close it to abort", sts_result_name(w->failed));
+        return sts__failx(err, STS_RULE_STATE, "the task writer failed earlier (%s); close it to abort", sts_result_name(w->failed));
     if (w->c.kv) r = sts__kv_flush(w, err);
     else if (w->batch_open) {
         if (w->c.tail == STS_TAIL_DROP) {
@@ -6577,7 +6577,7 @@ typedef struct sts__commit {
 } sts__commit;
 
 STS__PRIVATE sts_result sts__msg_fail(sts_error *err, size_t m, const char *what) {
-    return sts__fail(err, STS_RULE_MESSAGE, STS_OFFSET_UNKNOWN, "commit message %z: %s", m, what);
+    return sts__failx(err, STS_RULE_MESSAGE, "commit message %z: %s", m, what);
 }
 /* Reads message m's fields into the commit (and checks them against the others). */
 /* Message m's shards join the commit's list. */
@@ -6809,17 +6809,17 @@ STS__PRIVATE sts_result sts__commit_check_shards(sts__commit *c, sts_error *err)
         size_t sz;
         char *p;
         if (i && strcmp(s[-1].name, s->name) == 0)
-            return sts__fail(err, STS_RULE_MESSAGE, STS_OFFSET_UNKNOWN, "shard %q is named by two commit messages", s->name, strlen(s->name));
+            return sts__failx(err, STS_RULE_MESSAGE, "shard %q is named by two commit messages", s->name, strlen(s->name));
         if (!(p = sts__join(&c->mem, c->dir, s->name, &sz))) return sts__nomem(err, "a shard path");
         r = sts_open(p, &o, &s->f, err);
         if (r != STS_OK) {
             char inner[256];
             memcpy(inner, err ? err->message : "", err ? sizeof inner : 1);
-            r = sts__fail(err, STS_RULE_SHARD, STS_OFFSET_UNKNOWN, "shard %q: %s", s->name, strlen(s->name), err ? inner : "unreadable");
+            r = sts__failx(err, STS_RULE_SHARD, "shard %q: %s", s->name, strlen(s->name), err ? inner : "unreadable");
         } else if (sts_file_size(s->f) != s->bytes)
-            r = sts__fail(err, STS_RULE_SHARD, STS_OFFSET_UNKNOWN, "shard %q has %U bytes, but its task recorded %U", s->name, strlen(s->name), sts_file_size(s->f), s->bytes);
+            r = sts__failx(err, STS_RULE_SHARD, "shard %q has %U bytes, but its task recorded %U", s->name, strlen(s->name), sts_file_size(s->f), s->bytes);
         else if (s->tensors != UINT64_MAX && sts_count(s->f) != s->tensors)
-            r = sts__fail(err, STS_RULE_SHARD, STS_OFFSET_UNKNOWN, "shard %q holds %z tensors, but its task recorded %U", s->name, strlen(s->name), sts_count(s->f), s->tensors);
+            r = sts__failx(err, STS_RULE_SHARD, "shard %q holds %z tensors, but its task recorded %U", s->name, strlen(s->name), sts_count(s->f), s->tensors);
         sts__free(&c->mem, p, sz);
     }
     return r;
@@ -6852,7 +6852,7 @@ STS__PRIVATE sts_result sts__commit_keys(sts__commit *c, sts_error *err) {
             if (c->ix.slots[pos] != STS__EMPTY) {
                 const sts__cref *was = &c->refs[c->ix.slots[pos]];
                 if (c->dup == STS_DUPLICATES_FAIL)
-                    return sts__fail(err, STS_RULE_DUPLICATE_KEY, STS_OFFSET_UNKNOWN, "key %q is in shard %q and in shard %q (duplicatesStrategy=fail)",
+                    return sts__failx(err, STS_RULE_DUPLICATE_KEY, "key %q is in shard %q and in shard %q (duplicatesStrategy=fail)",
                                      x->name, x->name_len, c->shards[was->shard].name, strlen(c->shards[was->shard].name),
                                      c->shards[i].name, strlen(c->shards[i].name));
                 /* lastWin: the later shard in natural order (task, then shard number) wins */
@@ -7135,10 +7135,10 @@ STSDEF sts_result sts_dataset_commit(const char *dir, const sts_write_config *cf
     for (i = 0; i < 3; i++) a[i].fd = -1;
     c.mem = sts__mem_from(opts);
     c.dir = dir;
-    if (!dir || !cfg || (!messages && n)) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "sts_dataset_commit needs a folder, the options and the messages");
-    if (!sts__mem_valid(&c.mem)) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "the allocator needs all three hooks or none");
+    if (!dir || !cfg || (!messages && n)) return sts__failx(err, STS_RULE_ARGUMENT, "sts_dataset_commit needs a folder, the options and the messages");
+    if (!sts__mem_valid(&c.mem)) return sts__failx(err, STS_RULE_ARGUMENT, "the allocator needs all three hooks or none");
     if (!cfg->batch_size == !(cfg->name_col && cfg->name_col[0]))
-        return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "give exactly one of batch_size (batch mode) or name_col (KV mode)");
+        return sts__failx(err, STS_RULE_OPTION, "give exactly one of batch_size (batch mode) or name_col (KV mode)");
     c.kv = !cfg->batch_size;
     c.batch_size = cfg->batch_size;
     c.sep = cfg->kv_separator ? cfg->kv_separator : "__";
@@ -7240,7 +7240,7 @@ STSDEF sts_result sts_dataset_reindex(const char *dir, const sts_options *opts, 
     c.ix.slots = NULL;
     c.sep = "__";
     c.sep_len = 2;
-    if (!dir) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "sts_dataset_reindex needs a folder");
+    if (!dir) return sts__failx(err, STS_RULE_ARGUMENT, "sts_dataset_reindex needs a folder");
     if ((r = sts__reindex_shards(&c, err)) != STS_OK) goto out;
     if ((r = sts__commit_check_shards(&c, err)) != STS_OK) goto out;
     if ((r = sts__commit_keys(&c, err)) != STS_OK) goto out;
@@ -7264,7 +7264,7 @@ out:
 STSDEF sts_result sts_dataset_abort(const char *dir, const char *const *messages, const size_t *lens, size_t n, const sts_options *opts, sts_error *err) {
     sts__mem m = sts__mem_from(opts);
     sts_result r;
-    if (!dir || (!messages && n)) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "sts_dataset_abort needs a folder and the messages");
+    if (!dir || (!messages && n)) return sts__failx(err, STS_RULE_ARGUMENT, "sts_dataset_abort needs a folder and the messages");
     r = sts__remove_job(&m, dir, messages, lens, n, err);
     if (r == STS_OK) sts__ok(err);
     return r;
@@ -7589,7 +7589,7 @@ STS__PRIVATE sts_result sts__ds_sort_files(sts_dataset *ds, sts_error *err) {
     if (!sts__sort_records(&ds->mem, ds->files, ds->nfiles, sizeof *ds->files, sts__by_file_name)) return sts__nomem(err, "the file order");
     for (i = 1; i < ds->nfiles; i++)
         if (strcmp(ds->files[i - 1].name, ds->files[i].name) == 0)
-            return sts__fail(err, STS_RULE_DATASET_MANIFEST, STS_OFFSET_UNKNOWN, "the manifest lists shard %q twice", ds->files[i].name, ds->files[i].name_len);
+            return sts__failx(err, STS_RULE_DATASET_MANIFEST, "the manifest lists shard %q twice", ds->files[i].name, ds->files[i].name_len);
     return STS_OK;
 }
 STS__PRIVATE sts_result sts__ds_index_files(sts_dataset *ds, sts_error *err) {
@@ -7783,7 +7783,7 @@ STS__PRIVATE sts_result sts__index_entry(sts_dataset *ds, sts__keymap *k, sts__j
                 fi = nl ? sts__ds_file_index(ds, nb, nl) : (size_t)-1;
             } else fi = sts__ds_file_index(ds, v.p, v.n);
             if (fi == (size_t)-1)
-                return sts__fail(err, STS_RULE_DATASET_INDEX, STS_OFFSET_UNKNOWN, "_tensor_index.json: tensor %q is in file %q, which is not a file of the dataset (stale index)",
+                return sts__failx(err, STS_RULE_DATASET_INDEX, "_tensor_index.json: tensor %q is in file %q, which is not a file of the dataset (stale index)",
                                  e->key, e->len, v.p, v.n);
             e->file = (uint32_t)fi;
             have |= 1;
@@ -8013,7 +8013,7 @@ STS__PRIVATE sts_result sts__ds_map(const sts_dataset *cds, size_t fi, sts_file 
     if ((r = sts_open(f->path, &o, &mine, err)) != STS_OK) return sts__ds_name_file(err, r, f);
     if (sts_file_size(mine) != f->size && ds->has_manifest) {
         sts_close(mine);
-        return sts__fail(err, STS_RULE_DATASET_MANIFEST, STS_OFFSET_UNKNOWN, "file %q changed size since the dataset was opened", f->name, f->name_len);
+        return sts__failx(err, STS_RULE_DATASET_MANIFEST, "file %q changed size since the dataset was opened", f->name, f->name_len);
     }
     if (STS__CAS_PTR(&f->map, &expect, mine)) {
         STS__ADD(&ds->st_mapped, 1);
@@ -8127,13 +8127,13 @@ STS__PRIVATE sts_result sts__ds_entry_data(const sts_dataset *ds, const sts__key
     if ((r = sts__ds_map(ds, e->file, &f, err)) != STS_OK) return r;
     t = sts__dk_in(e, f, NULL, &same);
     if (!t)
-        return sts__fail(err, STS_RULE_DATASET_INDEX, STS_OFFSET_UNKNOWN, "the index places %q in file %q, which has no such tensor (stale index)",
+        return sts__failx(err, STS_RULE_DATASET_INDEX, "the index places %q in file %q, which has no such tensor (stale index)",
                          sts__dk_key(e), (size_t)e->len, df->name, df->name_len);
     if (t->dtype != (sts_dtype)e->dtype || t->rank != e->rank || t->begin != e->begin || t->end != e->end)
-        return sts__fail(err, STS_RULE_DATASET_INDEX, STS_OFFSET_UNKNOWN, "the index disagrees with the header of file %q about tensor %q",
+        return sts__failx(err, STS_RULE_DATASET_INDEX, "the index disagrees with the header of file %q about tensor %q",
                          df->name, df->name_len, sts__dk_key(e), (size_t)e->len);
     if (!same)
-        return sts__fail(err, STS_RULE_DATASET_INDEX, STS_OFFSET_UNKNOWN, "the index disagrees with the header of file %q about the shape of %q",
+        return sts__failx(err, STS_RULE_DATASET_INDEX, "the index disagrees with the header of file %q about the shape of %q",
                          df->name, df->name_len, sts__dk_key(e), (size_t)e->len);
     *data = sts_data(f, t);
     return STS_OK;
@@ -8156,11 +8156,11 @@ STS__PRIVATE sts_result sts__ds_schema(sts_dataset *ds, const sts_read_config *c
     size_t i, n = 0, bytes = 0, used = 0;
     sts_file *f = NULL;
     if (cfg && cfg->nschema) {
-        if (!cfg->schema) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "nschema is set but schema is NULL");
+        if (!cfg->schema) return sts__failx(err, STS_RULE_ARGUMENT, "nschema is set but schema is NULL");
         for (i = 0; i < cfg->nschema; i++) {
             const sts_schema_column *c = &cfg->schema[i];
             if ((!c->name && c->name_len) || (c->has_shape && c->rank && !c->shape) || (c->has_dtype && (unsigned)c->dtype >= (unsigned)STS_DTYPE_COUNT))
-                return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "schema column %z is malformed", i);
+                return sts__failx(err, STS_RULE_ARGUMENT, "schema column %z is malformed", i);
             bytes += c->name_len + 1 + (c->has_shape ? c->rank * sizeof(uint64_t) : 0) + 8;
         }
         n = cfg->nschema;
@@ -8186,7 +8186,7 @@ STS__PRIVATE sts_result sts__ds_schema(sts_dataset *ds, const sts_read_config *c
         n = sts_count(f);
         for (i = 0; i < n; i++) bytes += sts_at(f, i)->name_len + 1 + sts_at(f, i)->rank * 8 + 8;
     } else
-        return sts__fail(err, STS_RULE_READ_SCHEMA, STS_OFFSET_UNKNOWN, "no schema: give an explicit schema or set infer_schema");
+        return sts__failx(err, STS_RULE_READ_SCHEMA, "no schema: give an explicit schema or set infer_schema");
     ds->col_store_size = bytes + 8;
     if (!(ds->cols = (sts__col *)sts__alloc(&ds->mem, (n ? n : 1) * sizeof *ds->cols)) ||
         ((ds->ncols = n), !(ds->col_store = (char *)sts__alloc(&ds->mem, ds->col_store_size)))) {
@@ -8317,10 +8317,10 @@ STSDEF sts_result sts_dataset_get(const sts_dataset *ds, const char *key, size_t
     const sts__keymap *k;
     const sts__dkey *e;
     sts_result r;
-    if (!ds || !out || (!key && key_len)) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "sts_dataset_get needs a dataset, a key and out");
+    if (!ds || !out || (!key && key_len)) return sts__failx(err, STS_RULE_ARGUMENT, "sts_dataset_get needs a dataset, a key and out");
     if ((r = sts__ds_keys(ds, &k, err)) != STS_OK) return r;
     e = sts__keymap_find(k, sts__hash(key, key_len, ds->seed), key, key_len);
-    if (!e) return sts__fail(err, STS_RULE_NOT_FOUND, STS_OFFSET_UNKNOWN, "no tensor %q in the dataset", key, key_len);
+    if (!e) return sts__failx(err, STS_RULE_NOT_FOUND, "no tensor %q in the dataset", key, key_len);
     memset(out, 0, sizeof *out);
     out->key = sts__dk_key(e); out->key_len = e->len; out->file = e->file; out->dtype = (sts_dtype)e->dtype; out->rank = e->rank;
     out->shape = sts__dk_shape(e); out->nbytes = e->end - e->begin; out->present = 1;
@@ -8410,16 +8410,16 @@ STSDEF sts_result sts_scan_open(const sts_dataset *ds, const sts_scan_spec *spec
     size_t i, begin, end;
     const sts__dkey *e;
     sts_result r = STS_OK;
-    if (!ds || !spec || !out) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "sts_scan_open needs a dataset, a spec and out");
+    if (!ds || !spec || !out) return sts__failx(err, STS_RULE_ARGUMENT, "sts_scan_open needs a dataset, a spec and out");
     if ((spec->nkeys && !spec->keys) || (spec->ndtypes && !spec->dtypes) || (spec->has_shape && spec->rank && !spec->shape) || (spec->ncolumns && !spec->columns))
-        return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "the scan spec has a count without its array");
+        return sts__failx(err, STS_RULE_ARGUMENT, "the scan spec has a count without its array");
     for (i = 0; i < spec->ncolumns; i++)
-        if (!spec->columns[i]) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "projected column %z is NULL", i);
+        if (!spec->columns[i]) return sts__failx(err, STS_RULE_ARGUMENT, "projected column %z is NULL", i);
     for (i = 0; i < spec->nkeys; i++)
-        if (!spec->keys[i] && (!spec->key_lens || spec->key_lens[i])) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "key %z is NULL", i);
+        if (!spec->keys[i] && (!spec->key_lens || spec->key_lens[i])) return sts__failx(err, STS_RULE_ARGUMENT, "key %z is NULL", i);
     begin = spec->file_begin;
     end = spec->file_end ? spec->file_end : ds->nfiles;
-    if (begin > end || end > ds->nfiles) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "file range [%z, %z) is outside the dataset's %z files", begin, end, ds->nfiles);
+    if (begin > end || end > ds->nfiles) return sts__failx(err, STS_RULE_ARGUMENT, "file range [%z, %z) is outside the dataset's %z files", begin, end, ds->nfiles);
     if (!(s = (sts_scan *)sts__alloc(&ds->mem, sizeof *s))) return sts__nomem(err, "a scan");
     memset(s, 0, sizeof *s);
     s->ds = ds;
@@ -8438,7 +8438,7 @@ STSDEF sts_result sts_scan_open(const sts_dataset *ds, const sts_scan_spec *spec
             else for (c = 0; c < ds->ncols && !found; c++)
                 if (ds->cols[c].v.key_len == strlen(spec->columns[i]) && memcmp(ds->cols[c].v.key, spec->columns[i], ds->cols[c].v.key_len) == 0) found = &ds->cols[c];
             if (!found) {
-                r = sts__fail(err, STS_RULE_READ_SCHEMA, STS_OFFSET_UNKNOWN, "projected column %q is not in the schema", spec->columns[i], strlen(spec->columns[i]));
+                r = sts__failx(err, STS_RULE_READ_SCHEMA, "projected column %q is not in the schema", spec->columns[i], strlen(spec->columns[i]));
                 sts_scan_close(s);
                 return r;
             }
@@ -8510,7 +8510,7 @@ STS__PRIVATE sts_result sts__scan_check_expected(sts_scan *s, const sts_file *h,
         int same;
         const sts_tensor *t = sts__dk_in(e, h, NULL, &same);
         if (!same)
-            return sts__fail(err, STS_RULE_DATASET_INDEX, STS_OFFSET_UNKNOWN, "the index places %q in file %q, whose header %s (stale index)",
+            return sts__failx(err, STS_RULE_DATASET_INDEX, "the index places %q in file %q, whose header %s (stale index)",
                              sts__dk_key(e), (size_t)e->len, df->name, df->name_len, t ? "disagrees with it" : "has no such tensor");
     }
     return STS_OK;
@@ -8553,7 +8553,7 @@ STS__PRIVATE sts_result sts__scan_file(sts_scan *s, sts_error *err) {
 }
 STSDEF sts_result sts_scan_next(sts_scan *s, const sts_view **cells, size_t *ncells, sts_error *err) {
     sts_result r;
-    if (!s || !cells || !ncells) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "sts_scan_next needs a scan, cells and ncells");
+    if (!s || !cells || !ncells) return sts__failx(err, STS_RULE_ARGUMENT, "sts_scan_next needs a scan, cells and ncells");
     *cells = NULL;
     *ncells = 0;
     if (!s->spec.long_form) {  /* wide: one row per file */
@@ -8572,7 +8572,7 @@ STSDEF sts_result sts_scan_next(sts_scan *s, const sts_view **cells, size_t *nce
                 int bad = (c->has_dtype && t->dtype != c->v.dtype) || (c->has_shape && t->rank != c->v.rank);
                 for (d = 0; !bad && c->has_shape && d < t->rank; d++) bad = c->v.shape[d] != STS_DIM_ANY && c->v.shape[d] != t->shape[d];
                 if (bad)
-                    return sts__fail(err, STS_RULE_READ_SCHEMA, STS_OFFSET_UNKNOWN, "file %q: column %q is %s %S, but the schema says %s %S",
+                    return sts__failx(err, STS_RULE_READ_SCHEMA, "file %q: column %q is %s %S, but the schema says %s %S",
                                      s->ds->files[s->cur].name, s->ds->files[s->cur].name_len, c->v.key, c->v.key_len, sts_dtype_name(t->dtype),
                                      t->shape, (size_t)t->rank, c->has_dtype ? sts_dtype_name(c->v.dtype) : "any", c->v.shape, (size_t)(c->has_shape ? c->v.rank : 0));
             }
