@@ -2543,10 +2543,12 @@ STSDEF sts_result sts_open_source(const sts_source *src, const sts_options *opts
     uint64_t n;
     sts_file *f;
     sts_result r;
-    if (!src || !src->read || !out) return sts__failx(err, STS_RULE_ARGUMENT, "sts_open_source needs a source with read, and out");
+    if (!src || !src->read || !out)
+        return sts__failx(err, STS_RULE_ARGUMENT, "sts_open_source needs a source with read, and out");
     if (!sts__mem_valid(&m)) return sts__failx(err, STS_RULE_ARGUMENT, "the allocator needs all three hooks or none");
     if (src->size >= 8 && (r = src->read(src->user, 0, prefix, 8)) != STS_OK)
-        return sts__fail_code(err, r, STS_RULE_IO, 0, "the source failed reading the header length (%s)", sts_result_name(r));
+        return sts__fail_code(err, r, STS_RULE_IO, 0, "the source failed reading the header length (%s)",
+                              sts_result_name(r));
     if ((r = sts__check_prefix(prefix, src->size, opts, &n, err)) != STS_OK) return r;
     if (!(f = sts__file_new(&m))) return sts__nomem(err, "the file handle");
     if (!(f->owned = sts__alloc(&m, (size_t)n))) { sts_close(f); return sts__nomem(err, "the header buffer"); }
@@ -2554,7 +2556,8 @@ STSDEF sts_result sts_open_source(const sts_source *src, const sts_options *opts
     f->release = sts__release_heap;
     if (n && (r = src->read(src->user, 8, f->owned, (size_t)n)) != STS_OK) {
         sts_close(f);
-        return sts__fail_code(err, r, STS_RULE_IO, 8, "the source failed reading the %U-byte header (%s)", n, sts_result_name(r));
+        return sts__fail_code(err, r, STS_RULE_IO, 8, "the source failed reading the %U-byte header (%s)", n,
+                              sts_result_name(r));
     }
     f->header = (const uint8_t *)f->owned;
     f->header_len = n;
@@ -2864,21 +2867,33 @@ STSDEF sts_result sts_open(const char *path, const sts_options *opts, sts_file *
        (16 KiB a file by default on Linux, 4 KiB with this for a small header). A hint only. */
     if (opts && opts->header_only) (void)posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
 #endif
-    if (size >= 8 && (e = sts__pread_all(fd, prefix, 8, 0)) != 0) { sts__close_fd(fd); return sts__fail_errno(err, e, "read", path); }
+    if (size >= 8 && (e = sts__pread_all(fd, prefix, 8, 0)) != 0) {
+        sts__close_fd(fd);
+        return sts__fail_errno(err, e, "read", path);
+    }
     if ((r = sts__check_prefix(prefix, size, opts, &n, err)) != STS_OK) { sts__close_fd(fd); return r; }
     if (!(f = sts__file_new(&m))) { sts__close_fd(fd); return sts__nomem(err, "the file handle"); }
     f->header_len = n;
     f->file_size = size;
     if (opts && opts->header_only) {  /* exactly 8 + N bytes are read */
-        if (!(f->owned = sts__alloc(&m, (size_t)n))) { sts__close_fd(fd); sts_close(f); return sts__nomem(err, "the header buffer"); }
+        if (!(f->owned = sts__alloc(&m, (size_t)n))) {
+            sts__close_fd(fd);
+            sts_close(f);
+            return sts__nomem(err, "the header buffer");
+        }
         f->owned_size = (size_t)n;
         f->release = sts__release_heap;
-        if (n && (e = sts__pread_all(fd, f->owned, n, 8)) != 0) { sts__close_fd(fd); sts_close(f); return sts__fail_errno(err, e, "read", path); }
+        if (n && (e = sts__pread_all(fd, f->owned, n, 8)) != 0) {
+            sts__close_fd(fd);
+            sts_close(f);
+            return sts__fail_errno(err, e, "read", path);
+        }
         sts__close_fd(fd);
         f->header = (const uint8_t *)f->owned;
         return sts__finish_open(f, opts, out, err);
     }
-    r = sts__map_fd(&m, fd, size, opts && opts->no_mmap, 0, &map, path, err);  /* the same mapping as every other file */
+    /* the same mapping as every other file */
+    r = sts__map_fd(&m, fd, size, opts && opts->no_mmap, 0, &map, path, err);
     sts__close_fd(fd);
     if (r != STS_OK) { sts_close(f); return r; }
     f->owned = map.p;
@@ -2907,7 +2922,10 @@ STS__PRIVATE void sts__random(void *dst, size_t n) {
     {
         uint64_t h = sts__seed_from(dst, 0);
         h ^= sts__fold((uint64_t)time(NULL) ^ STS__K1, (uint64_t)clock() ^ ((uint64_t)getpid() << 32));
-        for (i = 0; i < n; i++) { if (i % 8 == 0) h = sts__fold(h ^ STS__K2, (uint64_t)i ^ STS__K3); p[i] = (uint8_t)(h >> (8 * (i % 8))); }
+        for (i = 0; i < n; i++) {
+            if (i % 8 == 0) h = sts__fold(h ^ STS__K2, (uint64_t)i ^ STS__K3);
+            p[i] = (uint8_t)(h >> (8 * (i % 8)));
+        }
     }
 }
 
@@ -3143,7 +3161,10 @@ STS__PRIVATE int sts__wb_run(const sts__mem *m, sts__wbitem *it, size_t k, int f
         e = sts__truncate_fd(m, it[0].fd, it[0].off);
         return e;
     }
-    if (it[0].kind == STS__WB_PWRITE) { *op = "write"; return sts__pwrite_all(m, it[0].fd, it[0].p, it[0].len, it[0].off); }
+    if (it[0].kind == STS__WB_PWRITE) {
+        *op = "write";
+        return sts__pwrite_all(m, it[0].fd, it[0].p, it[0].len, it[0].off);
+    }
     {
         struct iovec iov[STS__IOV_MAX];
         size_t i;
@@ -3234,8 +3255,17 @@ STS__PRIVATE int sts__wb_put(sts__wb *q, const sts__wbitem *it) {
     if (q->threaded) {
         if (!q->started) {
             if (pthread_mutex_init(&q->mu, NULL) != 0) { q->threaded = 0; return sts__wb_put(q, it); }
-            if (pthread_cond_init(&q->work, NULL) != 0) { pthread_mutex_destroy(&q->mu); q->threaded = 0; return sts__wb_put(q, it); }
-            if (pthread_cond_init(&q->done, NULL) != 0) { pthread_cond_destroy(&q->work); pthread_mutex_destroy(&q->mu); q->threaded = 0; return sts__wb_put(q, it); }
+            if (pthread_cond_init(&q->work, NULL) != 0) {
+                pthread_mutex_destroy(&q->mu);
+                q->threaded = 0;
+                return sts__wb_put(q, it);
+            }
+            if (pthread_cond_init(&q->done, NULL) != 0) {
+                pthread_cond_destroy(&q->work);
+                pthread_mutex_destroy(&q->mu);
+                q->threaded = 0;
+                return sts__wb_put(q, it);
+            }
             if (pthread_create(&q->th, NULL, sts__wb_main, q) != 0) {
                 pthread_cond_destroy(&q->done); pthread_cond_destroy(&q->work); pthread_mutex_destroy(&q->mu);
                 q->threaded = 0;
@@ -4693,7 +4723,8 @@ STS__PRIVATE void sts__scol_free(const sts__mem *m, sts__scol *c) {
 }
 /* Reads the column whose name is string token `key` (its value follows). `doc` names the document
    and `rule` is the rule a malformed column breaks. */
-STS__PRIVATE sts_result sts__scol_read(const sts__mem *m, const sts__jdoc *d, uint32_t key, sts__scol *out, const char *doc,
+STS__PRIVATE sts_result sts__scol_read(const sts__mem *m, const sts__jdoc *d, uint32_t key, sts__scol *out,
+                                       const char *doc,
                                        sts_rule rule, sts_error *err) {
     uint32_t vt = key + 1, dt, st, e, k;
     char buf[24];
@@ -4705,7 +4736,8 @@ STS__PRIVATE sts_result sts__scol_read(const sts__mem *m, const sts__jdoc *d, ui
     dt = d->tok[vt].type == '{' ? sts__jdoc_get(d, vt, "dtype") : 0;
     st = d->tok[vt].type == '{' ? sts__jdoc_get(d, vt, "shape") : 0;
     if (!dt || d->tok[dt].type != '"' || !st || d->tok[st].type != '[') {
-        sts_result r = sts__failx(err, rule, "%s: schema column %q needs a dtype string and a shape array", doc, out->name,
+        sts_result r = sts__failx(err, rule, "%s: schema column %q needs a dtype string and a shape array", doc,
+                                  out->name,
                                   out->name_len);
         sts__scol_free(m, out);
         return r;
@@ -4713,7 +4745,8 @@ STS__PRIVATE sts_result sts__scol_read(const sts__mem *m, const sts__jdoc *d, ui
     p = d->tok[dt].len <= sizeof buf ? sts__jdoc_str(d, dt, buf, &n) : "";
     if (d->tok[dt].len > sizeof buf) n = 0;
     if (!sts_dtype_from_name(p, n, &out->dtype)) {
-        sts_result r = sts__failx(err, rule, "%s: schema column %q has an unknown dtype", doc, out->name, out->name_len);
+        sts_result r = sts__failx(err, rule, "%s: schema column %q has an unknown dtype", doc, out->name,
+                                  out->name_len);
         sts__scol_free(m, out);
         return r;
     }
@@ -4724,9 +4757,11 @@ STS__PRIVATE sts_result sts__scol_read(const sts__mem *m, const sts__jdoc *d, ui
     }
     for (k = 0, e = st + 1; k < out->rank; k++, e = sts__jdoc_next(d, e)) {
         if (sts__jdoc_u64(d, e, &v) && v <= (uint64_t)INT64_MAX) out->dims[k] = (int64_t)v;
-        else if (d->tok[e].type == '0' && d->tok[e].len == 2 && memcmp(d->text + d->tok[e].at, "-1", 2) == 0) out->dims[k] = -1;
+        else if (d->tok[e].type == '0' && d->tok[e].len == 2 && memcmp(d->text + d->tok[e].at, "-1", 2) == 0)
+            out->dims[k] = -1;
         else {
-            sts_result r = sts__failx(err, rule, "%s: schema column %q: a dim must be a non-negative integer or -1", doc,
+            sts_result r = sts__failx(err, rule, "%s: schema column %q: a dim must be a non-negative integer or -1",
+                                      doc,
                                       out->name, out->name_len);
             sts__scol_free(m, out);
             return r;
@@ -4801,7 +4836,8 @@ STS__PRIVATE sts_result sts__manifest_infer_mode(sts__manifest *mf, const char *
     return STS_OK;
 }
 /* Reads dir's manifest. *found is 0 (and STS_OK returned) when the folder has none. */
-STS__PRIVATE sts_result sts__manifest_read(const sts__mem *m, const char *dir, sts__manifest *mf, int *found, sts_error *err) {
+STS__PRIVATE sts_result sts__manifest_read(const sts__mem *m, const char *dir, sts__manifest *mf, int *found,
+                                           sts_error *err) {
     sts__jdoc d;
     char *path, *text = NULL;
     size_t psz, size = 0, i;
@@ -4820,7 +4856,10 @@ STS__PRIVATE sts_result sts__manifest_read(const sts__mem *m, const char *dir, s
     if (r != STS_OK) return r;
     if ((r = sts__jdoc_parse(&d, text, size, m, STS__MANIFEST, STS_RULE_DATASET_MANIFEST, err)) != STS_OK) goto done;
     sh = d.tok[0].type == '{' ? sts__jdoc_get(&d, 0, "shards") : 0;
-    if (!sh || d.tok[sh].type != '[') { r = sts__failx(err, STS_RULE_DATASET_MANIFEST, STS__MANIFEST " has no shards array"); goto done; }
+    if (!sh || d.tok[sh].type != '[') {
+        r = sts__failx(err, STS_RULE_DATASET_MANIFEST, STS__MANIFEST " has no shards array");
+        goto done;
+    }
     mf->shards_cap = d.tok[sh].count ? d.tok[sh].count : 1;
     if (!(mf->shards = (sts__mshard *)sts__alloc(m, mf->shards_cap * sizeof *mf->shards))) {
         mf->shards_cap = 0;
@@ -4829,7 +4868,8 @@ STS__PRIVATE sts_result sts__manifest_read(const sts__mem *m, const char *dir, s
     }
     for (i = 0, s = sh + 1; i < d.tok[sh].count; i++, s = sts__jdoc_next(&d, s)) {
         sts__mshard *x = &mf->shards[mf->nshards];
-        uint32_t f = d.tok[s].type == '{' ? sts__jdoc_get(&d, s, "shard_path") : 0, b = f ? sts__jdoc_get(&d, s, "bytes") : 0;
+        uint32_t f = d.tok[s].type == '{' ? sts__jdoc_get(&d, s, "shard_path") : 0, b = f ? sts__jdoc_get(&d, s,
+                "bytes") : 0;
         if (!f || d.tok[f].type != '"' || !b || !sts__jdoc_u64(&d, b, &x->bytes)) {
             r = sts__manifest_bad(err, "needs shard_path and bytes", i);
             goto done;
@@ -4837,7 +4877,8 @@ STS__PRIVATE sts_result sts__manifest_read(const sts__mem *m, const char *dir, s
         if (!(x->name = sts__jdoc_dup(m, &d, f, &x->name_len))) { r = sts__nomem(err, "a shard name"); goto done; }
         mf->nshards++;
         if (!sts__is_file_name(x->name, x->name_len)) {
-            r = sts__failx(err, STS_RULE_DATASET_MANIFEST, STS__MANIFEST ": shard_path %q is not a file name in the folder",
+            r = sts__failx(err, STS_RULE_DATASET_MANIFEST, STS__MANIFEST ": shard_path %q is not a file name in the "
+                    "folder",
                            x->name, x->name_len);
             goto done;
         }
@@ -4850,14 +4891,24 @@ STS__PRIVATE sts_result sts__manifest_read(const sts__mem *m, const char *dir, s
     if ((t = sts__jdoc_get(&d, 0, "mode")) != 0) {
         has_mode = 1;
         if (sts__jdoc_is(&d, t, "kv")) mf->kv = 1;
-        else if (!sts__jdoc_is(&d, t, "batch")) { r = sts__failx(err, STS_RULE_DATASET_MANIFEST, STS__MANIFEST ": mode must be \"batch\" or \"kv\""); goto done; }
+        else if (!sts__jdoc_is(&d, t, "batch")) {
+            r = sts__failx(err, STS_RULE_DATASET_MANIFEST, STS__MANIFEST ": mode must be \"batch\" or \"kv\"");
+            goto done;
+        }
     }
     if ((t = sts__jdoc_get(&d, 0, "duplicates")) != 0) {
         if (sts__jdoc_is(&d, t, "lastWin")) mf->dup = STS_DUPLICATES_LAST_WIN;
-        else if (!sts__jdoc_is(&d, t, "fail")) { r = sts__failx(err, STS_RULE_DATASET_MANIFEST, STS__MANIFEST ": duplicates must be \"fail\" or \"lastWin\""); goto done; }
+        else if (!sts__jdoc_is(&d, t, "fail")) {
+            r = sts__failx(err, STS_RULE_DATASET_MANIFEST,
+                           STS__MANIFEST ": duplicates must be \"fail\" or \"lastWin\"");
+            goto done;
+        }
     }
     if ((t = sts__jdoc_get(&d, 0, "kv_separator")) != 0) {
-        if (d.tok[t].type != '"' || d.tok[t].len == 0) { r = sts__failx(err, STS_RULE_DATASET_MANIFEST, STS__MANIFEST ": kv_separator must be a non-empty string"); goto done; }
+        if (d.tok[t].type != '"' || d.tok[t].len == 0) {
+            r = sts__failx(err, STS_RULE_DATASET_MANIFEST, STS__MANIFEST ": kv_separator must be a non-empty string");
+            goto done;
+        }
         if (!(mf->sep = sts__jdoc_dup(m, &d, t, &mf->sep_len))) { r = sts__nomem(err, "the separator"); goto done; }
     } else {
         if (!(mf->sep = (char *)sts__alloc(m, 3))) { r = sts__nomem(err, "the separator"); goto done; }
@@ -4865,18 +4916,28 @@ STS__PRIVATE sts_result sts__manifest_read(const sts__mem *m, const char *dir, s
         mf->sep_len = 2;
     }
     if ((t = sts__jdoc_get(&d, 0, "dataset_id")) != 0) {
-        if (d.tok[t].type != '"') { r = sts__failx(err, STS_RULE_DATASET_MANIFEST, STS__MANIFEST ": dataset_id must be a string"); goto done; }
-        if (!(mf->dataset_id = sts__jdoc_dup(m, &d, t, &mf->dataset_id_len))) { r = sts__nomem(err, "the dataset id"); goto done; }
+        if (d.tok[t].type != '"') {
+            r = sts__failx(err, STS_RULE_DATASET_MANIFEST, STS__MANIFEST ": dataset_id must be a string");
+            goto done;
+        }
+        if (!(mf->dataset_id = sts__jdoc_dup(m, &d, t, &mf->dataset_id_len))) {
+            r = sts__nomem(err, "the dataset id");
+            goto done;
+        }
     }
     if (((t = sts__jdoc_get(&d, 0, "total_samples")) != 0 && !sts__jdoc_u64(&d, t, &mf->total_samples)) ||
         ((t = sts__jdoc_get(&d, 0, "total_bytes")) != 0 && !sts__jdoc_u64(&d, t, &mf->total_bytes)) ||
         ((t = sts__jdoc_get(&d, 0, "batch_size")) != 0 && (has_batch = 1) && !sts__jdoc_u64(&d, t, &mf->batch_size))) {
-        r = sts__failx(err, STS_RULE_DATASET_MANIFEST, STS__MANIFEST ": total_samples, total_bytes and batch_size must be "
+        r = sts__failx(err, STS_RULE_DATASET_MANIFEST, STS__MANIFEST ": total_samples, total_bytes and batch_size "
+                                                                     "must be "
                        "integers in [0, 2^64)");
         goto done;
     }
     if ((sh = sts__jdoc_get(&d, 0, "schema")) != 0) {
-        if (d.tok[sh].type != '{') { r = sts__failx(err, STS_RULE_DATASET_MANIFEST, STS__MANIFEST ": schema must be an object"); goto done; }
+        if (d.tok[sh].type != '{') {
+            r = sts__failx(err, STS_RULE_DATASET_MANIFEST, STS__MANIFEST ": schema must be an object");
+            goto done;
+        }
         mf->cols_cap = d.tok[sh].count ? d.tok[sh].count : 1;
         if (!(mf->cols = (sts__scol *)sts__alloc(m, mf->cols_cap * sizeof *mf->cols))) {
             mf->cols_cap = 0;
@@ -4884,7 +4945,8 @@ STS__PRIVATE sts_result sts__manifest_read(const sts__mem *m, const char *dir, s
             goto done;
         }
         for (i = 0, s = sh + 1; i < d.tok[sh].count; i++, s = sts__jdoc_next(&d, s + 1)) {
-            if ((r = sts__scol_read(m, &d, s, &mf->cols[i], STS__MANIFEST, STS_RULE_DATASET_MANIFEST, err)) != STS_OK) goto done;
+            if ((r = sts__scol_read(m, &d, s, &mf->cols[i], STS__MANIFEST, STS_RULE_DATASET_MANIFEST, err)) != STS_OK)
+                goto done;
             mf->ncols++;
         }
     }
@@ -4923,7 +4985,8 @@ STS__PRIVATE sts_result sts__listing_one(void *user, const char *name) {
     if (e || st.kind != STS__FT_REG) return STS_OK;  /* gone meanwhile, or not a regular file */
     return l->fn(l->user, name, st.size, l->err);
 }
-STS__PRIVATE sts_result sts__list_shards(const sts__mem *m, const char *dir, sts__shard_fn fn, void *user, sts_error *err) {
+STS__PRIVATE sts_result sts__list_shards(const sts__mem *m, const char *dir, sts__shard_fn fn, void *user,
+                                         sts_error *err) {
     sts__listing l;
     l.m = m; l.dir = dir; l.fn = fn; l.user = user; l.err = err;
     return sts__list_dir(dir, sts__listing_one, &l, err);
@@ -6432,10 +6495,12 @@ STSDEF sts_result sts_task_commit(sts_task_writer *w, char **message, size_t *me
     sts_result r = STS_OK;
     size_t i;
     int first = 1, e;
-    if (!w || !message || !message_len) return sts__failx(err, STS_RULE_ARGUMENT, "sts_task_commit needs a writer, message and message_len");
+    if (!w || !message || !message_len)
+        return sts__failx(err, STS_RULE_ARGUMENT, "sts_task_commit needs a writer, message and message_len");
     if (w->committed) return sts__failx(err, STS_RULE_STATE, "the task writer is already committed");
     if (w->failed != STS_OK)
-        return sts__failx(err, STS_RULE_STATE, "the task writer failed earlier (%s); close it to abort", sts_result_name(w->failed));
+        return sts__failx(err, STS_RULE_STATE, "the task writer failed earlier (%s); close it to abort",
+                          sts_result_name(w->failed));
     if (w->c.kv) r = sts__kv_flush(w, err);
     else if (w->batch_open) {
         if (w->c.tail == STS_TAIL_DROP) {
@@ -6465,7 +6530,8 @@ STSDEF sts_result sts_task_commit(sts_task_writer *w, char **message, size_t *me
     sts__out_cstr(&o, w->uuid);
     sts__out_cstr(&o, w->c.kv ? "\",\"mode\":\"kv\",\"kv_separator\":" : "\",\"mode\":\"batch\",\"kv_separator\":");
     sts__out_json(&o, w->c.sep, w->c.sep_len);
-    sts__out_cstr(&o, w->c.dup == STS_DUPLICATES_FAIL ? ",\"duplicates\":\"fail\",\"batch_size\":" : ",\"duplicates\":\"lastWin\",\"batch_size\":");
+    sts__out_cstr(&o, w->c.dup == STS_DUPLICATES_FAIL ? ",\"duplicates\":\"fail\",\"batch_size\":"
+                                                      : ",\"duplicates\":\"lastWin\",\"batch_size\":");
     sts__out_u64(&o, w->c.batch_size);
     sts__out_cstr(&o, ",\"rows\":");
     sts__out_u64(&o, w->rows);
@@ -6500,7 +6566,14 @@ STSDEF sts_result sts_task_commit(sts_task_writer *w, char **message, size_t *me
     if (o.cap != o.n) {  /* hand out exactly len + 1 bytes, as documented for sts_free */
         char *exact = (char *)sts__realloc(&w->c.mem, o.p, o.cap, o.n);
         if (exact) { o.p = exact; o.cap = o.n; }
-        else { char *copy = (char *)sts__alloc(&w->c.mem, o.n); if (!copy) { sts__out_free(&o); w->committed = 0; return sts__nomem(err, "the commit message"); } memcpy(copy, o.p, o.n); sts__out_free(&o); o.p = copy; o.cap = o.n; }
+        else {
+            char *copy = (char *)sts__alloc(&w->c.mem, o.n);
+            if (!copy) { sts__out_free(&o); w->committed = 0; return sts__nomem(err, "the commit message"); }
+            memcpy(copy, o.p, o.n);
+            sts__out_free(&o);
+            o.p = copy;
+            o.cap = o.n;
+        }
     }
     *message = o.p;
     sts__ok(err);
@@ -6593,13 +6666,16 @@ STS__PRIVATE sts_result sts__msg_shards(sts__commit *c, size_t m, uint32_t sh, s
         memset(x, 0, sizeof *x);
         if (!(x->name = sts__jdoc_dup(&c->mem, d, f, &x->name_len))) return sts__nomem(err, "a shard name");
         c->nshards++;
-        if (memchr(x->name, 0, x->name_len) || !sts__is_shard_name(x->name))  /* never a path: a message cannot point outside dir */
-            return sts__failx(err, STS_RULE_MESSAGE, "commit message %z: shard_path %q is not a shard name of this library", m,
+        /* never a path: a message cannot point outside dir */
+        if (memchr(x->name, 0, x->name_len) || !sts__is_shard_name(x->name))
+            return sts__failx(err, STS_RULE_MESSAGE, "commit message %z: shard_path %q is not a shard name of this "
+                                                     "library", m,
                               x->name, x->name_len);
         if (!(f = sts__jdoc_get(d, s, "samples_count")) || !sts__jdoc_u64(d, f, &x->samples) ||
             !(f = sts__jdoc_get(d, s, "bytes")) || !sts__jdoc_u64(d, f, &x->bytes) ||
             !(f = sts__jdoc_get(d, s, "tensors")) || !sts__jdoc_u64(d, f, &x->tensors))
-            return sts__failx(err, STS_RULE_MESSAGE, "commit message %z: shard %q needs samples_count, bytes and tensors", m,
+            return sts__failx(err, STS_RULE_MESSAGE, "commit message %z: shard %q needs samples_count, bytes and "
+                                                     "tensors", m,
                               x->name, x->name_len);
         x->msg = m;
     }
@@ -6616,9 +6692,11 @@ STS__PRIVATE sts_result sts__msg_schema(sts__commit *c, size_t m, uint32_t sh, s
         sts_result r;
         if ((r = sts__scol_read(&c->mem, d, s, &col, "a commit message", STS_RULE_MESSAGE, err)) != STS_OK) return r;
         for (j = 0; j < c->ncols; j++)
-            if (c->cols[j].name_len == col.name_len && memcmp(c->cols[j].name, col.name, col.name_len) == 0) have = &c->cols[j];
+            if (c->cols[j].name_len == col.name_len && memcmp(c->cols[j].name, col.name, col.name_len) == 0)
+                have = &c->cols[j];
         if (!have) {
-            if (c->ncols == c->cols_cap && !sts__grow(&c->mem, (void **)&c->cols, &c->cols_cap, c->ncols + 1, sizeof *c->cols)) {
+            if (c->ncols == c->cols_cap && !sts__grow(&c->mem, (void **)&c->cols, &c->cols_cap, c->ncols + 1,
+                                                      sizeof *c->cols)) {
                 sts__scol_free(&c->mem, &col);
                 return sts__nomem(err, "the merged schema");
             }
@@ -6627,16 +6705,20 @@ STS__PRIVATE sts_result sts__msg_schema(sts__commit *c, size_t m, uint32_t sh, s
         }
         r = STS_OK;
         if (have->dtype != col.dtype)
-            r = sts__failx(err, STS_RULE_MESSAGE, "tasks disagree on the dtype of column %q (%s and %s)", col.name, col.name_len,
+            r = sts__failx(err, STS_RULE_MESSAGE, "tasks disagree on the dtype of column %q (%s and %s)", col.name,
+                           col.name_len,
                            sts_dtype_name(have->dtype), sts_dtype_name(col.dtype));
         else if (have->rank != col.rank) {
-            if (!c->kv) r = sts__failx(err, STS_RULE_MESSAGE, "tasks disagree on the shape of column %q", col.name, col.name_len);
+            if (!c->kv)
+                r = sts__failx(err, STS_RULE_MESSAGE, "tasks disagree on the shape of column %q", col.name,
+                               col.name_len);
             else have->rank_varies = 1;
         } else
             for (k = 0; k < col.rank && r == STS_OK; k++)
                 if (have->dims[k] != col.dims[k]) {
                     if (!c->kv && k > 0)
-                        r = sts__failx(err, STS_RULE_MESSAGE, "tasks disagree on the shape of column %q", col.name, col.name_len);
+                        r = sts__failx(err, STS_RULE_MESSAGE, "tasks disagree on the shape of column %q", col.name,
+                                       col.name_len);
                     if (c->kv) have->dims[k] = -1;
                 }
         sts__scol_free(&c->mem, &col);
@@ -6654,7 +6736,8 @@ STS__PRIVATE sts_result sts__msg_read(sts__commit *c, size_t m, size_t *nshards_
     sts_result r;
     if (d->tok[0].type != '{') return sts__msg_fail(err, m, "not a JSON object");
     t = sts__jdoc_get(d, 0, "sts_task_commit");
-    if (!t || !sts__jdoc_u64(d, t, &v) || v != 1) return sts__msg_fail(err, m, "not a commit message of sts_task_commit (version 1)");
+    if (!t || !sts__jdoc_u64(d, t, &v) || v != 1)
+        return sts__msg_fail(err, m, "not a commit message of sts_task_commit (version 1)");
     t = sts__jdoc_get(d, 0, "mode");
     if (sts__jdoc_is(d, t, "kv")) kv = 1;
     else if (sts__jdoc_is(d, t, "batch")) kv = 0;
@@ -6666,7 +6749,8 @@ STS__PRIVATE sts_result sts__msg_read(sts__commit *c, size_t m, size_t *nshards_
         return STS_OK;
     }
     if (kv != c->kv)
-        return sts__msg_fail(err, m, kv ? "is a KV-mode task, but the options give batch_size" : "is a batch-mode task, but the options give name_col");
+        return sts__msg_fail(err, m, kv ? "is a KV-mode task, but the options give batch_size" : "is a batch-mode "
+                "task, but the options give name_col");
     t = sts__jdoc_get(d, 0, "kv_separator");
     if (!t || d->tok[t].type != '"') return sts__msg_fail(err, m, "kv_separator must be a string");
     {
@@ -6679,9 +6763,11 @@ STS__PRIVATE sts_result sts__msg_read(sts__commit *c, size_t m, size_t *nshards_
         if (!same) return sts__msg_fail(err, m, "kv_separator differs from the options'");
     }
     t = sts__jdoc_get(d, 0, "duplicates");
-    if (!sts__jdoc_is(d, t, c->dup == STS_DUPLICATES_FAIL ? "fail" : "lastWin")) return sts__msg_fail(err, m, "duplicatesStrategy differs from the options'");
+    if (!sts__jdoc_is(d, t, c->dup == STS_DUPLICATES_FAIL ? "fail" : "lastWin"))
+        return sts__msg_fail(err, m, "duplicatesStrategy differs from the options'");
     t = sts__jdoc_get(d, 0, "batch_size");
-    if (!t || !sts__jdoc_u64(d, t, &v) || v != c->batch_size) return sts__msg_fail(err, m, "batch_size differs from the options'");
+    if (!t || !sts__jdoc_u64(d, t, &v) || v != c->batch_size)
+        return sts__msg_fail(err, m, "batch_size differs from the options'");
     if ((r = sts__msg_shards(c, m, sh, err)) != STS_OK) return r;
     sh = sts__jdoc_get(d, 0, "schema");
     if (!sh || d->tok[sh].type != '{') return sts__msg_fail(err, m, "schema must be an object");
@@ -6711,7 +6797,9 @@ STS__PRIVATE void sts__commit_free(sts__commit *c) {
    even when a stale commit message names them. A manifest that cannot be read protects every shard
    a message names (nothing is removed rather than something live). */
 typedef struct sts__live { sts__manifest man; char **names; size_t n; int all; } sts__live;
-STS__PRIVATE int sts__by_cstr(const void *ctx, size_t a, size_t b) { return strcmp(((char *const *)ctx)[a], ((char *const *)ctx)[b]) < 0; }
+STS__PRIVATE int sts__by_cstr(const void *ctx, size_t a, size_t b) {
+    return strcmp(((char *const *)ctx)[a], ((char *const *)ctx)[b]) < 0;
+}
 STS__PRIVATE void sts__live_free(const sts__mem *m, sts__live *l) {
     sts__free(m, l->names, (l->n ? l->n : 1) * sizeof *l->names);
     sts__manifest_free(&l->man);
@@ -6726,7 +6814,8 @@ STS__PRIVATE void sts__live_load(const sts__mem *m, const char *dir, sts__live *
     if (!(l->names = (char **)sts__alloc(m, l->man.nshards * sizeof *l->names))) { l->all = 1; return; }
     l->n = l->man.nshards;
     for (i = 0; i < l->n; i++) l->names[i] = l->man.shards[i].name;
-    if (!sts__sort_records(m, l->names, l->n, sizeof *l->names, sts__by_cstr)) l->all = 1;  /* cannot sort: protect every shard */
+    /* cannot sort: protect every shard */
+    if (!sts__sort_records(m, l->names, l->n, sizeof *l->names, sts__by_cstr)) l->all = 1;
 }
 STS__PRIVATE int sts__live_has(const sts__live *l, const char *name) {
     size_t lo = 0, hi = l->n;
@@ -6742,7 +6831,8 @@ STS__PRIVATE int sts__live_has(const sts__live *l, const char *name) {
 /* Removes every shard the messages name (the tasks' output) except the published dataset's:
    the folder goes back to how it was. Each message on its own, so a bad one does not keep the
    others' shards. Returns the first problem reading a message, or STS_OK. */
-STS__PRIVATE sts_result sts__remove_job(const sts__mem *m, const char *dir, const char *const *messages, const size_t *lens, size_t n, sts_error *err) {
+STS__PRIVATE sts_result sts__remove_job(const sts__mem *m, const char *dir, const char *const *messages,
+                                        const size_t *lens, size_t n, sts_error *err) {
     sts__live live;
     sts_result r = STS_OK;
     size_t i;
@@ -6753,15 +6843,25 @@ STS__PRIVATE sts_result sts__remove_job(const sts__mem *m, const char *dir, cons
         size_t len = lens ? lens[i] : (messages[i] ? strlen(messages[i]) : 0);
         sts_result r1;
         if (!messages[i]) continue;
-        if ((r1 = sts__jdoc_parse(&d, messages[i], len, m, "a commit message", STS_RULE_MESSAGE, err)) != STS_OK) { if (r == STS_OK) r = r1; continue; }
+        if ((r1 = sts__jdoc_parse(&d, messages[i], len, m, "a commit message", STS_RULE_MESSAGE, err)) != STS_OK) {
+            if (r == STS_OK) r = r1;
+            continue;
+        }
         sh = d.tok[0].type == '{' ? sts__jdoc_get(&d, 0, "shards") : 0;
-        if (!sh || d.tok[sh].type != '[') { if (r == STS_OK) r = sts__msg_fail(err, i, "shards must be an array"); sts__jdoc_free(&d); continue; }
+        if (!sh || d.tok[sh].type != '[') {
+            if (r == STS_OK) r = sts__msg_fail(err, i, "shards must be an array");
+            sts__jdoc_free(&d);
+            continue;
+        }
         for (j = 0, s = sh + 1; j < d.tok[sh].count; j++, s = sts__jdoc_next(&d, s)) {
             uint32_t f = d.tok[s].type == '{' ? sts__jdoc_get(&d, s, "shard_path") : 0;
             char *name, *p;
             size_t nl, sz;
             if (!f || d.tok[f].type != '"') continue;
-            if (!(name = sts__jdoc_dup(m, &d, f, &nl))) { if (r == STS_OK) r = sts__nomem(err, "a shard name"); continue; }
+            if (!(name = sts__jdoc_dup(m, &d, f, &nl))) {
+                if (r == STS_OK) r = sts__nomem(err, "a shard name");
+                continue;
+            }
             /* never outside dir, never live */
             if (!memchr(name, 0, nl) && sts__is_shard_name(name) && !sts__live_has(&live, name) &&
                 (p = sts__join(m, dir, name, &sz)) != NULL) {
@@ -6775,20 +6875,24 @@ STS__PRIVATE sts_result sts__remove_job(const sts__mem *m, const char *dir, cons
     sts__live_free(m, &live);
     return r;
 }
-STS__PRIVATE sts_result sts__commit_load(sts__commit *c, const char *const *messages, const size_t *lens, size_t n, sts_error *err) {
+STS__PRIVATE sts_result sts__commit_load(sts__commit *c, const char *const *messages, const size_t *lens, size_t n,
+                                         sts_error *err) {
     size_t i, total = 0;
     sts_result r;
-    if (!(c->docs = (sts__jdoc *)sts__alloc(&c->mem, (n ? n : 1) * sizeof *c->docs))) return sts__nomem(err, "the commit messages");
+    if (!(c->docs = (sts__jdoc *)sts__alloc(&c->mem, (n ? n : 1) * sizeof *c->docs)))
+        return sts__nomem(err, "the commit messages");
     c->docs_cap = n ? n : 1;
     memset(c->docs, 0, (n ? n : 1) * sizeof *c->docs);
     for (i = 0; i < n; i++) {
         size_t len = lens ? lens[i] : (messages[i] ? strlen(messages[i]) : 0);
         if (!messages[i]) return sts__msg_fail(err, i, "is NULL");
         c->ndocs = i + 1;
-        if ((r = sts__jdoc_parse(&c->docs[i], messages[i], len, &c->mem, "a commit message", STS_RULE_MESSAGE, err)) != STS_OK) return r;
+        if ((r = sts__jdoc_parse(&c->docs[i], messages[i], len, &c->mem, "a commit message", STS_RULE_MESSAGE,
+                                 err)) != STS_OK) return r;
         if ((r = sts__msg_read(c, i, &total, 1, err)) != STS_OK) return r;
     }
-    if (!(c->shards = (sts__cshard *)sts__alloc(&c->mem, (total ? total : 1) * sizeof *c->shards))) return sts__nomem(err, "the shard list");
+    if (!(c->shards = (sts__cshard *)sts__alloc(&c->mem, (total ? total : 1) * sizeof *c->shards)))
+        return sts__nomem(err, "the shard list");
     c->shards_cap = total ? total : 1;
     for (i = 0; i < n; i++)
         if ((r = sts__msg_read(c, i, &total, 0, err)) != STS_OK) return r;
@@ -6799,7 +6903,8 @@ STS__PRIVATE sts_result sts__commit_check_shards(sts__commit *c, sts_error *err)
     size_t i;
     sts_options o;
     sts_result r = STS_OK;
-    if (!sts__sort_records(&c->mem, c->shards, c->nshards, sizeof *c->shards, sts__by_shard_name)) return sts__nomem(err, "the shard order");
+    if (!sts__sort_records(&c->mem, c->shards, c->nshards, sizeof *c->shards, sts__by_shard_name))
+        return sts__nomem(err, "the shard order");
     memset(&o, 0, sizeof o);
     o.allocator = c->mem.a;
     o.header_only = 1;
@@ -6809,7 +6914,8 @@ STS__PRIVATE sts_result sts__commit_check_shards(sts__commit *c, sts_error *err)
         size_t sz;
         char *p;
         if (i && strcmp(s[-1].name, s->name) == 0)
-            return sts__failx(err, STS_RULE_MESSAGE, "shard %q is named by two commit messages", s->name, strlen(s->name));
+            return sts__failx(err, STS_RULE_MESSAGE, "shard %q is named by two commit messages", s->name,
+                              strlen(s->name));
         if (!(p = sts__join(&c->mem, c->dir, s->name, &sz))) return sts__nomem(err, "a shard path");
         r = sts_open(p, &o, &s->f, err);
         if (r != STS_OK) {
@@ -6817,9 +6923,11 @@ STS__PRIVATE sts_result sts__commit_check_shards(sts__commit *c, sts_error *err)
             memcpy(inner, err ? err->message : "", err ? sizeof inner : 1);
             r = sts__failx(err, STS_RULE_SHARD, "shard %q: %s", s->name, strlen(s->name), err ? inner : "unreadable");
         } else if (sts_file_size(s->f) != s->bytes)
-            r = sts__failx(err, STS_RULE_SHARD, "shard %q has %U bytes, but its task recorded %U", s->name, strlen(s->name), sts_file_size(s->f), s->bytes);
+            r = sts__failx(err, STS_RULE_SHARD, "shard %q has %U bytes, but its task recorded %U", s->name,
+                           strlen(s->name), sts_file_size(s->f), s->bytes);
         else if (s->tensors != UINT64_MAX && sts_count(s->f) != s->tensors)
-            r = sts__failx(err, STS_RULE_SHARD, "shard %q holds %z tensors, but its task recorded %U", s->name, strlen(s->name), sts_count(s->f), s->tensors);
+            r = sts__failx(err, STS_RULE_SHARD, "shard %q holds %z tensors, but its task recorded %U", s->name,
+                           strlen(s->name), sts_count(s->f), s->tensors);
         sts__free(&c->mem, p, sz);
     }
     return r;
@@ -6836,7 +6944,8 @@ STS__PRIVATE sts_result sts__commit_keys(sts__commit *c, sts_error *err) {
         return sts__nomem(err, "the key index");
     }
     c->nrefs = total;
-    kn.items = c->refs; kn.stride = sizeof *c->refs; kn.ptr_off = offsetof(sts__cref, name); kn.len_off = offsetof(sts__cref, len);
+    kn.items = c->refs; kn.stride = sizeof *c->refs; kn.ptr_off = offsetof(sts__cref,
+            name); kn.len_off = offsetof(sts__cref, len);
     kn.hashes = &c->refs[0].hash; kn.hash_stride = sizeof *c->refs;
     for (i = 0; i < c->nshards; i++) {
         size_t t, n = sts_count(c->shards[i].f);
@@ -6852,8 +6961,10 @@ STS__PRIVATE sts_result sts__commit_keys(sts__commit *c, sts_error *err) {
             if (c->ix.slots[pos] != STS__EMPTY) {
                 const sts__cref *was = &c->refs[c->ix.slots[pos]];
                 if (c->dup == STS_DUPLICATES_FAIL)
-                    return sts__failx(err, STS_RULE_DUPLICATE_KEY, "key %q is in shard %q and in shard %q (duplicatesStrategy=fail)",
-                                     x->name, x->name_len, c->shards[was->shard].name, strlen(c->shards[was->shard].name),
+                    return sts__failx(err, STS_RULE_DUPLICATE_KEY,
+                                      "key %q is in shard %q and in shard %q (duplicatesStrategy=fail)",
+                                     x->name, x->name_len, c->shards[was->shard].name,
+                                     strlen(c->shards[was->shard].name),
                                      c->shards[i].name, strlen(c->shards[i].name));
                 /* lastWin: the later shard in natural order (task, then shard number) wins */
                 if (sts__natcmp(c->shards[was->shard].name, c->shards[i].name) > 0) { c->winner[k] = 0; continue; }
@@ -6906,7 +7017,11 @@ STS__PRIVATE void sts__commit_json_index(sts__commit *c, sts__out *o) {
     uint64_t total = 0, count = 0;
     int first;
     for (k = 0; k < c->nrefs; k++)
-        if (c->winner[k]) { const sts_tensor *x = sts_at(c->shards[c->refs[k].shard].f, c->refs[k].t); total += x->end - x->begin; count++; }
+        if (c->winner[k]) {
+            const sts_tensor *x = sts_at(c->shards[c->refs[k].shard].f, c->refs[k].t);
+            total += x->end - x->begin;
+            count++;
+        }
     sts__out_cstr(o, "{\"metadata\":{\"total_size\":");
     sts__out_u64(o, total);
     sts__out_cstr(o, ",\"tensor_count\":");
@@ -6915,7 +7030,8 @@ STS__PRIVATE void sts__commit_json_index(sts__commit *c, sts__out *o) {
     sts__out_cstr(o, c->dataset_id);
     sts__out_cstr(o, c->kv ? "\",\"mode\":\"kv\",\"kv_separator\":" : "\",\"mode\":\"batch\",\"kv_separator\":");
     sts__out_json(o, c->sep, c->sep_len);
-    sts__out_cstr(o, ",\"format\":\"safetensors\",\"writer\":\"safetensors_spark.h " STS_VERSION_STRING "\"},\n\"weight_map\":{");
+    sts__out_cstr(o, ",\"format\":\"safetensors\",\"writer\":\"safetensors_spark.h " STS_VERSION_STRING
+                     "\"},\n\"weight_map\":{");
     for (k = 0, first = 1; k < c->nrefs; k++) {
         const sts__cref *ref = &c->refs[k];
         if (!c->winner[k]) continue;
@@ -6936,7 +7052,8 @@ STS__PRIVATE void sts__commit_json_index(sts__commit *c, sts__out *o) {
         sts__commit_key(c, o, ref, x);
         sts__out_cstr(o, ":{\"file\":");
         sts__out_json(o, c->shards[ref->shard].name, strlen(c->shards[ref->shard].name));
-        if (!c->kv) { sts__out_cstr(o, ",\"tensor\":"); sts__out_json(o, x->name, x->name_len); }  /* the key is not the name */
+        /* the key is not the name */
+        if (!c->kv) { sts__out_cstr(o, ",\"tensor\":"); sts__out_json(o, x->name, x->name_len); }
         sts__out_cstr(o, ",\"dtype\":\"");
         sts__out_cstr(o, sts_dtype_name(x->dtype));
         sts__out_cstr(o, "\",\"shape\":");
@@ -6984,7 +7101,8 @@ STS__PRIVATE void sts__commit_manifest(sts__commit *c, sts__out *o) {
     }
     sts__out_cstr(o, c->ncols ? "\n  },\n  \"dataset_id\": \"" : "},\n  \"dataset_id\": \"");
     sts__out_cstr(o, c->dataset_id);
-    sts__out_cstr(o, c->kv ? "\",\n  \"mode\": \"kv\",\n  \"kv_separator\": " : "\",\n  \"mode\": \"batch\",\n  \"kv_separator\": ");
+    sts__out_cstr(o, c->kv ? "\",\n  \"mode\": \"kv\",\n  \"kv_separator\": " : "\",\n  \"mode\": \"batch\",\n  "
+            "\"kv_separator\": ");
     sts__out_json(o, c->sep, c->sep_len);
     sts__out_cstr(o, ",\n  \"duplicates\": ");
     sts__out_cstr(o, c->dup == STS_DUPLICATES_FAIL ? "\"fail\"" : "\"lastWin\"");
@@ -7024,7 +7142,10 @@ STS__PRIVATE sts_result sts__publish_all(sts__commit *c, sts__atomic *a, char **
     for (i = 0; i < 2; i++) {  /* the old index files, and their backup names */
         size_t sz;
         char *bn;
-        if (!(old_idx[i] = sts__join(&c->mem, c->dir, index_names[i], &old_idx_sz[i]))) { r = sts__nomem(err, "a file name"); goto undo; }
+        if (!(old_idx[i] = sts__join(&c->mem, c->dir, index_names[i], &old_idx_sz[i]))) {
+            r = sts__nomem(err, "a file name");
+            goto undo;
+        }
         if (sts__path_kind(old_idx[i]) == STS__FT_NONE) continue;
         had_old_index = 1;
         sz = strlen(index_names[i]) + 20;
@@ -7047,31 +7168,46 @@ STS__PRIVATE sts_result sts__publish_all(sts__commit *c, sts__atomic *a, char **
         memcpy(man_bak + dl + 1, man + dl, ml - dl);
         memcpy(man_bak + ml + 1, ".tmp-backup", 12);
         sts__remove_path(man_bak);
-        if ((e = sts__link_path(&c->mem, man, man_bak)) != 0) { r = sts__fail_errno(err, e, "keep a backup of", man); goto undo; }
+        if ((e = sts__link_path(&c->mem, man, man_bak)) != 0) {
+            r = sts__fail_errno(err, e, "keep a backup of", man);
+            goto undo;
+        }
         man_linked = 1;
     }
     if (had_old_index) {  /* the old index leaves before the new manifest arrives */
         for (i = 0; i < 2; i++) {
             if (!old_bak[i]) continue;
             sts__remove_path(old_bak[i]);
-            if ((e = sts__rename_path(&c->mem, old_idx[i], old_bak[i])) != 0) { r = sts__fail_errno(err, e, "move aside", old_idx[i]); goto undo; }
+            if ((e = sts__rename_path(&c->mem, old_idx[i], old_bak[i])) != 0) {
+                r = sts__fail_errno(err, e, "move aside", old_idx[i]);
+                goto undo;
+            }
             moved[i] = 1;
         }
     } else {  /* no old index: the index first, the manifest last */
         for (i = 0; i < nidx; i++) {
-            if ((e = sts__rename_path(&c->mem, a[i].tmp, paths[i])) != 0) { r = sts__fail_errno(err, e, "rename into", paths[i]); goto undo; }
+            if ((e = sts__rename_path(&c->mem, a[i].tmp, paths[i])) != 0) {
+                r = sts__fail_errno(err, e, "rename into", paths[i]);
+                goto undo;
+            }
             sts__free(&a[i].mem, a[i].tmp, a[i].tmp_size);
             a[i].tmp = NULL;
             placed_idx = i + 1;
         }
     }
-    if ((e = sts__rename_path(&c->mem, a[nidx].tmp, man)) != 0) { r = sts__fail_errno(err, e, "rename into", man); goto undo; }
+    if ((e = sts__rename_path(&c->mem, a[nidx].tmp, man)) != 0) {
+        r = sts__fail_errno(err, e, "rename into", man);
+        goto undo;
+    }
     sts__free(&a[nidx].mem, a[nidx].tmp, a[nidx].tmp_size);
     a[nidx].tmp = NULL;
     man_placed = 1;
     if (had_old_index)
         for (i = 0; i < nidx; i++) {
-            if ((e = sts__rename_path(&c->mem, a[i].tmp, paths[i])) != 0) { r = sts__fail_errno(err, e, "rename into", paths[i]); goto undo; }
+            if ((e = sts__rename_path(&c->mem, a[i].tmp, paths[i])) != 0) {
+                r = sts__fail_errno(err, e, "rename into", paths[i]);
+                goto undo;
+            }
             sts__free(&a[i].mem, a[i].tmp, a[i].tmp_size);
             a[i].tmp = NULL;
             placed_idx = i + 1;
@@ -7084,10 +7220,14 @@ undo:  /* back to the old dataset's files */
     if (man_placed) {  /* the new manifest is in place: the old one comes back, or none was there */
         if (man_linked) (void)sts__rename_path(NULL, man_bak, man);
         else sts__remove_path(man);
-    } else if (man_linked) sts__remove_path(man_bak);  /* still the same file: rename between two links of it does nothing */
+    /* still the same file: rename between two links of it does nothing */
+    } else if (man_linked) sts__remove_path(man_bak);
     for (i = 0; i < 2; i++) if (moved[i]) (void)sts__rename_path(NULL, old_bak[i], old_idx[i]);
 out:
-    for (i = 0; i < 2; i++) { sts__free(&c->mem, old_idx[i], old_idx_sz[i]); sts__free(&c->mem, old_bak[i], old_bak_sz[i]); }
+    for (i = 0; i < 2; i++) {
+        sts__free(&c->mem, old_idx[i], old_idx_sz[i]);
+        sts__free(&c->mem, old_bak[i], old_bak_sz[i]);
+    }
     sts__free(&c->mem, man_bak, man_bak_sz);
     return r;
 }
@@ -7122,7 +7262,8 @@ STS__PRIVATE void sts__commit_cleanup(sts__commit *c, int index) {
     (void)sts__list_dir(c->dir, sts__cleanup_entry, &cu, NULL);
 }
 
-STSDEF sts_result sts_dataset_commit(const char *dir, const sts_write_config *cfg, const char *const *messages, const size_t *lens, size_t n,
+STSDEF sts_result sts_dataset_commit(const char *dir, const sts_write_config *cfg, const char *const *messages,
+                                     const size_t *lens, size_t n,
                                      const sts_options *opts, sts_dataset_summary *summary, sts_error *err) {
     sts__commit c;
     sts__atomic a[3];
@@ -7135,15 +7276,18 @@ STSDEF sts_result sts_dataset_commit(const char *dir, const sts_write_config *cf
     for (i = 0; i < 3; i++) a[i].fd = -1;
     c.mem = sts__mem_from(opts);
     c.dir = dir;
-    if (!dir || !cfg || (!messages && n)) return sts__failx(err, STS_RULE_ARGUMENT, "sts_dataset_commit needs a folder, the options and the messages");
-    if (!sts__mem_valid(&c.mem)) return sts__failx(err, STS_RULE_ARGUMENT, "the allocator needs all three hooks or none");
+    if (!dir || !cfg || (!messages && n))
+        return sts__failx(err, STS_RULE_ARGUMENT, "sts_dataset_commit needs a folder, the options and the messages");
+    if (!sts__mem_valid(&c.mem))
+        return sts__failx(err, STS_RULE_ARGUMENT, "the allocator needs all three hooks or none");
     if (!cfg->batch_size == !(cfg->name_col && cfg->name_col[0]))
         return sts__failx(err, STS_RULE_OPTION, "give exactly one of batch_size (batch mode) or name_col (KV mode)");
     c.kv = !cfg->batch_size;
     c.batch_size = cfg->batch_size;
     c.sep = cfg->kv_separator ? cfg->kv_separator : "__";
     c.sep_len = strlen(c.sep);
-    if (!c.sep_len) return sts__failx(err, STS_RULE_OPTION, "kv_separator must not be empty (an empty one makes keys ambiguous)");
+    if (!c.sep_len)
+        return sts__failx(err, STS_RULE_OPTION, "kv_separator must not be empty (an empty one makes keys ambiguous)");
     c.dup = cfg->duplicates;
     durable = !cfg->no_fsync;
     index = cfg->generate_index != 0;
@@ -7154,12 +7298,15 @@ STSDEF sts_result sts_dataset_commit(const char *dir, const sts_write_config *cf
     if ((r = sts__commit_keys(&c, err)) != STS_OK) goto fail;
     sts__uuid4(c.dataset_id);
     if (index) {
-        if ((r = sts__commit_file(&c, "_tensor_index.csv", sts__commit_csv, durable, &a[0], &paths[0], &psize[0], err)) != STS_OK) goto fail;
+        if ((r = sts__commit_file(&c, "_tensor_index.csv", sts__commit_csv, durable, &a[0], &paths[0], &psize[0],
+                                  err)) != STS_OK) goto fail;
         nfiles = 1;
-        if ((r = sts__commit_file(&c, "_tensor_index.json", sts__commit_json_index, durable, &a[1], &paths[1], &psize[1], err)) != STS_OK) goto fail;
+        if ((r = sts__commit_file(&c, "_tensor_index.json", sts__commit_json_index, durable, &a[1], &paths[1],
+                                  &psize[1], err)) != STS_OK) goto fail;
         nfiles = 2;
     }
-    if ((r = sts__commit_file(&c, "dataset_manifest.json", sts__commit_manifest, durable, &a[nfiles], &paths[nfiles], &psize[nfiles], err)) != STS_OK) goto fail;
+    if ((r = sts__commit_file(&c, "dataset_manifest.json", sts__commit_manifest, durable, &a[nfiles], &paths[nfiles],
+                              &psize[nfiles], err)) != STS_OK) goto fail;
     nfiles++;
     if ((r = sts__publish_all(&c, a, paths, nfiles - 1, err)) != STS_OK) goto fail;
     if (overwrite) sts__commit_cleanup(&c, index);
@@ -7170,7 +7317,10 @@ STSDEF sts_result sts_dataset_commit(const char *dir, const sts_write_config *cf
     if (summary) {
         memset(summary, 0, sizeof *summary);
         summary->shards = c.nshards;
-        for (i = 0; i < c.nshards; i++) { summary->samples += c.shards[i].samples; summary->bytes += c.shards[i].bytes; }
+        for (i = 0; i < c.nshards; i++) {
+            summary->samples += c.shards[i].samples;
+            summary->bytes += c.shards[i].bytes;
+        }
         for (i = 0; i < c.nrefs; i++) summary->tensors += c.winner[i];
     }
     sts__ok(err);
@@ -7190,7 +7340,8 @@ STS__PRIVATE sts_result sts__reindex_add(void *user, const char *name, uint64_t 
     sts__commit *c = (sts__commit *)user;
     sts__cshard *x;
     size_t n = strlen(name);
-    if (c->nshards == c->shards_cap && !sts__grow(&c->mem, (void **)&c->shards, &c->shards_cap, c->nshards + 1, sizeof *c->shards))
+    if (c->nshards == c->shards_cap && !sts__grow(&c->mem, (void **)&c->shards, &c->shards_cap, c->nshards + 1,
+                                                  sizeof *c->shards))
         return sts__nomem(err, "the shard list");
     x = &c->shards[c->nshards];
     memset(x, 0, sizeof *x);
@@ -7211,14 +7362,16 @@ STS__PRIVATE sts_result sts__reindex_shards(sts__commit *c, sts_error *err) {
         c->kv = 1;
         c->dup = STS_DUPLICATES_LAST_WIN;
         if ((r = sts__list_shards(&c->mem, c->dir, sts__reindex_add, c, err)) != STS_OK) return r;
-        if (c->nshards == 0) return sts__failx(err, STS_RULE_NOT_FOUND, "%q holds no .safetensors file", c->dir, strlen(c->dir));
+        if (c->nshards == 0)
+            return sts__failx(err, STS_RULE_NOT_FOUND, "%q holds no .safetensors file", c->dir, strlen(c->dir));
         return STS_OK;
     }
     c->kv = c->man.kv;
     c->dup = c->man.dup;
     c->sep = c->man.sep;
     c->sep_len = c->man.sep_len;
-    if (c->man.dataset_id && c->man.dataset_id_len < sizeof c->dataset_id) memcpy(c->dataset_id, c->man.dataset_id, c->man.dataset_id_len + 1);
+    if (c->man.dataset_id && c->man.dataset_id_len < sizeof c->dataset_id)
+        memcpy(c->dataset_id, c->man.dataset_id, c->man.dataset_id_len + 1);
     for (i = 0; i < c->man.nshards; i++) {
         const sts__mshard *m = &c->man.shards[i];
         if ((r = sts__reindex_add(c, m->name, m->bytes, err)) != STS_OK) return r;
@@ -7226,7 +7379,8 @@ STS__PRIVATE sts_result sts__reindex_shards(sts__commit *c, sts_error *err) {
     }
     return STS_OK;
 }
-STSDEF sts_result sts_dataset_reindex(const char *dir, const sts_options *opts, sts_dataset_summary *summary, sts_error *err) {
+STSDEF sts_result sts_dataset_reindex(const char *dir, const sts_options *opts, sts_dataset_summary *summary,
+                                      sts_error *err) {
     sts__commit c;
     sts__atomic a[2];
     char *paths[2] = { NULL, NULL };
@@ -7245,14 +7399,19 @@ STSDEF sts_result sts_dataset_reindex(const char *dir, const sts_options *opts, 
     if ((r = sts__commit_check_shards(&c, err)) != STS_OK) goto out;
     if ((r = sts__commit_keys(&c, err)) != STS_OK) goto out;
     if (!c.dataset_id[0]) sts__uuid4(c.dataset_id);
-    if ((r = sts__commit_file(&c, "_tensor_index.csv", sts__commit_csv, !(opts && opts->no_fsync), &a[0], &paths[0], &psize[0], err)) != STS_OK) goto out;
-    if ((r = sts__commit_file(&c, "_tensor_index.json", sts__commit_json_index, !(opts && opts->no_fsync), &a[1], &paths[1], &psize[1], err)) != STS_OK) goto out;
+    if ((r = sts__commit_file(&c, "_tensor_index.csv", sts__commit_csv, !(opts && opts->no_fsync), &a[0], &paths[0],
+                              &psize[0], err)) != STS_OK) goto out;
+    if ((r = sts__commit_file(&c, "_tensor_index.json", sts__commit_json_index, !(opts && opts->no_fsync), &a[1],
+                              &paths[1], &psize[1], err)) != STS_OK) goto out;
     for (i = 0; i < 2; i++)  /* the shards do not change: both files describe them at every moment */
         if ((r = sts__atomic_publish(&a[i], i == 1 && !(opts && opts->no_fsync), err)) != STS_OK) goto out;
     if (summary) {
         memset(summary, 0, sizeof *summary);
         summary->shards = c.nshards;
-        for (i = 0; i < c.nshards; i++) { summary->samples += c.shards[i].samples; summary->bytes += c.shards[i].bytes; }
+        for (i = 0; i < c.nshards; i++) {
+            summary->samples += c.shards[i].samples;
+            summary->bytes += c.shards[i].bytes;
+        }
         for (i = 0; i < c.nrefs; i++) summary->tensors += c.winner[i];
     }
     sts__ok(err);
@@ -7261,10 +7420,12 @@ out:
     sts__commit_free(&c);
     return r;
 }
-STSDEF sts_result sts_dataset_abort(const char *dir, const char *const *messages, const size_t *lens, size_t n, const sts_options *opts, sts_error *err) {
+STSDEF sts_result sts_dataset_abort(const char *dir, const char *const *messages, const size_t *lens, size_t n,
+                                    const sts_options *opts, sts_error *err) {
     sts__mem m = sts__mem_from(opts);
     sts_result r;
-    if (!dir || (!messages && n)) return sts__failx(err, STS_RULE_ARGUMENT, "sts_dataset_abort needs a folder and the messages");
+    if (!dir || (!messages && n))
+        return sts__failx(err, STS_RULE_ARGUMENT, "sts_dataset_abort needs a folder and the messages");
     r = sts__remove_job(&m, dir, messages, lens, n, err);
     if (r == STS_OK) sts__ok(err);
     return r;
@@ -7283,7 +7444,8 @@ STSDEF sts_result sts_dataset_abort(const char *dir, const char *const *messages
 
 #if defined(__GNUC__) || defined(__clang__)
 #  define STS__LOAD_PTR(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
-#  define STS__CAS_PTR(p, expect, want) __atomic_compare_exchange_n((p), (expect), (want), 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)
+#  define STS__CAS_PTR(p, expect, want) \
+    __atomic_compare_exchange_n((p), (expect), (want), 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)
 #  define STS__ADD(p, v) ((void)__atomic_fetch_add((p), (v), __ATOMIC_RELAXED))
 #  define STS__LOAD64(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #else  /* no atomics known: a dataset is then safe for one thread at a time */
@@ -7409,7 +7571,9 @@ STS__PRIVATE size_t sts__dk_size(const sts__dkey *e) {  /* bytes, head to the ne
     if (e->named) { sts__dk_name(e, &nl); n += 8 + STS__DK_PAD(nl); }
     return n;
 }
-STS__PRIVATE const sts__dkey *sts__dk_at(const sts__keymap *k, size_t off8) { return (const sts__dkey *)(const void *)(k->arena + k->a0 + off8 * 8); }
+STS__PRIVATE const sts__dkey *sts__dk_at(const sts__keymap *k, size_t off8) {
+    return (const sts__dkey *)(const void *)(k->arena + k->a0 + off8 * 8);
+}
 STS__PRIVATE const sts__dkey *sts__dk_first(const sts__keymap *k) { return k->n ? sts__dk_at(k, 0) : NULL; }
 STS__PRIVATE const sts__dkey *sts__dk_next(const sts__keymap *k, const sts__dkey *e) {
     const char *p = (const char *)e + sts__dk_size(e);
@@ -7436,7 +7600,10 @@ STS__PRIVATE sts__keymap *sts__keymap_new(const sts_dataset *ds) {
     memset(k, 0, sizeof *k);
     k->mem = ds->mem;
     k->nfiles = ds->nfiles;
-    if (!(k->fstart = (size_t *)sts__alloc(&k->mem, (k->nfiles + 1) * sizeof *k->fstart))) { sts__free(&k->mem, k, sizeof *k); return NULL; }
+    if (!(k->fstart = (size_t *)sts__alloc(&k->mem, (k->nfiles + 1) * sizeof *k->fstart))) {
+        sts__free(&k->mem, k, sizeof *k);
+        return NULL;
+    }
     memset(k->fstart, 0, (k->nfiles + 1) * sizeof *k->fstart);  /* counts while building */
     return k;
 }
@@ -7459,9 +7626,12 @@ STS__PRIVATE sts_result sts__keymap_put(sts__keymap *k, uint64_t seed, const sts
     char *p;
     size_t gap = k->n && hk <= 64 && (at & 63) + hk > 64 ? 64 - (at & 63) : 0;  /* head and key on one cache line */
     at += gap;
-    if (d->len > UINT32_MAX || d->rank > UINT32_MAX || (uint64_t)d->name_len > UINT32_MAX) return sts__nomem(err, "the key table (a key or shape over 2^32)");
-    need64 = sizeof(sts__dkey) + (((uint64_t)d->len + 7) & ~(uint64_t)7) + d->rank * 8 + (named ? 8 + (((uint64_t)d->name_len + 7) & ~(uint64_t)7) : 0);
-    if (need64 > (uint64_t)((size_t)-1 - at) || (uint64_t)at / 8 > UINT32_MAX || k->n >= UINT32_MAX) return sts__nomem(err, "the key table");
+    if (d->len > UINT32_MAX || d->rank > UINT32_MAX || (uint64_t)d->name_len > UINT32_MAX)
+        return sts__nomem(err, "the key table (a key or shape over 2^32)");
+    need64 = sizeof(sts__dkey) + (((uint64_t)d->len + 7) & ~(uint64_t)7) + d->rank * 8 +
+             (named ? 8 + (((uint64_t)d->name_len + 7) & ~(uint64_t)7) : 0);
+    if (need64 > (uint64_t)((size_t)-1 - at) || (uint64_t)at / 8 > UINT32_MAX || k->n >= UINT32_MAX)
+        return sts__nomem(err, "the key table");
     need = (size_t)need64;
     if (k->a0 + at + need > k->cap && !sts__km_reserve(k, at + need)) return sts__nomem(err, "the key table");
     if (k->n == k->hashes_cap && !sts__grow(&k->mem, (void **)&k->hashes, &k->hashes_cap, k->n + 1, sizeof *k->hashes))
@@ -7494,7 +7664,8 @@ STS__PRIVATE sts_result sts__keymap_put(sts__keymap *k, uint64_t seed, const sts
     k->used = at + need;
     return STS_OK;
 }
-STS__PRIVATE uint32_t sts__km_tag(uint64_t h) { return (uint32_t)(h >> 32) | 1u; }  /* never 0: a used slot is never 0 */
+/* never 0: a used slot is never 0 */
+STS__PRIVATE uint32_t sts__km_tag(uint64_t h) { return (uint32_t)(h >> 32) | 1u; }
 /* Indexes the keys; a repeated key keeps the copy in the later file, in natural order (task, then
    shard number), as the writer's lastWin does. Then groups the entries by file and drops what only
    the build needed. */
@@ -7506,18 +7677,21 @@ STS__PRIVATE sts_result sts__keymap_finish(const sts_dataset *ds, sts__keymap *k
     sts__advise_huge(k->slots, cap * sizeof *k->slots);
     memset(k->slots, 0, cap * sizeof *k->slots);
     k->mask = cap - 1;
-    if (!(k->byfile = (uint32_t *)sts__alloc(&k->mem, (k->n ? k->n : 1) * sizeof *k->byfile))) return sts__nomem(err, "the key index");
+    if (!(k->byfile = (uint32_t *)sts__alloc(&k->mem, (k->n ? k->n : 1) * sizeof *k->byfile)))
+        return sts__nomem(err, "the key index");
     for (f = 0; f < k->nfiles; f++) k->fstart[f + 1] += k->fstart[f];  /* counts -> starts */
     for (i = 0, e = sts__dk_first(k); e; i++, off += sts__dk_size(e) / 8, e = sts__dk_next(k, e)) {
         uint64_t h = k->hashes[i], s;
         uint32_t tag = sts__km_tag(h);
         size_t pos = (size_t)h & k->mask;
 #if defined(__GNUC__) || defined(__clang__)
-        if (i + 16 < k->n) __builtin_prefetch(&k->slots[(size_t)k->hashes[i + 16] & k->mask], 1);  /* random slots: keep misses in flight */
+        /* random slots: keep misses in flight */
+        if (i + 16 < k->n) __builtin_prefetch(&k->slots[(size_t)k->hashes[i + 16] & k->mask], 1);
 #endif
         for (; (s = k->slots[pos]) != 0; pos = (pos + 1) & k->mask) {
             const sts__dkey *was = sts__dk_at(k, (uint32_t)s);
-            if ((uint32_t)(s >> 32) == tag && was->len == e->len && (e->len == 0 || memcmp(sts__dk_key(was), sts__dk_key(e), e->len) == 0)) break;
+            if ((uint32_t)(s >> 32) == tag && was->len == e->len && (e->len == 0 || memcmp(sts__dk_key(was),
+                    sts__dk_key(e), e->len) == 0)) break;
         }
         if (s == 0 || sts__dk_at(k, (uint32_t)s)->file == e->file ||
             sts__natcmp(ds->files[sts__dk_at(k, (uint32_t)s)->file].name, ds->files[e->file].name) <= 0)
@@ -7559,7 +7733,8 @@ STS__PRIVATE const sts__dkey *sts__keymap_find(const sts__keymap *k, uint64_t h,
 STS__PRIVATE size_t sts__ds_file_index(const sts_dataset *ds, const char *name, size_t len) {
     sts__names nm;
     uint32_t it;
-    nm.items = ds->files; nm.stride = sizeof *ds->files; nm.ptr_off = offsetof(sts__dfile, name); nm.len_off = offsetof(sts__dfile, name_len);
+    nm.items = ds->files; nm.stride = sizeof *ds->files; nm.ptr_off = offsetof(sts__dfile,
+            name); nm.len_off = offsetof(sts__dfile, name_len);
     nm.hashes = ds->fhash; nm.hash_stride = sizeof *ds->fhash;
     it = ds->fix.slots[sts__index_probe(&ds->fix, &nm, sts__hash(name, len, ds->seed), name, len)];
     return it == STS__EMPTY ? (size_t)-1 : it;
@@ -7567,7 +7742,8 @@ STS__PRIVATE size_t sts__ds_file_index(const sts_dataset *ds, const char *name, 
 /* >>index ---- files ---- */
 STS__PRIVATE sts_result sts__ds_add_file(sts_dataset *ds, const char *name, size_t len, uint64_t size, sts_error *err) {
     sts__dfile *f;
-    if (ds->nfiles == ds->files_cap && !sts__grow(&ds->mem, (void **)&ds->files, &ds->files_cap, ds->nfiles + 1, sizeof *ds->files)) return sts__nomem(err, "the file list");
+    if (ds->nfiles == ds->files_cap && !sts__grow(&ds->mem, (void **)&ds->files, &ds->files_cap, ds->nfiles + 1,
+                                                  sizeof *ds->files)) return sts__nomem(err, "the file list");
     f = &ds->files[ds->nfiles];
     memset(f, 0, sizeof *f);
     if (!(f->name = (char *)sts__alloc(&ds->mem, len + 1))) return sts__nomem(err, "a file name");
@@ -7586,10 +7762,12 @@ STS__PRIVATE int sts__by_file_name(const void *ctx, size_t a, size_t b) {  /* na
 }
 STS__PRIVATE sts_result sts__ds_sort_files(sts_dataset *ds, sts_error *err) {
     size_t i;
-    if (!sts__sort_records(&ds->mem, ds->files, ds->nfiles, sizeof *ds->files, sts__by_file_name)) return sts__nomem(err, "the file order");
+    if (!sts__sort_records(&ds->mem, ds->files, ds->nfiles, sizeof *ds->files, sts__by_file_name))
+        return sts__nomem(err, "the file order");
     for (i = 1; i < ds->nfiles; i++)
         if (strcmp(ds->files[i - 1].name, ds->files[i].name) == 0)
-            return sts__failx(err, STS_RULE_DATASET_MANIFEST, "the manifest lists shard %q twice", ds->files[i].name, ds->files[i].name_len);
+            return sts__failx(err, STS_RULE_DATASET_MANIFEST, "the manifest lists shard %q twice", ds->files[i].name,
+                              ds->files[i].name_len);
     return STS_OK;
 }
 STS__PRIVATE sts_result sts__ds_index_files(sts_dataset *ds, sts_error *err) {
@@ -7597,11 +7775,13 @@ STS__PRIVATE sts_result sts__ds_index_files(sts_dataset *ds, sts_error *err) {
     sts__names nm;
     if (!(ds->fhash = (uint64_t *)sts__alloc(&ds->mem, (ds->nfiles ? ds->nfiles : 1) * sizeof *ds->fhash)) ||
         !sts__index_init(&ds->mem, &ds->fix, ds->nfiles)) return sts__nomem(err, "the file index");
-    nm.items = ds->files; nm.stride = sizeof *ds->files; nm.ptr_off = offsetof(sts__dfile, name); nm.len_off = offsetof(sts__dfile, name_len);
+    nm.items = ds->files; nm.stride = sizeof *ds->files; nm.ptr_off = offsetof(sts__dfile,
+            name); nm.len_off = offsetof(sts__dfile, name_len);
     nm.hashes = ds->fhash; nm.hash_stride = sizeof *ds->fhash;
     for (i = 0; i < ds->nfiles; i++) {
         ds->fhash[i] = sts__hash(ds->files[i].name, ds->files[i].name_len, ds->seed);
-        ds->fix.slots[sts__index_probe(&ds->fix, &nm, ds->fhash[i], ds->files[i].name, ds->files[i].name_len)] = (uint32_t)i;
+        ds->fix.slots[sts__index_probe(&ds->fix, &nm, ds->fhash[i], ds->files[i].name,
+                                       ds->files[i].name_len)] = (uint32_t)i;
     }
     return STS_OK;
 }
@@ -7618,10 +7798,12 @@ STS__PRIVATE sts_result sts__ds_manifest(sts_dataset *ds, const sts__manifest *m
         if ((r = sts__ds_add_file(ds, x->name, x->name_len, x->bytes, err)) != STS_OK) return r;
         ds->files[ds->nfiles - 1].samples = x->samples;
         if ((e = sts__stat_path(ds->files[ds->nfiles - 1].path, &st)) != 0)
-            return sts__failx(err, STS_RULE_DATASET_MANIFEST, "shard %q is listed in dataset_manifest.json but missing: %s", x->name,
+            return sts__failx(err, STS_RULE_DATASET_MANIFEST,
+                              "shard %q is listed in dataset_manifest.json but missing: %s", x->name,
                               x->name_len, sts__errno_name(e));
         if (st.size != x->bytes)
-            return sts__failx(err, STS_RULE_DATASET_MANIFEST, "shard %q has %U bytes, but dataset_manifest.json lists %U", x->name,
+            return sts__failx(err, STS_RULE_DATASET_MANIFEST,
+                              "shard %q has %U bytes, but dataset_manifest.json lists %U", x->name,
                               x->name_len, st.size, x->bytes);
     }
     ds->total_samples = mf->total_samples;
@@ -7629,7 +7811,8 @@ STS__PRIVATE sts_result sts__ds_manifest(sts_dataset *ds, const sts__manifest *m
     ds->kv = mf->kv;
     ds->lastwin = mf->dup == STS_DUPLICATES_LAST_WIN;
     if (mf->dataset_id) {
-        if (!(ds->dataset_id = (char *)sts__alloc(&ds->mem, mf->dataset_id_len + 1))) return sts__nomem(err, "the dataset id");
+        if (!(ds->dataset_id = (char *)sts__alloc(&ds->mem, mf->dataset_id_len + 1)))
+            return sts__nomem(err, "the dataset id");
         memcpy(ds->dataset_id, mf->dataset_id, mf->dataset_id_len + 1);
         ds->dataset_id_len = mf->dataset_id_len;
     }
@@ -7642,7 +7825,8 @@ STS__PRIVATE sts_result sts__ds_listed(void *user, const char *name, uint64_t si
 STS__PRIVATE sts_result sts__ds_listing(sts_dataset *ds, sts_error *err) {
     sts_result r = sts__list_shards(&ds->mem, ds->root, sts__ds_listed, ds, err);
     if (r == STS_OK && ds->nfiles == 0)
-        r = sts__failx(err, STS_RULE_NOT_FOUND, "the folder %q holds no dataset_manifest.json and no .safetensors file", ds->root,
+        r = sts__failx(err, STS_RULE_NOT_FOUND, "the folder %q holds no dataset_manifest.json and no .safetensors file",
+                       ds->root,
                        strlen(ds->root));
     return r;
 }
@@ -7659,7 +7843,8 @@ STS__PRIVATE void sts__index_utf8(sts__keymap *k, size_t upto) {
     while (k->text_ok < upto && k->text_bad == (size_t)-1) {
         size_t a = k->text_ok, b = n - a > ((size_t)16 << 20) ? a + ((size_t)16 << 20) : n, back = 0, bad;
         while (b < n && back < 4 && (s[b] & 0xC0) == 0x80) { b--; back++; }
-        if (b < n && (s[b] & 0xC0) == 0x80) b = n;  /* five continuation bytes in a row: not UTF-8; check the rest at once */
+        /* five continuation bytes in a row: not UTF-8; check the rest at once */
+        if (b < n && (s[b] & 0xC0) == 0x80) b = n;
         if ((bad = sts__utf8_check(s + a, b - a)) != b - a) k->text_bad = a + bad;
         k->text_ok = b;
     }
@@ -7673,7 +7858,8 @@ STS__PRIVATE void sts__index_step(sts__keymap *k, size_t at) {
 STS__PRIVATE sts_result sts__index_utf8_verdict(sts__keymap *k, sts_result r, sts_error *err) {
     sts__index_utf8(k, (size_t)-1);
     if (k->text_bad == (size_t)-1) return r;
-    return sts__fail(err, STS_RULE_DATASET_INDEX, (uint64_t)k->text_bad, "_tensor_index.json is not UTF-8 at byte %U", (uint64_t)k->text_bad);
+    return sts__fail(err, STS_RULE_DATASET_INDEX, (uint64_t)k->text_bad, "_tensor_index.json is not UTF-8 at byte %U",
+                     (uint64_t)k->text_bad);
 }
 /* Room for n bytes at `at` in the scratch buffer (an entry's unescaped key, then its name). */
 STS__PRIVATE char *sts__km_scratch(sts__keymap *k, size_t at, size_t n) {
@@ -7689,7 +7875,8 @@ STS__PRIVATE char *sts__km_scratch(sts__keymap *k, size_t at, size_t n) {
 STS__PRIVATE const uint8_t *sts__ix_lit(const uint8_t *p, const uint8_t *end, const char *lit, size_t n) {
     return p && (size_t)(end - p) >= n && memcmp(p, lit, n) == 0 ? p + n : NULL;
 }
-STS__PRIVATE const uint8_t *sts__ix_str(const uint8_t *p, const uint8_t *end, size_t *n) {  /* up to the closing quote */
+/* up to the closing quote */
+STS__PRIVATE const uint8_t *sts__ix_str(const uint8_t *p, const uint8_t *end, size_t *n) {
     size_t i;
     if (!p) return NULL;
     i = sts__str_stop(p, (size_t)(end - p));
@@ -7719,7 +7906,8 @@ STS__PRIVATE int sts__index_entry_fast(sts_dataset *ds, sts__keymap *k, sts__jso
     else for (;;) {
         uint64_t v;
         if (!(p = sts__ix_u64(p, end, &v))) return 0;
-        if (nd == k->dims_cap && !sts__grow(&k->mem, (void **)&k->dims, &k->dims_cap, nd + 1, sizeof *k->dims)) return -1;
+        if (nd == k->dims_cap && !sts__grow(&k->mem, (void **)&k->dims, &k->dims_cap, nd + 1, sizeof *k->dims))
+            return -1;
         k->dims[nd++] = v;
         if (*p++ == ']') break;
     }
@@ -7758,7 +7946,8 @@ STS__PRIVATE sts_result sts__index_entry(sts_dataset *ds, sts__keymap *k, sts__j
         if (fast > 0) return STS_OK;
         if (fast < 0) return sts__nomem(err, "index shapes");
     }
-    if (j->p >= j->end || *j->p != '{') return sts__json_fail(j, STS_RULE_DATASET_INDEX, j->p, "an index entry must be an object");
+    if (j->p >= j->end || *j->p != '{')
+        return sts__json_fail(j, STS_RULE_DATASET_INDEX, j->p, "an index entry must be an object");
     if ((r = sts__json_enter(j)) != STS_OK) return r;
     j->p++;
     sts__json_ws(j);
@@ -7767,15 +7956,18 @@ STS__PRIVATE sts_result sts__index_entry(sts_dataset *ds, sts__keymap *k, sts__j
         sts__str f;
         char fb[80];
         size_t fl = 0;
-        if (j->p >= j->end || *j->p != '"') return sts__json_fail(j, STS_RULE_JSON_SYNTAX, j->p, "expected a field name");
+        if (j->p >= j->end || *j->p != '"')
+            return sts__json_fail(j, STS_RULE_JSON_SYNTAX, j->p, "expected a field name");
         if ((r = sts__json_string(j, &f)) != STS_OK) return r;
         if ((r = sts__json_expect(j, ':', "':'")) != STS_OK) return r;
         sts__json_ws(j);
-        if (f.n <= sizeof fb) fl = f.esc ? sts__json_unescape(f.p, f.n, fb) : (memcpy(fb, f.p, f.n), f.n);  /* keys compare unescaped */
+        /* keys compare unescaped */
+        if (f.n <= sizeof fb) fl = f.esc ? sts__json_unescape(f.p, f.n, fb) : (memcpy(fb, f.p, f.n), f.n);
         if (fl == 4 && memcmp(fb, "file", 4) == 0) {
             sts__str v;
             size_t fi;
-            if (j->p >= j->end || *j->p != '"') return sts__json_fail(j, STS_RULE_DATASET_INDEX, j->p, "file must be a string");
+            if (j->p >= j->end || *j->p != '"')
+                return sts__json_fail(j, STS_RULE_DATASET_INDEX, j->p, "file must be a string");
             if ((r = sts__json_string(j, &v)) != STS_OK) return r;
             if (v.esc) {  /* JSON writers may escape any character: compare unescaped */
                 char nb[512];
@@ -7783,13 +7975,16 @@ STS__PRIVATE sts_result sts__index_entry(sts_dataset *ds, sts__keymap *k, sts__j
                 fi = nl ? sts__ds_file_index(ds, nb, nl) : (size_t)-1;
             } else fi = sts__ds_file_index(ds, v.p, v.n);
             if (fi == (size_t)-1)
-                return sts__failx(err, STS_RULE_DATASET_INDEX, "_tensor_index.json: tensor %q is in file %q, which is not a file of the dataset (stale index)",
+                return sts__failx(err, STS_RULE_DATASET_INDEX,
+                                  "_tensor_index.json: tensor %q is in file %q, which is not a file of the dataset "
+                                  "(stale index)",
                                  e->key, e->len, v.p, v.n);
             e->file = (uint32_t)fi;
             have |= 1;
         } else if (fl == 6 && memcmp(fb, "tensor", 6) == 0) {  /* the name in the file, when not the key */
             sts__str v;
-            if (j->p >= j->end || *j->p != '"') return sts__json_fail(j, STS_RULE_DATASET_INDEX, j->p, "tensor must be a string");
+            if (j->p >= j->end || *j->p != '"')
+                return sts__json_fail(j, STS_RULE_DATASET_INDEX, j->p, "tensor must be a string");
             if ((r = sts__json_string(j, &v)) != STS_OK) return r;
             if (v.esc) {  /* after the key when the key is in the scratch buffer too */
                 int key_here = k->scratch && e->key == k->scratch;
@@ -7802,16 +7997,19 @@ STS__PRIVATE sts_result sts__index_entry(sts_dataset *ds, sts__keymap *k, sts__j
             } else { e->name = v.p; e->name_len = v.n; }
         } else if (fl == 5 && memcmp(fb, "dtype", 5) == 0) {
             sts__str v;
-            if (j->p >= j->end || *j->p != '"') return sts__json_fail(j, STS_RULE_DATASET_INDEX, j->p, "dtype must be a string");
+            if (j->p >= j->end || *j->p != '"')
+                return sts__json_fail(j, STS_RULE_DATASET_INDEX, j->p, "dtype must be a string");
             if ((r = sts__json_string(j, &v)) != STS_OK) return r;
             {
                 char db[80];
                 size_t dl = v.esc ? (v.n <= sizeof db ? sts__json_unescape(v.p, v.n, db) : 0) : v.n;
-                if (!sts_dtype_from_name(v.esc ? db : v.p, dl, &e->dtype)) return sts__json_fail(j, STS_RULE_DATASET_INDEX, j->p, "unknown dtype");
+                if (!sts_dtype_from_name(v.esc ? db : v.p, dl, &e->dtype))
+                    return sts__json_fail(j, STS_RULE_DATASET_INDEX, j->p, "unknown dtype");
             }
             have |= 2;
         } else if (fl == 5 && memcmp(fb, "shape", 5) == 0) {
-            if (j->p >= j->end || *j->p != '[') return sts__json_fail(j, STS_RULE_DATASET_INDEX, j->p, "shape must be an array");
+            if (j->p >= j->end || *j->p != '[')
+                return sts__json_fail(j, STS_RULE_DATASET_INDEX, j->p, "shape must be an array");
             j->p++;
             sts__json_ws(j);
             e->rank = 0;
@@ -7839,7 +8037,8 @@ STS__PRIVATE sts_result sts__index_entry(sts_dataset *ds, sts__keymap *k, sts__j
             sts__json_ws(j);
             if ((r = sts__json_u64(j, &e->end, STS_RULE_DATASET_INDEX, "data_offsets")) != STS_OK) return r;
             if ((r = sts__json_expect(j, ']', "']'")) != STS_OK) return r;
-            if (e->end < e->begin) return sts__json_fail(j, STS_RULE_DATASET_INDEX, j->p, "data_offsets end before they begin");
+            if (e->end < e->begin)
+                return sts__json_fail(j, STS_RULE_DATASET_INDEX, j->p, "data_offsets end before they begin");
             have |= 8;
         } else if ((r = sts__json_skip(j)) != STS_OK) return r;
         sts__json_ws(j);
@@ -7848,7 +8047,9 @@ STS__PRIVATE sts_result sts__index_entry(sts_dataset *ds, sts__keymap *k, sts__j
         break;
     }
     j->depth--;
-    if (have != 15) return sts__json_fail(j, STS_RULE_DATASET_INDEX, j->p, "an index entry needs file, dtype, shape and data_offsets");
+    if (have != 15)
+        return sts__json_fail(j, STS_RULE_DATASET_INDEX, j->p,
+                              "an index entry needs file, dtype, shape and data_offsets");
     if (!e->name) { e->name = e->key; e->name_len = e->len; }
     e->shape = k->dims;
     return STS_OK;
@@ -7881,7 +8082,8 @@ STS__PRIVATE sts_result sts__index_tensors(sts_dataset *ds, sts__keymap *k, sts_
         sts__dent e;
         sts__index_step(k, (size_t)(j->p - j->base));
         memset(&e, 0, sizeof e);
-        if (j->p >= j->end || *j->p != '"') return sts__json_fail(j, STS_RULE_JSON_SYNTAX, j->p, "expected a tensor key");
+        if (j->p >= j->end || *j->p != '"')
+            return sts__json_fail(j, STS_RULE_JSON_SYNTAX, j->p, "expected a tensor key");
         if ((r = sts__json_string(j, &tk)) != STS_OK) return r;
         if (tk.esc) {
             char *dst = sts__km_scratch(k, 0, tk.n);
@@ -7908,7 +8110,8 @@ STS__PRIVATE sts_result sts__index_metadata(sts_dataset *ds, sts__json *j, int *
     sts_result r;
     int same = 0;
     if ((r = sts__json_skip(j)) != STS_OK) return r;
-    r = sts__jdoc_parse(&md, start, (size_t)(j->p - start), &ds->mem, "_tensor_index.json metadata", STS_RULE_DATASET_INDEX, err);
+    r = sts__jdoc_parse(&md, start, (size_t)(j->p - start), &ds->mem, "_tensor_index.json metadata",
+                        STS_RULE_DATASET_INDEX, err);
     if (r == STS_ERR_NOMEM) return r;
     if (r == STS_OK) {
         uint32_t t = sts__jdoc_get(&md, 0, "dataset_id");
@@ -7945,7 +8148,10 @@ STS__PRIVATE sts_result sts__ds_load_index(sts_dataset *ds, const char *path, st
     else for (;;) {
         sts__str key;
         sts__index_step(k, (size_t)(j.p - j.base));
-        if (j.p >= j.end || *j.p != '"') { r = sts__json_fail(&j, STS_RULE_JSON_SYNTAX, j.p, "expected a key"); goto fail; }
+        if (j.p >= j.end || *j.p != '"') {
+            r = sts__json_fail(&j, STS_RULE_JSON_SYNTAX, j.p, "expected a key");
+            goto fail;
+        }
         if ((r = sts__json_string(&j, &key)) != STS_OK) goto fail;
         if ((r = sts__json_expect(&j, ':', "':'")) != STS_OK) goto fail;
         sts__json_ws(&j);
@@ -7966,8 +8172,14 @@ STS__PRIVATE sts_result sts__ds_load_index(sts_dataset *ds, const char *path, st
         break;
     }
     sts__json_ws(&j);
-    if (j.p < j.end) { r = sts__json_fail(&j, STS_RULE_JSON_SYNTAX, j.p, "unexpected byte after the index"); goto fail; }
-    if (!have_tensors) { r = sts__failx(err, STS_RULE_DATASET_INDEX, "_tensor_index.json has no \"tensors\" object"); goto fail; }
+    if (j.p < j.end) {
+        r = sts__json_fail(&j, STS_RULE_JSON_SYNTAX, j.p, "unexpected byte after the index");
+        goto fail;
+    }
+    if (!have_tensors) {
+        r = sts__failx(err, STS_RULE_DATASET_INDEX, "_tensor_index.json has no \"tensors\" object");
+        goto fail;
+    }
     if (!have_meta && ds->dataset_id) goto stale;  /* no dataset_id at all: not this dataset's index */
     if ((r = sts__index_utf8_verdict(k, STS_OK, err)) != STS_OK) goto fail;
     sts__keymap_drop_text(k);  /* keys and names were copied: the JSON's pages leave the process */
@@ -7995,7 +8207,8 @@ STS__PRIVATE sts_result sts__ds_name_file(sts_error *err, sts_result r, const st
         const char *id = sts_rule_id(err->rule), *msg = inner;
         size_t il = strlen(id);
         memcpy(inner, err->message, sizeof inner);
-        if (strncmp(msg, id, il) == 0 && msg[il] == ':' && msg[il + 1] == ' ') msg += il + 2;  /* the rule is said once */
+        /* the rule is said once */
+        if (strncmp(msg, id, il) == 0 && msg[il] == ':' && msg[il + 1] == ' ') msg += il + 2;
         sts__fail_code(err, r, err->rule, err->offset, "file %q: %s", f->name, f->name_len, msg);
     }
     return r;
@@ -8013,7 +8226,8 @@ STS__PRIVATE sts_result sts__ds_map(const sts_dataset *cds, size_t fi, sts_file 
     if ((r = sts_open(f->path, &o, &mine, err)) != STS_OK) return sts__ds_name_file(err, r, f);
     if (sts_file_size(mine) != f->size && ds->has_manifest) {
         sts_close(mine);
-        return sts__failx(err, STS_RULE_DATASET_MANIFEST, "file %q changed size since the dataset was opened", f->name, f->name_len);
+        return sts__failx(err, STS_RULE_DATASET_MANIFEST, "file %q changed size since the dataset was opened", f->name,
+                          f->name_len);
     }
     if (STS__CAS_PTR(&f->map, &expect, mine)) {
         STS__ADD(&ds->st_mapped, 1);
@@ -8025,7 +8239,8 @@ STS__PRIVATE sts_result sts__ds_map(const sts_dataset *cds, size_t fi, sts_file 
     return STS_OK;
 }
 /* The header alone (8 + N bytes), owned by the caller. */
-STS__PRIVATE sts_result sts__ds_header(const sts_dataset *ds, size_t fi, sts_file **out, sts_scan_stats *st, sts_error *err) {
+STS__PRIVATE sts_result sts__ds_header(const sts_dataset *ds, size_t fi, sts_file **out, sts_scan_stats *st,
+                                       sts_error *err) {
     sts_options o;
     sts_result r;
     const sts__dfile *f = &ds->files[fi];
@@ -8058,9 +8273,14 @@ STS__PRIVATE sts_result sts__ds_keys(const sts_dataset *cds, const sts__keymap *
         for (t = 0; t < sts_count(f) && r == STS_OK; t++) {
             const sts_tensor *x = sts_at(f, t);
             sts__dent e;
-            e.key = e.name = x->name; e.len = e.name_len = x->name_len; e.file = (uint32_t)i; e.rank = x->rank; e.dtype = x->dtype;
+            e.key = e.name = x->name;
+            e.len = e.name_len = x->name_len;
+            e.file = (uint32_t)i;
+            e.rank = x->rank;
+            e.dtype = x->dtype;
             e.shape = x->shape; e.begin = x->begin; e.end = x->end;
-            if (ds->has_manifest && !ds->kv) {  /* batch datasets: every file has the same names; keys are "file/name" as in the index */
+            /* batch datasets: every file has the same names; keys are "file/name" as in the index */
+            if (ds->has_manifest && !ds->kv) {
                 const sts__dfile *df = &ds->files[i];
                 size_t kl = df->name_len + 1 + x->name_len;
                 char *q = sts__km_scratch(k, 0, kl);
@@ -8086,7 +8306,8 @@ STS__PRIVATE sts_result sts__ds_keys(const sts_dataset *cds, const sts__keymap *
 STS__PRIVATE const sts_tensor *sts__dk_in(const sts__dkey *e, const sts_file *h, const sts_tensor *guess, int *same) {
     size_t nl;
     const char *nm = sts__dk_name(e, &nl);
-    const sts_tensor *t = guess && guess->name_len == nl && (nl == 0 || memcmp(guess->name, nm, nl) == 0) ? guess : sts_find(h, nm, nl);
+    const sts_tensor *t = guess && guess->name_len == nl && (nl == 0 || memcmp(guess->name, nm,
+            nl) == 0) ? guess : sts_find(h, nm, nl);
     *same = t && t->dtype == (sts_dtype)e->dtype && t->rank == e->rank && t->begin == e->begin && t->end == e->end &&
             (e->rank == 0 || memcmp(t->shape, sts__dk_shape(e), (size_t)e->rank * sizeof *t->shape) == 0);
     return t;
@@ -8095,7 +8316,8 @@ STS__PRIVATE const sts_tensor *sts__dk_in(const sts__dkey *e, const sts_file *h,
    its header, once: later lookups then add the offset to the data section. A file that disagrees
    with an entry is marked so, and its lookups check their own entry (to report that key). Racing
    threads reach the same verdict; the CAS keeps one. */
-STS__PRIVATE sts_result sts__ds_check_file(const sts_dataset *cds, const sts__keymap *k, size_t fi, const uint8_t **out, sts_error *err) {
+STS__PRIVATE sts_result sts__ds_check_file(const sts_dataset *cds, const sts__keymap *k, size_t fi, const uint8_t **out,
+                                           sts_error *err) {
     sts_dataset *ds = (sts_dataset *)(uintptr_t)cds;
     sts_file *f;
     const uint8_t *want, *expect = NULL;
@@ -8105,7 +8327,8 @@ STS__PRIVATE sts_result sts__ds_check_file(const sts_dataset *cds, const sts__ke
     sts_result r;
     if ((r = sts__ds_map(ds, fi, &f, err)) != STS_OK) return r;
     next = sts_at(f, 0);
-    for (i = k->fstart[fi]; i < k->fstart[fi + 1] && same; i++) {  /* the writer lists a shard's keys in its order: try the next tensor first */
+    /* the writer lists a shard's keys in its order: try the next tensor first */
+    for (i = k->fstart[fi]; i < k->fstart[fi + 1] && same; i++) {
         const sts_tensor *t = sts__dk_in(sts__dk_at(k, k->byfile[i]), f, next, &same);
         next = t ? sts_at(f, (size_t)(t - sts_at(f, 0)) + 1) : NULL;
     }
@@ -8115,7 +8338,8 @@ STS__PRIVATE sts_result sts__ds_check_file(const sts_dataset *cds, const sts__ke
     return STS_OK;
 }
 /* The data of a key-table entry; the file's header was checked against the table (above). */
-STS__PRIVATE sts_result sts__ds_entry_data(const sts_dataset *ds, const sts__keymap *k, const sts__dkey *e, const void **data, sts_error *err) {
+STS__PRIVATE sts_result sts__ds_entry_data(const sts_dataset *ds, const sts__keymap *k, const sts__dkey *e,
+                                           const void **data, sts_error *err) {
     sts_file *f;
     const sts_tensor *t;
     const uint8_t *base = (const uint8_t *)STS__LOAD_PTR(&ds->files[e->file].lk_data);
@@ -8127,13 +8351,15 @@ STS__PRIVATE sts_result sts__ds_entry_data(const sts_dataset *ds, const sts__key
     if ((r = sts__ds_map(ds, e->file, &f, err)) != STS_OK) return r;
     t = sts__dk_in(e, f, NULL, &same);
     if (!t)
-        return sts__failx(err, STS_RULE_DATASET_INDEX, "the index places %q in file %q, which has no such tensor (stale index)",
+        return sts__failx(err, STS_RULE_DATASET_INDEX, "the index places %q in file %q, which has no such tensor "
+                                                       "(stale index)",
                          sts__dk_key(e), (size_t)e->len, df->name, df->name_len);
     if (t->dtype != (sts_dtype)e->dtype || t->rank != e->rank || t->begin != e->begin || t->end != e->end)
         return sts__failx(err, STS_RULE_DATASET_INDEX, "the index disagrees with the header of file %q about tensor %q",
                          df->name, df->name_len, sts__dk_key(e), (size_t)e->len);
     if (!same)
-        return sts__failx(err, STS_RULE_DATASET_INDEX, "the index disagrees with the header of file %q about the shape of %q",
+        return sts__failx(err, STS_RULE_DATASET_INDEX, "the index disagrees with the header of file %q about the "
+                                                       "shape of %q",
                          df->name, df->name_len, sts__dk_key(e), (size_t)e->len);
     *data = sts_data(f, t);
     return STS_OK;
@@ -8159,7 +8385,8 @@ STS__PRIVATE sts_result sts__ds_schema(sts_dataset *ds, const sts_read_config *c
         if (!cfg->schema) return sts__failx(err, STS_RULE_ARGUMENT, "nschema is set but schema is NULL");
         for (i = 0; i < cfg->nschema; i++) {
             const sts_schema_column *c = &cfg->schema[i];
-            if ((!c->name && c->name_len) || (c->has_shape && c->rank && !c->shape) || (c->has_dtype && (unsigned)c->dtype >= (unsigned)STS_DTYPE_COUNT))
+            if ((!c->name && c->name_len) || (c->has_shape && c->rank && !c->shape) || (c->has_dtype
+                    && (unsigned)c->dtype >= (unsigned)STS_DTYPE_COUNT))
                 return sts__failx(err, STS_RULE_ARGUMENT, "schema column %z is malformed", i);
             bytes += c->name_len + 1 + (c->has_shape ? c->rank * sizeof(uint64_t) : 0) + 8;
         }
@@ -8167,7 +8394,8 @@ STS__PRIVATE sts_result sts__ds_schema(sts_dataset *ds, const sts_read_config *c
         ds->explicit_schema = 1;
     } else if (cfg && cfg->infer_schema && ds->index) {  /* the first file's tensors, as the index lists them */
         const sts__keymap *k = ds->index;
-        for (i = ds->nfiles ? k->fstart[0] : 0; ds->nfiles && i < k->fstart[1]; i++) {  /* file 0's entries, in index order */
+        /* file 0's entries, in index order */
+        for (i = ds->nfiles ? k->fstart[0] : 0; ds->nfiles && i < k->fstart[1]; i++) {
             const sts__dkey *e = sts__dk_at(k, k->byfile[i]);
             size_t nl;
             sts__dk_name(e, &nl);
@@ -8198,7 +8426,8 @@ STS__PRIVATE sts_result sts__ds_schema(sts_dataset *ds, const sts_read_config *c
     if (ds->explicit_schema)
         for (i = 0; i < n; i++) {
             const sts_schema_column *sc = &cfg->schema[i];
-            sts__col_set(ds, &used, &ds->cols[i], sc->name ? sc->name : "", sc->name_len, sc->dtype, sc->has_shape ? sc->rank : 0, sc->shape);
+            sts__col_set(ds, &used, &ds->cols[i], sc->name ? sc->name : "", sc->name_len, sc->dtype,
+                         sc->has_shape ? sc->rank : 0, sc->shape);
             ds->cols[i].has_dtype = sc->has_dtype;
             ds->cols[i].has_shape = sc->has_shape;
         }
@@ -8242,7 +8471,8 @@ STSDEF void sts_dataset_close(sts_dataset *ds) {
     sts__free(&m, ds->dataset_id, ds->dataset_id_len + 1);
     sts__free(&m, ds, sizeof *ds);
 }
-STSDEF sts_result sts_dataset_open(const char *path, const sts_read_config *cfg, const sts_options *opts, sts_dataset **out, sts_error *err) {
+STSDEF sts_result sts_dataset_open(const char *path, const sts_read_config *cfg, const sts_options *opts,
+                                   sts_dataset **out, sts_error *err) {
     sts__mem m = sts__mem_from(opts);
     sts_dataset *ds;
     sts__stat st;
@@ -8274,7 +8504,8 @@ STSDEF sts_result sts_dataset_open(const char *path, const sts_read_config *cfg,
         memcpy(ds->root, slash ? path : ".", dl);
         if (slash && dl == 0) { ds->root[0] = '/'; dl = 1; }
         ds->root[dl] = 0;
-        if ((r = sts__ds_add_file(ds, slash ? slash + 1 : path, strlen(slash ? slash + 1 : path), st.size, err)) != STS_OK) goto fail;
+        if ((r = sts__ds_add_file(ds, slash ? slash + 1 : path, strlen(slash ? slash + 1 : path), st.size,
+                                  err)) != STS_OK) goto fail;
     }
     if ((r = sts__ds_sort_files(ds, err)) != STS_OK) goto fail;
     if ((r = sts__ds_index_files(ds, err)) != STS_OK) goto fail;
@@ -8298,13 +8529,23 @@ STSDEF sts_dataset_info sts_dataset_describe(const sts_dataset *ds) {
     sts_dataset_info i;
     memset(&i, 0, sizeof i);
     if (!ds) return i;
-    i.files = ds->nfiles; i.has_manifest = ds->has_manifest; i.has_index = ds->has_index; i.index_stale = ds->index_stale; i.kv = ds->kv;
+    i.files = ds->nfiles;
+    i.has_manifest = ds->has_manifest;
+    i.has_index = ds->has_index;
+    i.index_stale = ds->index_stale;
+    i.kv = ds->kv;
     i.total_samples = ds->total_samples; i.total_bytes = ds->total_bytes; i.columns = ds->ncols;
     return i;
 }
-STSDEF const char *sts_dataset_file(const sts_dataset *ds, size_t i) { return ds && i < ds->nfiles ? ds->files[i].name : NULL; }
-STSDEF uint64_t sts_dataset_file_samples(const sts_dataset *ds, size_t i) { return ds && i < ds->nfiles ? ds->files[i].samples : UINT64_MAX; }
-STSDEF const sts_view *sts_dataset_column(const sts_dataset *ds, size_t i) { return ds && i < ds->ncols ? &ds->cols[i].v : NULL; }
+STSDEF const char *sts_dataset_file(const sts_dataset *ds, size_t i) {
+    return ds && i < ds->nfiles ? ds->files[i].name : NULL;
+}
+STSDEF uint64_t sts_dataset_file_samples(const sts_dataset *ds, size_t i) {
+    return ds && i < ds->nfiles ? ds->files[i].samples : UINT64_MAX;
+}
+STSDEF const sts_view *sts_dataset_column(const sts_dataset *ds, size_t i) {
+    return ds && i < ds->ncols ? &ds->cols[i].v : NULL;
+}
 STSDEF sts_scan_stats sts_dataset_stats(const sts_dataset *ds) {
     sts_scan_stats s;
     memset(&s, 0, sizeof s);
@@ -8313,16 +8554,22 @@ STSDEF sts_scan_stats sts_dataset_stats(const sts_dataset *ds) {
     s.data_bytes = STS__LOAD64(&ds->st_data); s.files_mapped = STS__LOAD64(&ds->st_mapped);
     return s;
 }
-STSDEF sts_result sts_dataset_get(const sts_dataset *ds, const char *key, size_t key_len, int with_data, sts_view *out, sts_error *err) {
+STSDEF sts_result sts_dataset_get(const sts_dataset *ds, const char *key, size_t key_len, int with_data, sts_view *out,
+                                  sts_error *err) {
     const sts__keymap *k;
     const sts__dkey *e;
     sts_result r;
-    if (!ds || !out || (!key && key_len)) return sts__failx(err, STS_RULE_ARGUMENT, "sts_dataset_get needs a dataset, a key and out");
+    if (!ds || !out || (!key && key_len))
+        return sts__failx(err, STS_RULE_ARGUMENT, "sts_dataset_get needs a dataset, a key and out");
     if ((r = sts__ds_keys(ds, &k, err)) != STS_OK) return r;
     e = sts__keymap_find(k, sts__hash(key, key_len, ds->seed), key, key_len);
     if (!e) return sts__failx(err, STS_RULE_NOT_FOUND, "no tensor %q in the dataset", key, key_len);
     memset(out, 0, sizeof *out);
-    out->key = sts__dk_key(e); out->key_len = e->len; out->file = e->file; out->dtype = (sts_dtype)e->dtype; out->rank = e->rank;
+    out->key = sts__dk_key(e);
+    out->key_len = e->len;
+    out->file = e->file;
+    out->dtype = (sts_dtype)e->dtype;
+    out->rank = e->rank;
     out->shape = sts__dk_shape(e); out->nbytes = e->end - e->begin; out->present = 1;
     if (with_data) {
         if ((r = sts__ds_entry_data(ds, k, e, &out->data, err)) != STS_OK) return r;
@@ -8354,7 +8601,8 @@ STS__PRIVATE const char *sts__spec_key(const sts_scan_spec *s, size_t i, size_t 
     *len = s->key_lens ? s->key_lens[i] : strlen(s->keys[i]);
     return s->keys[i];
 }
-STS__PRIVATE int sts__spec_keep(const sts_scan *s, const char *name, size_t len, sts_dtype dt, uint32_t rank, const uint64_t *shape) {
+STS__PRIVATE int sts__spec_keep(const sts_scan *s, const char *name, size_t len, sts_dtype dt, uint32_t rank,
+                                const uint64_t *shape) {
     const sts_scan_spec *sp = &s->spec;
     size_t i;
     if (sp->nkeys) {
@@ -8396,7 +8644,8 @@ STSDEF void sts_scan_close(sts_scan *s) {
     sts__free(&m, s, sizeof *s);
 }
 STS__PRIVATE sts_result sts__scan_expect(sts_scan *s, const sts__dkey *e, sts_error *err) {
-    if (s->nexpect == s->expect_cap && !sts__grow(&s->ds->mem, (void **)&s->expect, &s->expect_cap, s->nexpect + 1, sizeof *s->expect))
+    if (s->nexpect == s->expect_cap && !sts__grow(&s->ds->mem, (void **)&s->expect, &s->expect_cap, s->nexpect + 1,
+                                                  sizeof *s->expect))
         return sts__nomem(err, "a scan plan");
     s->expect[s->nexpect++] = e;
     return STS_OK;
@@ -8410,35 +8659,48 @@ STSDEF sts_result sts_scan_open(const sts_dataset *ds, const sts_scan_spec *spec
     size_t i, begin, end;
     const sts__dkey *e;
     sts_result r = STS_OK;
-    if (!ds || !spec || !out) return sts__failx(err, STS_RULE_ARGUMENT, "sts_scan_open needs a dataset, a spec and out");
-    if ((spec->nkeys && !spec->keys) || (spec->ndtypes && !spec->dtypes) || (spec->has_shape && spec->rank && !spec->shape) || (spec->ncolumns && !spec->columns))
+    if (!ds || !spec || !out)
+        return sts__failx(err, STS_RULE_ARGUMENT, "sts_scan_open needs a dataset, a spec and out");
+    if ((spec->nkeys && !spec->keys) || (spec->ndtypes && !spec->dtypes) || (spec->has_shape && spec->rank
+            && !spec->shape) || (spec->ncolumns && !spec->columns))
         return sts__failx(err, STS_RULE_ARGUMENT, "the scan spec has a count without its array");
     for (i = 0; i < spec->ncolumns; i++)
         if (!spec->columns[i]) return sts__failx(err, STS_RULE_ARGUMENT, "projected column %z is NULL", i);
     for (i = 0; i < spec->nkeys; i++)
-        if (!spec->keys[i] && (!spec->key_lens || spec->key_lens[i])) return sts__failx(err, STS_RULE_ARGUMENT, "key %z is NULL", i);
+        if (!spec->keys[i] && (!spec->key_lens || spec->key_lens[i]))
+            return sts__failx(err, STS_RULE_ARGUMENT, "key %z is NULL", i);
     begin = spec->file_begin;
     end = spec->file_end ? spec->file_end : ds->nfiles;
-    if (begin > end || end > ds->nfiles) return sts__failx(err, STS_RULE_ARGUMENT, "file range [%z, %z) is outside the dataset's %z files", begin, end, ds->nfiles);
+    if (begin > end || end > ds->nfiles)
+        return sts__failx(err, STS_RULE_ARGUMENT, "file range [%z, %z) is outside the dataset's %z files", begin, end,
+                          ds->nfiles);
     if (!(s = (sts_scan *)sts__alloc(&ds->mem, sizeof *s))) return sts__nomem(err, "a scan");
     memset(s, 0, sizeof *s);
     s->ds = ds;
     s->spec = *spec;
     s->keys.slots = NULL;
-    if (!(s->plan = (size_t *)sts__alloc(&ds->mem, (ds->nfiles ? ds->nfiles : 1) * sizeof *s->plan))) { sts_scan_close(s); return sts__nomem(err, "a scan plan"); }
+    if (!(s->plan = (size_t *)sts__alloc(&ds->mem, (ds->nfiles ? ds->nfiles : 1) * sizeof *s->plan))) {
+        sts_scan_close(s);
+        return sts__nomem(err, "a scan plan");
+    }
     if (!spec->long_form) {  /* wide: the projection */
         size_t n = spec->columns ? spec->ncolumns : ds->ncols;
         s->ncells = n;
         if (!(s->cells = (sts_view *)sts__alloc(&ds->mem, (n ? n : 1) * sizeof *s->cells)) ||
-            !(s->proj = (const sts__col **)sts__alloc(&ds->mem, (n ? n : 1) * sizeof *s->proj))) { sts_scan_close(s); return sts__nomem(err, "a scan"); }
+            !(s->proj = (const sts__col **)sts__alloc(&ds->mem, (n ? n : 1) * sizeof *s->proj))) {
+            sts_scan_close(s);
+            return sts__nomem(err, "a scan");
+        }
         for (i = 0; i < n; i++) {
             size_t c;
             const sts__col *found = NULL;
             if (!spec->columns) found = &ds->cols[i];
             else for (c = 0; c < ds->ncols && !found; c++)
-                if (ds->cols[c].v.key_len == strlen(spec->columns[i]) && memcmp(ds->cols[c].v.key, spec->columns[i], ds->cols[c].v.key_len) == 0) found = &ds->cols[c];
+                if (ds->cols[c].v.key_len == strlen(spec->columns[i]) && memcmp(ds->cols[c].v.key, spec->columns[i],
+                        ds->cols[c].v.key_len) == 0) found = &ds->cols[c];
             if (!found) {
-                r = sts__failx(err, STS_RULE_READ_SCHEMA, "projected column %q is not in the schema", spec->columns[i], strlen(spec->columns[i]));
+                r = sts__failx(err, STS_RULE_READ_SCHEMA, "projected column %q is not in the schema", spec->columns[i],
+                               strlen(spec->columns[i]));
                 sts_scan_close(s);
                 return r;
             }
@@ -8446,9 +8708,13 @@ STSDEF sts_result sts_scan_open(const sts_dataset *ds, const sts_scan_spec *spec
         }
     } else {
         s->ncells = 1;
-        if (!(s->cells = (sts_view *)sts__alloc(&ds->mem, sizeof *s->cells))) { sts_scan_close(s); return sts__nomem(err, "a scan"); }
+        if (!(s->cells = (sts_view *)sts__alloc(&ds->mem, sizeof *s->cells))) {
+            sts_scan_close(s);
+            return sts__nomem(err, "a scan");
+        }
         if (spec->nkeys) {
-            if (!(s->key_hash = (uint64_t *)sts__alloc(&ds->mem, spec->nkeys * sizeof *s->key_hash)) || !sts__index_init(&ds->mem, &s->keys, spec->nkeys)) {
+            if (!(s->key_hash = (uint64_t *)sts__alloc(&ds->mem, spec->nkeys * sizeof *s->key_hash))
+                || !sts__index_init(&ds->mem, &s->keys, spec->nkeys)) {
                 sts_scan_close(s);
                 return sts__nomem(err, "the key filter");
             }
@@ -8470,7 +8736,8 @@ STSDEF sts_result sts_scan_open(const sts_dataset *ds, const sts_scan_spec *spec
         memset(want, 0, ds->nfiles ? ds->nfiles : 1);
         /* the entries that choose files are kept: each visited file is checked against them, so
            a stale index cannot make rows vanish silently */
-        if (ds->kv && spec->nkeys && !spec->ndtypes && !spec->has_shape) {  /* O(keys): each key's file (KV: key = name) */
+        /* O(keys): each key's file (KV: key = name) */
+        if (ds->kv && spec->nkeys && !spec->ndtypes && !spec->has_shape) {
             for (i = 0; i < spec->nkeys && r == STS_OK; i++) {
                 size_t len;
                 const char *k = sts__spec_key(spec, i, &len);
@@ -8481,12 +8748,16 @@ STSDEF sts_result sts_scan_open(const sts_dataset *ds, const sts_scan_spec *spec
             for (e = sts__dk_first(ds->index); e && r == STS_OK; e = sts__dk_next(ds->index, e)) {
                 size_t nl;
                 const char *nm = sts__dk_name(e, &nl);
-                if (sts__spec_keep(s, nm, nl, (sts_dtype)e->dtype, e->rank, sts__dk_shape(e))) { want[e->file] = 1; r = sts__scan_expect(s, e, err); }
+                if (sts__spec_keep(s, nm, nl, (sts_dtype)e->dtype, e->rank, sts__dk_shape(e))) {
+                    want[e->file] = 1;
+                    r = sts__scan_expect(s, e, err);
+                }
             }
         for (i = begin; i < end; i++) if (want[i]) s->plan[s->nplan++] = i;
         sts__free(&ds->mem, want, ds->nfiles ? ds->nfiles : 1);
         if (r == STS_OK && s->nexpect) {  /* by file, to check each file as it comes */
-            if (!sts__sort_records(&ds->mem, (void *)s->expect, s->nexpect, sizeof *s->expect, sts__by_entry_file)) r = sts__nomem(err, "a scan plan");
+            if (!sts__sort_records(&ds->mem, (void *)s->expect, s->nexpect, sizeof *s->expect, sts__by_entry_file))
+                r = sts__nomem(err, "a scan plan");
         }
         if (r != STS_OK) { sts_scan_close(s); return r; }
     } else
@@ -8510,8 +8781,10 @@ STS__PRIVATE sts_result sts__scan_check_expected(sts_scan *s, const sts_file *h,
         int same;
         const sts_tensor *t = sts__dk_in(e, h, NULL, &same);
         if (!same)
-            return sts__failx(err, STS_RULE_DATASET_INDEX, "the index places %q in file %q, whose header %s (stale index)",
-                             sts__dk_key(e), (size_t)e->len, df->name, df->name_len, t ? "disagrees with it" : "has no such tensor");
+            return sts__failx(err, STS_RULE_DATASET_INDEX, "the index places %q in file %q, whose header %s (stale "
+                                                           "index)",
+                             sts__dk_key(e), (size_t)e->len, df->name, df->name_len,
+                             t ? "disagrees with it" : "has no such tensor");
     }
     return STS_OK;
 }
@@ -8553,7 +8826,8 @@ STS__PRIVATE sts_result sts__scan_file(sts_scan *s, sts_error *err) {
 }
 STSDEF sts_result sts_scan_next(sts_scan *s, const sts_view **cells, size_t *ncells, sts_error *err) {
     sts_result r;
-    if (!s || !cells || !ncells) return sts__failx(err, STS_RULE_ARGUMENT, "sts_scan_next needs a scan, cells and ncells");
+    if (!s || !cells || !ncells)
+        return sts__failx(err, STS_RULE_ARGUMENT, "sts_scan_next needs a scan, cells and ncells");
     *cells = NULL;
     *ncells = 0;
     if (!s->spec.long_form) {  /* wide: one row per file */
@@ -8570,11 +8844,15 @@ STSDEF sts_result sts_scan_next(sts_scan *s, const sts_view **cells, size_t *nce
             if (s->ds->explicit_schema) {
                 uint32_t d;
                 int bad = (c->has_dtype && t->dtype != c->v.dtype) || (c->has_shape && t->rank != c->v.rank);
-                for (d = 0; !bad && c->has_shape && d < t->rank; d++) bad = c->v.shape[d] != STS_DIM_ANY && c->v.shape[d] != t->shape[d];
+                for (d = 0; !bad && c->has_shape && d < t->rank; d++)
+                    bad = c->v.shape[d] != STS_DIM_ANY && c->v.shape[d] != t->shape[d];
                 if (bad)
-                    return sts__failx(err, STS_RULE_READ_SCHEMA, "file %q: column %q is %s %S, but the schema says %s %S",
-                                     s->ds->files[s->cur].name, s->ds->files[s->cur].name_len, c->v.key, c->v.key_len, sts_dtype_name(t->dtype),
-                                     t->shape, (size_t)t->rank, c->has_dtype ? sts_dtype_name(c->v.dtype) : "any", c->v.shape, (size_t)(c->has_shape ? c->v.rank : 0));
+                    return sts__failx(err, STS_RULE_READ_SCHEMA,
+                                      "file %q: column %q is %s %S, but the schema says %s %S",
+                                     s->ds->files[s->cur].name, s->ds->files[s->cur].name_len, c->v.key, c->v.key_len,
+                                     sts_dtype_name(t->dtype),
+                                     t->shape, (size_t)t->rank, c->has_dtype ? sts_dtype_name(c->v.dtype) : "any",
+                                     c->v.shape, (size_t)(c->has_shape ? c->v.rank : 0));
             }
             v->present = 1; v->dtype = t->dtype; v->rank = t->rank; v->shape = t->shape; v->nbytes = t->end - t->begin;
             if (s->spec.with_data) { v->data = sts_data(s->hdr, t); s->st.data_bytes += v->nbytes; }
@@ -8595,7 +8873,8 @@ STSDEF sts_result sts_scan_next(sts_scan *s, const sts_view **cells, size_t *nce
         t = sts_at(s->hdr, s->t++);
         if (!sts__spec_keep(s, t->name, t->name_len, t->dtype, t->rank, t->shape)) continue;
         if (s->winners) {  /* lastWin: only the winning copy of a key */
-            const sts__dkey *e = sts__keymap_find(s->winners, sts__hash(t->name, t->name_len, s->ds->seed), t->name, t->name_len);
+            const sts__dkey *e = sts__keymap_find(s->winners, sts__hash(t->name, t->name_len, s->ds->seed), t->name,
+                                                  t->name_len);
             if (e && e->file != s->cur) continue;
         }
         memset(v, 0, sizeof *v);
