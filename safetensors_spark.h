@@ -656,6 +656,7 @@ typedef struct sts_dataset_info {
     int kv;                             /* the manifest says KV mode */
     uint64_t total_samples, total_bytes;
     size_t columns;                     /* schema width */
+    size_t manifest_columns;            /* columns of the manifest's schema (0: none, or no manifest) */
 } sts_dataset_info;
 
 typedef struct sts_view {               /* a tensor found by key or by a scan */
@@ -702,6 +703,10 @@ STSDEF sts_dataset_info sts_dataset_describe(const sts_dataset *ds);
 STSDEF const char *sts_dataset_file(const sts_dataset *ds, size_t i);        /* file name (NUL-terminated) */
 STSDEF uint64_t sts_dataset_file_samples(const sts_dataset *ds, size_t i);  /* the manifest's samples_count (real rows, never padding); UINT64_MAX when unknown */
 STSDEF const sts_view *sts_dataset_column(const sts_dataset *ds, size_t i);  /* schema column i: key = name */
+/* Column i of the manifest's "schema" as written (KV mode: the columns, not the per-key tensors;
+   batch mode: [batch_size] + the sample shape): key = name, a dim of -1 (rows differ) is
+   STS_DIM_ANY; data NULL. NULL when i >= info.manifest_columns. */
+STSDEF const sts_view *sts_dataset_manifest_column(const sts_dataset *ds, size_t i);
 /* O(1): the tensor named key, through the index (or a map built once from the headers).
    with_data maps its file (once per file) and checks the index against the file's header. */
 STSDEF sts_result sts_dataset_get(const sts_dataset *ds, const char *key, size_t key_len, int with_data,
@@ -7538,6 +7543,10 @@ struct sts_dataset {
     uint64_t total_samples, total_bytes;
     char *dataset_id;               /* the manifest's (NULL: none), to tell a stale index */
     size_t dataset_id_len;
+    sts_view *mcols;                /* the manifest's schema (names and dims in mcol_store) */
+    size_t nmcols;
+    char *mcol_store;
+    size_t mcol_store_size;
     uint64_t seed;
     sts__keymap *index;             /* from _tensor_index.json, loaded at open */
     sts__keymap *built;             /* without an index: built once from the headers (CAS) */
@@ -7810,6 +7819,32 @@ STS__PRIVATE sts_result sts__ds_manifest(sts_dataset *ds, const sts__manifest *m
     ds->total_bytes = mf->total_bytes;
     ds->kv = mf->kv;
     ds->lastwin = mf->dup == STS_DUPLICATES_LAST_WIN;
+    if (mf->ncols) {  /* the manifest's schema, kept as views: dims 8-aligned, then the name */
+        size_t bytes = 0, used = 0;
+        for (i = 0; i < mf->ncols; i++) bytes += 8 + (size_t)mf->cols[i].rank * 8 + mf->cols[i].name_len + 1;
+        if (!(ds->mcols = (sts_view *)sts__alloc(&ds->mem, mf->ncols * sizeof *ds->mcols)))
+            return sts__nomem(err, "the manifest schema");
+        ds->nmcols = mf->ncols;
+        memset(ds->mcols, 0, mf->ncols * sizeof *ds->mcols);
+        if (!(ds->mcol_store = (char *)sts__alloc(&ds->mem, bytes))) return sts__nomem(err, "the manifest schema");
+        ds->mcol_store_size = bytes;
+        for (i = 0; i < mf->ncols; i++) {
+            const sts__scol *c = &mf->cols[i];
+            uint64_t *dims = (uint64_t *)(void *)(ds->mcol_store + ((used + 7) & ~(size_t)7));
+            char *name = (char *)(dims + c->rank);
+            uint32_t d;
+            for (d = 0; d < c->rank; d++) dims[d] = c->dims[d] < 0 ? STS_DIM_ANY : (uint64_t)c->dims[d];
+            memcpy(name, c->name, c->name_len + 1);
+            used = (size_t)(name + c->name_len + 1 - ds->mcol_store);
+            ds->mcols[i].key = name;
+            ds->mcols[i].key_len = c->name_len;
+            ds->mcols[i].dtype = c->dtype;
+            ds->mcols[i].rank = c->rank;
+            ds->mcols[i].shape = dims;
+            ds->mcols[i].file = (size_t)-1;
+            ds->mcols[i].present = 1;
+        }
+    }
     if (mf->dataset_id) {
         if (!(ds->dataset_id = (char *)sts__alloc(&ds->mem, mf->dataset_id_len + 1)))
             return sts__nomem(err, "the dataset id");
@@ -8469,6 +8504,8 @@ STSDEF void sts_dataset_close(sts_dataset *ds) {
     sts__free(&m, ds->col_store, ds->col_store_size);
     sts__free(&m, ds->root, ds->root_size);
     sts__free(&m, ds->dataset_id, ds->dataset_id_len + 1);
+    sts__free(&m, ds->mcols, ds->nmcols * sizeof *ds->mcols);
+    sts__free(&m, ds->mcol_store, ds->mcol_store_size);
     sts__free(&m, ds, sizeof *ds);
 }
 STSDEF sts_result sts_dataset_open(const char *path, const sts_read_config *cfg, const sts_options *opts,
@@ -8534,6 +8571,7 @@ STSDEF sts_dataset_info sts_dataset_describe(const sts_dataset *ds) {
     i.has_index = ds->has_index;
     i.index_stale = ds->index_stale;
     i.kv = ds->kv;
+    i.manifest_columns = ds->nmcols;
     i.total_samples = ds->total_samples; i.total_bytes = ds->total_bytes; i.columns = ds->ncols;
     return i;
 }
@@ -8542,6 +8580,9 @@ STSDEF const char *sts_dataset_file(const sts_dataset *ds, size_t i) {
 }
 STSDEF uint64_t sts_dataset_file_samples(const sts_dataset *ds, size_t i) {
     return ds && i < ds->nfiles ? ds->files[i].samples : UINT64_MAX;
+}
+STSDEF const sts_view *sts_dataset_manifest_column(const sts_dataset *ds, size_t i) {
+    return ds && i < ds->nmcols ? &ds->mcols[i] : NULL;
 }
 STSDEF const sts_view *sts_dataset_column(const sts_dataset *ds, size_t i) {
     return ds && i < ds->ncols ? &ds->cols[i].v : NULL;

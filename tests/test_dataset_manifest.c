@@ -273,6 +273,41 @@ static void test_fifos(void **state) {
     alarm(0);
 }
 
+/* The manifest's own schema is available as written: KV columns (not per-key tensors), -1 as STS_DIM_ANY. */
+static void test_manifest_columns(void **state) {
+    char dir[512];
+    sts_dataset *ds;
+    sts_error e;
+    const sts_view *img, *emb;
+    (void)state;
+    write_kv(dir, sizeof dir, "manifest_columns");
+    DR_OK(open_ds(dir, 0, &ds, &e));
+    assert_int_equal(sts_dataset_describe(ds).manifest_columns, 2);
+    img = sts_dataset_manifest_column(ds, 0);
+    emb = sts_dataset_manifest_column(ds, 1);
+    assert_non_null(img);
+    assert_non_null(emb);
+    assert_null(sts_dataset_manifest_column(ds, 2));
+    if (strcmp(img->key, "img") != 0) { const sts_view *t = img; img = emb; emb = t; }
+    assert_string_equal(img->key, "img");
+    assert_int_equal(img->dtype, STS_DTYPE_U8);
+    assert_int_equal(img->rank, 2);
+    assert_true(img->shape[0] == STS_DIM_ANY);  /* 2 or 3 rows: -1 in the manifest */
+    assert_int_equal(img->shape[1], 3);
+    assert_string_equal(emb->key, "emb");
+    assert_int_equal(emb->dtype, STS_DTYPE_F32);
+    assert_int_equal(emb->rank, 1);
+    assert_int_equal(emb->shape[0], 3);
+    sts_dataset_close(ds);
+    /* a folder without a manifest has none */
+    dr_unlink_in(dir, "dataset_manifest.json");
+    dr_unlink_in(dir, "_tensor_index.json");
+    DR_OK(open_ds(dir, 0, &ds, &e));
+    assert_int_equal(sts_dataset_describe(ds).manifest_columns, 0);
+    assert_null(sts_dataset_manifest_column(ds, 0));
+    sts_dataset_close(ds);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_absent_mode_kv),
@@ -280,6 +315,7 @@ int main(void) {
         cmocka_unit_test(test_bad_fields),
         cmocka_unit_test(test_long_strings),
         cmocka_unit_test(test_fifos),
+        cmocka_unit_test(test_manifest_columns),
     };
     return cmocka_run_group_tests(tests, setup_root, teardown_root);
 }
