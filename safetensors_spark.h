@@ -2577,6 +2577,7 @@ STSDEF sts_result sts_open_source(const sts_source *src, const sts_options *opts
 #include <fcntl.h>
 #include <unistd.h>
 #include <time.h>
+#include <signal.h>  /* kill(pid, 0): does a lock's process live */
 #include <sys/stat.h>
 #include <sys/types.h>
 #ifndef STS_NO_MMAP
@@ -2932,6 +2933,49 @@ STS__PRIVATE void sts__random(void *dst, size_t n) {
             p[i] = (uint8_t)(h >> (8 * (i % 8)));
         }
     }
+}
+
+/* A random (version 4) UUID, 36 characters and a NUL. */
+STS__PRIVATE void sts__uuid4(char out[37]) {
+    static const char hex[] = "0123456789abcdef";
+    uint8_t b[16];
+    int i, o = 0;
+    sts__random(b, sizeof b);
+    b[6] = (uint8_t)((b[6] & 0x0f) | 0x40);  /* version 4 */
+    b[8] = (uint8_t)((b[8] & 0x3f) | 0x80);  /* RFC 4122 variant */
+    for (i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) out[o++] = '-';
+        out[o++] = hex[b[i] >> 4];
+        out[o++] = hex[b[i] & 15];
+    }
+    out[o] = 0;
+}
+/* ---- processes and files that mark ownership ---- */
+/* Creates path with O_EXCL and writes len bytes into it (fsync when durable): 0, EEXIST when it
+   exists, or another errno (the file is then removed). The io_fault hook sees "write". */
+STS__PRIVATE int sts__create_excl(const sts__mem *m, const char *path, const void *data, size_t len, int durable) {
+    int fd, e;
+    do fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666); while (fd < 0 && errno == EINTR);
+    if (fd < 0) return errno ? errno : EIO;
+    e = sts__write_all(m, fd, data, len);
+    if (!e && durable && (e = sts__fault(m, "fsync")) == 0 && fsync(fd) != 0) e = errno;
+    if (close(fd) != 0 && !e) e = errno;
+    if (e) (void)unlink(path);
+    return e;
+}
+/* This process's id, the host's name (NUL-terminated, cut to cap) and the time in seconds. */
+STS__PRIVATE uint64_t sts__pid(void) { return (uint64_t)getpid(); }
+STS__PRIVATE void sts__host(char *buf, size_t cap) {
+    if (!cap) return;
+    if (gethostname(buf, cap) != 0) buf[0] = 0;
+    buf[cap - 1] = 0;
+}
+STS__PRIVATE uint64_t sts__now(void) { time_t t = time(NULL); return t < 0 ? 0 : (uint64_t)t; }
+/* Whether process pid of this host lives: 1 yes, 0 no, -1 cannot tell. */
+STS__PRIVATE int sts__pid_alive(uint64_t pid) {
+    if (pid == 0 || pid > (uint64_t)INT32_MAX) return -1;
+    if (kill((pid_t)pid, 0) == 0) return 1;
+    return errno == ESRCH ? 0 : errno == EPERM ? 1 : -1;
 }
 
 /* ---- atomic publication ---- */
@@ -4966,6 +5010,117 @@ done:
     return r;
 }
 
+/* ---- the job lock ----
+   A job owns its output folder from sts_dataset_prepare until its dataset commit or abort: prepare
+   creates .sts_job.lock with O_EXCL, naming the job (a random UUID), the process and host that
+   prepared it and when; task writers take the job's id from it and their commit messages carry it;
+   the dataset commit accepts only messages of the lock's job and removes the lock after the
+   manifest is published. A second job gets EXISTS naming the first. The driver and its tasks may be
+   different processes, so this is a file, not a process lock; one left by a crash is cleared by
+   sts_dataset_clean (`sts clean`). */
+#define STS__LOCK ".sts_job.lock"
+typedef struct sts__joblock {
+    char *job;                      /* the job's id (NUL-terminated) */
+    size_t job_len;
+    char *host;
+    size_t host_len;
+    uint64_t pid, started;
+} sts__joblock;
+STS__PRIVATE void sts__lock_free(const sts__mem *m, sts__joblock *l) {
+    sts__free(m, l->job, l->job_len + 1);
+    sts__free(m, l->host, l->host_len + 1);
+    memset(l, 0, sizeof *l);
+}
+/* Reads dir's lock; *found is 0 when there is none. A lock that cannot be read names no job. */
+STS__PRIVATE sts_result sts__lock_read(const sts__mem *m, const char *dir, sts__joblock *l, int *found, sts_error *err) {
+    char *path, *text = NULL;
+    size_t psz, size = 0;
+    sts__jdoc d;
+    sts_result r;
+    uint32_t t;
+    memset(l, 0, sizeof *l);
+    *found = 0;
+    if (!(path = sts__join(m, dir, STS__LOCK, &psz))) return sts__nomem(err, "a path");
+    if (sts__path_kind(path) == STS__FT_NONE) { sts__free(m, path, psz); return STS_OK; }
+    *found = 1;
+    r = sts__read_file(m, path, &text, &size, err);
+    sts__free(m, path, psz);
+    if (r != STS_OK) return r;
+    if (sts__jdoc_parse(&d, text, size, m, STS__LOCK, STS_RULE_EXISTS, NULL) == STS_OK) {
+        if ((t = sts__jdoc_get(&d, 0, "job")) != 0 && d.tok[t].type == '"' && !(l->job = sts__jdoc_dup(m, &d, t, &l->job_len)))
+            r = sts__nomem(err, "a job id");
+        if (r == STS_OK && (t = sts__jdoc_get(&d, 0, "host")) != 0 && d.tok[t].type == '"' &&
+            !(l->host = sts__jdoc_dup(m, &d, t, &l->host_len)))
+            r = sts__nomem(err, "a host name");
+        if ((t = sts__jdoc_get(&d, 0, "pid")) != 0) (void)sts__jdoc_u64(&d, t, &l->pid);
+        if ((t = sts__jdoc_get(&d, 0, "started")) != 0) (void)sts__jdoc_u64(&d, t, &l->started);
+        sts__jdoc_free(&d);
+    }
+    sts__free(m, text, size + 1);
+    if (r != STS_OK) sts__lock_free(m, l);
+    return r;
+}
+/* EXISTS: dir is held by the job of lock l. */
+STS__PRIVATE sts_result sts__lock_held(const char *dir, const sts__joblock *l, sts_error *err) {
+    return sts__failx(err, STS_RULE_EXISTS, "the output folder %q is held by job %q (process %U on %q, since %U s after the "
+                      "epoch); one job writes a folder at a time. If that job is gone, `sts clean` (sts_dataset_clean) "
+                      "clears its lock", dir, strlen(dir), l->job ? l->job : "?", l->job ? l->job_len : (size_t)1, l->pid,
+                      l->host ? l->host : "?", l->host ? l->host_len : (size_t)1, l->started);
+}
+/* Takes dir for a new job: creates the lock (O_EXCL), or EXISTS naming the job that holds it. */
+STS__PRIVATE sts_result sts__lock_take(const sts__mem *m, const char *dir, int durable, sts__joblock *mine, sts_error *err) {
+    sts__buf b;
+    char text[512], host[256], *path;
+    size_t psz;
+    int e;
+    memset(mine, 0, sizeof *mine);
+    if (!(mine->job = (char *)sts__alloc(m, 37))) return sts__nomem(err, "a job id");
+    sts__uuid4(mine->job);
+    mine->job_len = 36;
+    mine->pid = sts__pid();
+    mine->started = sts__now();
+    sts__host(host, sizeof host);
+    b.p = text; b.n = 0; b.cap = sizeof text;
+#define STS__PUT(lit) sts__buf_put(&b, lit, sizeof lit - 1)
+    STS__PUT("{\"job\":\"");
+    sts__buf_put(&b, mine->job, 36);
+    STS__PUT("\",\"pid\":");
+    sts__buf_u64(&b, mine->pid);
+    STS__PUT(",\"host\":");
+    sts__buf_quote(&b, host, strlen(host), sizeof host);
+    STS__PUT(",\"started\":");
+    sts__buf_u64(&b, mine->started);
+    STS__PUT(",\"writer\":\"safetensors_spark.h " STS_VERSION_STRING "\"}\n");
+#undef STS__PUT
+    if (!(path = sts__join(m, dir, STS__LOCK, &psz))) { sts__lock_free(m, mine); return sts__nomem(err, "a path"); }
+    e = sts__create_excl(m, path, text, b.n, durable);
+    sts__free(m, path, psz);
+    if (e == EEXIST) {
+        sts__joblock held;
+        int found;
+        sts_result r;
+        sts__lock_free(m, mine);
+        if ((r = sts__lock_read(m, dir, &held, &found, err)) != STS_OK) return r;
+        r = sts__lock_held(dir, &held, err);
+        sts__lock_free(m, &held);
+        return r;
+    }
+    if (e) { sts__lock_free(m, mine); return sts__fail_errno(err, e, "create the job lock in", dir); }
+    return STS_OK;
+}
+/* Removes dir's lock when it names job (any lock when job is NULL). */
+STS__PRIVATE void sts__lock_release(const sts__mem *m, const char *dir, const char *job, size_t job_len) {
+    sts__joblock l;
+    int found;
+    char *path;
+    size_t psz;
+    if (sts__lock_read(m, dir, &l, &found, NULL) != STS_OK || !found) return;
+    if (!job || (l.job && l.job_len == job_len && memcmp(l.job, job, job_len) == 0)) {
+        if ((path = sts__join(m, dir, STS__LOCK, &psz)) != NULL) { sts__remove_path(path); sts__free(m, path, psz); }
+    }
+    sts__lock_free(m, &l);
+}
+
 /* ---- listing ---- */
 /* Calls fn(user, name, size, err) for each visible shard of dir that is a regular file (the listing
    of a folder without a manifest); other entries are skipped. */
@@ -5606,20 +5761,6 @@ struct sts_task_writer {
 STS__PRIVATE sts_result sts__never(void *user, const sts_tensor_spec *spec, sts_stream *out) {
     (void)user; (void)spec; (void)out;
     return STS_ERR_INVALID_ARGUMENT;  /* layout-only plans: never called */
-}
-STS__PRIVATE void sts__uuid4(char out[37]) {
-    static const char hex[] = "0123456789abcdef";
-    uint8_t b[16];
-    int i, o = 0;
-    sts__random(b, sizeof b);
-    b[6] = (uint8_t)((b[6] & 0x0f) | 0x40);  /* version 4 */
-    b[8] = (uint8_t)((b[8] & 0x3f) | 0x80);  /* RFC 4122 variant */
-    for (i = 0; i < 16; i++) {
-        if (i == 4 || i == 6 || i == 8 || i == 10) out[o++] = '-';
-        out[o++] = hex[b[i] >> 4];
-        out[o++] = hex[b[i] & 15];
-    }
-    out[o] = 0;
 }
 STS__PRIVATE void sts__fmt_shard(char *buf, uint32_t task, uint32_t shard, const char *uuid) {  /* part-TTTTT-SSSS-uuid.safetensors */
     sts__buf b;
