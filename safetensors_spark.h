@@ -937,6 +937,15 @@ STS__PRIVATE sts_result sts__fail(sts_error *err, sts_rule rule, uint64_t offset
     va_end(ap);
     return r;
 }
+/* sts__fail where no file position applies (the offset is STS_OFFSET_UNKNOWN). */
+STS__PRIVATE sts_result sts__failx(sts_error *err, sts_rule rule, const char *fmt, ...) {
+    sts_result r;
+    va_list ap;
+    va_start(ap, fmt);
+    r = sts__failv(err, sts__rule_codes[rule], rule, STS_OFFSET_UNKNOWN, fmt, ap);
+    va_end(ap);
+    return r;
+}
 STS__PRIVATE sts_result sts__fail_code(sts_error *err, sts_result code, sts_rule rule, uint64_t offset,
                                        const char *fmt, ...) {
     sts_result r;
@@ -947,7 +956,7 @@ STS__PRIVATE sts_result sts__fail_code(sts_error *err, sts_result code, sts_rule
     return r;
 }
 STS__PRIVATE sts_result sts__nomem(sts_error *err, const char *what) {
-    return sts__fail(err, STS_RULE_ALLOC, STS_OFFSET_UNKNOWN, "out of memory while allocating %s", what);
+    return sts__failx(err, STS_RULE_ALLOC, "out of memory while allocating %s", what);
 }
 STS__PRIVATE void sts__ok(sts_error *err) {
     if (err) { err->code = STS_OK; err->offset = STS_OFFSET_UNKNOWN; err->rule = STS_RULE_NONE; err->message[0] = 0; }
@@ -2411,8 +2420,8 @@ STSDEF sts_result sts_parse(const void *bytes, size_t size, const sts_options *o
     sts_file *f;
     uint64_t n;
     sts_result r;
-    if (!out || (!bytes && size)) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "sts_parse needs bytes and out");
-    if (!sts__mem_valid(&m)) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "the allocator needs all three hooks or none");
+    if (!out || (!bytes && size)) return sts__failx(err, STS_RULE_ARGUMENT, "sts_parse needs bytes and out");
+    if (!sts__mem_valid(&m)) return sts__failx(err, STS_RULE_ARGUMENT, "the allocator needs all three hooks or none");
     if ((r = sts__check_prefix((const uint8_t *)bytes, size, opts, &n, err)) != STS_OK) return r;
     if (!(f = sts__file_new(&m))) return sts__nomem(err, "the file handle");
     f->header = (const uint8_t *)bytes + 8;
@@ -2427,13 +2436,13 @@ STSDEF sts_result sts_parse_header(const void *prefix, size_t prefix_size, uint6
     sts_file *f;
     uint64_t n;
     sts_result r;
-    if (!out || (!prefix && prefix_size)) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "sts_parse_header needs a prefix and out");
-    if (!sts__mem_valid(&m)) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "the allocator needs all three hooks or none");
+    if (!out || (!prefix && prefix_size)) return sts__failx(err, STS_RULE_ARGUMENT, "sts_parse_header needs a prefix and out");
+    if (!sts__mem_valid(&m)) return sts__failx(err, STS_RULE_ARGUMENT, "the allocator needs all three hooks or none");
     if (file_size >= 8 && prefix_size < 8)
-        return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "the prefix holds %z bytes; at least 8 are needed", prefix_size);
+        return sts__failx(err, STS_RULE_ARGUMENT, "the prefix holds %z bytes; at least 8 are needed", prefix_size);
     if ((r = sts__check_prefix((const uint8_t *)prefix, file_size, opts, &n, err)) != STS_OK) return r;
     if (prefix_size - 8 < n)
-        return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "the prefix holds %z bytes but the header needs %U", prefix_size, 8 + n);
+        return sts__failx(err, STS_RULE_ARGUMENT, "the prefix holds %z bytes but the header needs %U", prefix_size, 8 + n);
     if (!(f = sts__file_new(&m))) return sts__nomem(err, "the file handle");
     f->header = (const uint8_t *)prefix + 8;
     f->header_len = n;
@@ -2931,11 +2940,11 @@ STS__PRIVATE uint8_t *sts__u64_put(uint8_t *o, uint64_t v) {  /* two digits a st
     return end;
 }
 STS__PRIVATE sts_result sts__check_text(const char *s, size_t n, int is_name, const char *what, sts_error *err) {
-    if (!s && n) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "%s is NULL with length %z", what, n);
+    if (!s && n) return sts__failx(err, STS_RULE_ARGUMENT, "%s is NULL with length %z", what, n);
     if (n && sts__utf8_check((const uint8_t *)s, n) != n)
-        return sts__fail(err, STS_RULE_WRITE_TEXT, STS_OFFSET_UNKNOWN, "%s %q is not valid UTF-8", what, s, n);
+        return sts__failx(err, STS_RULE_WRITE_TEXT, "%s %q is not valid UTF-8", what, s, n);
     if (is_name && n && memchr(s, 0, n))
-        return sts__fail(err, STS_RULE_WRITE_TEXT, STS_OFFSET_UNKNOWN, "%s %q contains NUL, which strict readers reject", what, s, n);
+        return sts__failx(err, STS_RULE_WRITE_TEXT, "%s %q contains NUL, which strict readers reject", what, s, n);
     return STS_OK;
 }
 typedef struct sts__spec_order { const sts_tensor_spec *specs; } sts__spec_order;
@@ -3037,9 +3046,9 @@ STS__PRIVATE sts_result sts__plan_make(sts__plan *pl, const sts_tensor_spec *spe
     pl->mem = sts__mem_from(o);
     pl->n = n;
     ix.slots = NULL;
-    if (!sts__mem_valid(&pl->mem)) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "the allocator needs all three hooks or none");
-    if ((!specs && n) || (!meta && n_meta)) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "specs or metadata are NULL with a nonzero count");
-    if (n > 0xfffffffeu || n_meta > 0xfffffffeu) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "too many tensors or metadata entries");
+    if (!sts__mem_valid(&pl->mem)) return sts__failx(err, STS_RULE_ARGUMENT, "the allocator needs all three hooks or none");
+    if ((!specs && n) || (!meta && n_meta)) return sts__failx(err, STS_RULE_ARGUMENT, "specs or metadata are NULL with a nonzero count");
+    if (n > 0xfffffffeu || n_meta > 0xfffffffeu) return sts__failx(err, STS_RULE_ARGUMENT, "too many tensors or metadata entries");
     len = 2;  /* {} */
     for (i = 0; i < n; i++) {
         const sts_tensor_spec *s = &specs[i];
@@ -3047,26 +3056,26 @@ STS__PRIVATE sts_result sts__plan_make(sts__plan *pl, const sts_tensor_spec *spe
         uint32_t d;
         if ((r = sts__check_text(s->name, s->name_len, 1, "tensor name", err)) != STS_OK) return r;
         if (s->name_len == 12 && memcmp(s->name, "__metadata__", 12) == 0)
-            return sts__fail(err, STS_RULE_WRITE_RESERVED, STS_OFFSET_UNKNOWN, "a tensor may not be named \"__metadata__\": readers take it for the metadata");
+            return sts__failx(err, STS_RULE_WRITE_RESERVED, "a tensor may not be named \"__metadata__\": readers take it for the metadata");
         if ((unsigned)s->dtype >= (unsigned)STS_DTYPE_COUNT)
-            return sts__fail(err, STS_RULE_WRITE_DTYPE, STS_OFFSET_UNKNOWN, "tensor %q: dtype %d is not one of the 22", s->name, s->name_len, (int)s->dtype);
+            return sts__failx(err, STS_RULE_WRITE_DTYPE, "tensor %q: dtype %d is not one of the 22", s->name, s->name_len, (int)s->dtype);
         if (s->rank && !s->shape)
-            return sts__fail(err, STS_RULE_WRITE_DTYPE, STS_OFFSET_UNKNOWN, "tensor %q: rank %d but no shape", s->name, s->name_len, (int)s->rank);
+            return sts__failx(err, STS_RULE_WRITE_DTYPE, "tensor %q: rank %d but no shape", s->name, s->name_len, (int)s->rank);
         for (d = 0; d < s->rank; d++)
             if (!sts__mul64(numel, s->shape[d], &numel))
-                return sts__fail(err, STS_RULE_NUMEL_OVERFLOW, STS_OFFSET_UNKNOWN, "tensor %q: the product of shape %S overflows 64 bits",
-                                 s->name, s->name_len, s->shape, (size_t)s->rank);
+                return sts__failx(err, STS_RULE_NUMEL_OVERFLOW, "tensor %q: the product of shape %S overflows 64 bits",
+                                  s->name, s->name_len, s->shape, (size_t)s->rank);
         if (!sts__mul64(numel, sts__dtype_bits[s->dtype], &bits))
-            return sts__fail(err, STS_RULE_BITS_OVERFLOW, STS_OFFSET_UNKNOWN, "tensor %q: %U elements of %s overflow 64 bits when counted in bits",
-                             s->name, s->name_len, numel, sts__dtype_names[s->dtype]);
+            return sts__failx(err, STS_RULE_BITS_OVERFLOW, "tensor %q: %U elements of %s overflow 64 bits when counted in bits",
+                              s->name, s->name_len, numel, sts__dtype_names[s->dtype]);
         if (bits % 8)
-            return sts__fail(err, STS_RULE_BYTE_ALIGNED, STS_OFFSET_UNKNOWN, "tensor %q: %U elements of %s are %U bits, not a whole number of bytes",
-                             s->name, s->name_len, numel, sts__dtype_names[s->dtype], bits);
+            return sts__failx(err, STS_RULE_BYTE_ALIGNED, "tensor %q: %U elements of %s are %U bits, not a whole number of bytes",
+                              s->name, s->name_len, numel, sts__dtype_names[s->dtype], bits);
         if (bits / 8 != s->data_size)
-            return sts__fail(err, STS_RULE_WRITE_DATA_SIZE, STS_OFFSET_UNKNOWN, "tensor %q: %s %S is %U bytes, but data_size is %U",
-                             s->name, s->name_len, sts__dtype_names[s->dtype], s->shape, (size_t)s->rank, bits / 8, s->data_size);
+            return sts__failx(err, STS_RULE_WRITE_DATA_SIZE, "tensor %q: %s %S is %U bytes, but data_size is %U",
+                              s->name, s->name_len, sts__dtype_names[s->dtype], s->shape, (size_t)s->rank, bits / 8, s->data_size);
         if (s->data_size && !s->data && !s->produce)
-            return sts__fail(err, STS_RULE_WRITE_DATA_SIZE, STS_OFFSET_UNKNOWN, "tensor %q has neither data nor a producer", s->name, s->name_len);
+            return sts__failx(err, STS_RULE_WRITE_DATA_SIZE, "tensor %q has neither data nor a producer", s->name, s->name_len);
         /* "name":{"dtype":"X","shape":[..],"data_offsets":[b,e]}  (offsets added below) */
         len += sts__esc_len(s->name, s->name_len) + 1 + 10 + strlen(sts__dtype_names[s->dtype]) + 11 + 19 + 2 + (i ? 1 : 0);
         for (d = 0; d < s->rank; d++) len += sts__digits(s->shape[d]) + (d ? 1 : 0);
@@ -3091,7 +3100,7 @@ STS__PRIVATE sts_result sts__plan_make(sts__plan *pl, const sts_tensor_spec *spe
         hashes[i] = sts__hash(specs[i].name, specs[i].name_len, seed);
         pos = sts__index_probe(&ix, &k, hashes[i], specs[i].name, specs[i].name_len);
         if (ix.slots[pos] != STS__EMPTY) {
-            r = sts__fail(err, STS_RULE_WRITE_DUPLICATE, STS_OFFSET_UNKNOWN, "tensor name %q is given twice", specs[i].name, specs[i].name_len);
+            r = sts__failx(err, STS_RULE_WRITE_DUPLICATE, "tensor name %q is given twice", specs[i].name, specs[i].name_len);
             goto done;
         }
         ix.slots[pos] = (uint32_t)i;
@@ -3104,7 +3113,7 @@ STS__PRIVATE sts_result sts__plan_make(sts__plan *pl, const sts_tensor_spec *spe
         hashes[i] = sts__hash(meta[i].key, meta[i].key_len, seed);
         pos = sts__index_probe(&ix, &k, hashes[i], meta[i].key, meta[i].key_len);
         if (ix.slots[pos] != STS__EMPTY) {
-            r = sts__fail(err, STS_RULE_WRITE_DUPLICATE, STS_OFFSET_UNKNOWN, "metadata key %q is given twice", meta[i].key, meta[i].key_len);
+            r = sts__failx(err, STS_RULE_WRITE_DUPLICATE, "metadata key %q is given twice", meta[i].key, meta[i].key_len);
             goto done;
         }
         ix.slots[pos] = (uint32_t)i;
@@ -3126,7 +3135,7 @@ STS__PRIVATE sts_result sts__plan_make(sts__plan *pl, const sts_tensor_spec *spe
         pl->begin[s] = cursor;
         len += sts__digits(cursor);
         if (!sts__add64(cursor, specs[s].data_size, &cursor)) {
-            r = sts__fail(err, STS_RULE_WRITE_TOTAL, STS_OFFSET_UNKNOWN, "the total data size overflows 64 bits at tensor %q", specs[s].name, specs[s].name_len);
+            r = sts__failx(err, STS_RULE_WRITE_TOTAL, "the total data size overflows 64 bits at tensor %q", specs[s].name, specs[s].name_len);
             goto done;
         }
         len += sts__digits(cursor);
@@ -3135,9 +3144,9 @@ STS__PRIVATE sts_result sts__plan_make(sts__plan *pl, const sts_tensor_spec *spe
     pl->header_len = (len + 7) / 8 * 8;
     pl->data_len = cursor;
     if (pl->header_len > max)
-        r = sts__fail(err, STS_RULE_HEADER_TOO_LARGE, STS_OFFSET_UNKNOWN, "the header would be %U bytes, over the limit of %U", pl->header_len, max);
+        r = sts__failx(err, STS_RULE_HEADER_TOO_LARGE, "the header would be %U bytes, over the limit of %U", pl->header_len, max);
     else if (!sts__add64(8 + pl->header_len, cursor, &len))
-        r = sts__fail(err, STS_RULE_WRITE_TOTAL, STS_OFFSET_UNKNOWN, "8 + %U header bytes + %U data bytes overflow 64 bits", pl->header_len, cursor);
+        r = sts__failx(err, STS_RULE_WRITE_TOTAL, "8 + %U header bytes + %U data bytes overflow 64 bits", pl->header_len, cursor);
 done:
     sts__index_free(&pl->mem, &ix);
     sts__free(&pl->mem, hashes, hbytes);
@@ -3322,8 +3331,8 @@ STS__PRIVATE sts_result sts__plan_trusted(sts__plan *pl, const sts_tensor_spec *
     pl->data_len = cursor;
     if (pl->header_len > STS_MAX_HEADER_SIZE) {
         sts__plan_free(pl);
-        return sts__fail(err, STS_RULE_HEADER_TOO_LARGE, STS_OFFSET_UNKNOWN, "the header would be %U bytes, over the limit of %U",
-                         json, (uint64_t)STS_MAX_HEADER_SIZE);
+        return sts__failx(err, STS_RULE_HEADER_TOO_LARGE, "the header would be %U bytes, over the limit of %U",
+                          json, (uint64_t)STS_MAX_HEADER_SIZE);
     }
     return STS_OK;
 }
@@ -3343,7 +3352,7 @@ STSDEF sts_result sts_write(const sts_tensor_spec *specs, size_t n, const sts_kv
                             const sts_options *opts, sts_error *err) {
     sts__plan pl;
     sts_result r;
-    if (!sink || !sink->write) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "sts_write needs a sink with write");
+    if (!sink || !sink->write) return sts__failx(err, STS_RULE_ARGUMENT, "sts_write needs a sink with write");
     if ((r = sts__plan_make(&pl, specs, n, meta, n_meta, opts, err)) != STS_OK) return r;
     r = sts__plan_emit(&pl, specs, meta, n_meta, sink, NULL, err);
     sts__plan_free(&pl);
@@ -3365,10 +3374,10 @@ STSDEF sts_result sts_write_memory(const sts_tensor_spec *specs, size_t n, const
     sts_sink sink;
     sts_result r;
     uint64_t total;
-    if (!out || !out_size) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "sts_write_memory needs out and out_size");
+    if (!out || !out_size) return sts__failx(err, STS_RULE_ARGUMENT, "sts_write_memory needs out and out_size");
     if ((r = sts__plan_make(&pl, specs, n, meta, n_meta, opts, err)) != STS_OK) return r;
     total = 8 + pl.header_len + pl.data_len;
-    if (total > (uint64_t)(size_t)-1) { sts__plan_free(&pl); return sts__fail(err, STS_RULE_UNSUPPORTED, STS_OFFSET_UNKNOWN, "%U bytes do not fit in memory here", total); }
+    if (total > (uint64_t)(size_t)-1) { sts__plan_free(&pl); return sts__failx(err, STS_RULE_UNSUPPORTED, "%U bytes do not fit in memory here", total); }
     ms.len = 0;
     ms.cap = (size_t)total;
     if (!(ms.p = (uint8_t *)sts__alloc(&pl.mem, ms.cap))) { sts__plan_free(&pl); return sts__nomem(err, "the output buffer"); }
@@ -3390,7 +3399,7 @@ STSDEF sts_result sts_write_path(const char *path, const sts_tensor_spec *specs,
     sts__fdsink *fs;
     sts_sink sink;
     sts_result r;
-    if (!path) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "sts_write_path needs a path");
+    if (!path) return sts__failx(err, STS_RULE_ARGUMENT, "sts_write_path needs a path");
     if ((r = sts__plan_make(&pl, specs, n, meta, n_meta, opts, err)) != STS_OK) return r;
     if (!(fs = (sts__fdsink *)sts__alloc(&pl.mem, sizeof *fs))) { sts__plan_free(&pl); return sts__nomem(err, "the file sink"); }
     if ((r = sts__atomic_begin(&a, path, &pl.mem, err)) != STS_OK) { sts__free(&pl.mem, fs, sizeof *fs); sts__plan_free(&pl); return r; }
@@ -4044,33 +4053,33 @@ STS__PRIVATE sts_result sts__convert_at(void *dst, sts_dtype dt, const void *src
     size_t n_out = count, sbytes, dbytes;
     int k;
     if ((unsigned)dt >= (unsigned)STS_DTYPE_COUNT || (unsigned)st >= (unsigned)STS_DTYPE_COUNT)
-        return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "convert: dtype out of range (src %d, dst %d)", (int)st, (int)dt);
+        return sts__failx(err, STS_RULE_ARGUMENT, "convert: dtype out of range (src %d, dst %d)", (int)st, (int)dt);
     if ((unsigned)rounding >= (unsigned)STS_ROUNDING_COUNT)
-        return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "convert: rounding %d is neither STS_ROUND_TRUNCATE (0) nor STS_ROUND_NEAREST_EVEN (1)", (int)rounding);
+        return sts__failx(err, STS_RULE_ARGUMENT, "convert: rounding %d is neither STS_ROUND_TRUNCATE (0) nor STS_ROUND_NEAREST_EVEN (1)", (int)rounding);
     if (!sts_convert_supported(dt, st)) {
         const char *why = st == STS_DTYPE_F4 || st == STS_DTYPE_F6_E2M3 || st == STS_DTYPE_F6_E3M2
             ? "F4 and F6 values have no decoder; they can only be copied to their own dtype"
             : st == STS_DTYPE_C64 ? "C64 converts only to F32 or F64 (interleaved re, im) or to C64"
             : "targets are the 12 seed dtypes F16 F32 F64 BF16 U8 I8 U16 I16 U32 I32 U64 I64 (or the source's own dtype)";
-        return sts__fail(err, STS_RULE_UNSUPPORTED, STS_OFFSET_UNKNOWN, "convert: no conversion from %s to %s: %s",
-                         sts_dtype_name(st), sts_dtype_name(dt), why);
+        return sts__failx(err, STS_RULE_UNSUPPORTED, "convert: no conversion from %s to %s: %s",
+                          sts_dtype_name(st), sts_dtype_name(dt), why);
     }
     if (dt == st) {   /* a copy, sub-byte dtypes included */
         unsigned bits = sts_dtype_bits(st);
         if (count > (size_t)-1 / bits)
-            return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "convert: %z %s elements overflow size_t bytes", count, sts_dtype_name(st));
+            return sts__failx(err, STS_RULE_ARGUMENT, "convert: %z %s elements overflow size_t bytes", count, sts_dtype_name(st));
         if (count * bits % 8 != 0)
-            return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "convert: %z %s elements are not a whole number of bytes", count, sts_dtype_name(st));
+            return sts__failx(err, STS_RULE_ARGUMENT, "convert: %z %s elements are not a whole number of bytes", count, sts_dtype_name(st));
         sbytes = dbytes = count * bits / 8;
     } else {
         if (st == STS_DTYPE_C64 && !sts__mulsz(count, 2, &n_out))
-            return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "convert: %z C64 elements overflow size_t", count);
+            return sts__failx(err, STS_RULE_ARGUMENT, "convert: %z C64 elements overflow size_t", count);
         if (!sts__mulsz(count, sts_dtype_bits(st) / 8, &sbytes) || !sts__mulsz(n_out, sts_dtype_bits(dt) / 8, &dbytes))
-            return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "convert: %z elements from %s to %s overflow size_t bytes",
-                             count, sts_dtype_name(st), sts_dtype_name(dt));
+            return sts__failx(err, STS_RULE_ARGUMENT, "convert: %z elements from %s to %s overflow size_t bytes",
+                              count, sts_dtype_name(st), sts_dtype_name(dt));
     }
     if (count && (!dst || !src))
-        return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "convert: %s pointer is NULL with count %z", !dst ? "dst" : "src", count);
+        return sts__failx(err, STS_RULE_ARGUMENT, "convert: %s pointer is NULL with count %z", !dst ? "dst" : "src", count);
     (void)dbytes;
     if (count == 0) { sts__ok(err); return STS_OK; }
     if (dt == st) memmove(dst, src, sbytes);
