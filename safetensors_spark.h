@@ -730,6 +730,14 @@ STSDEF void sts_scan_close(sts_scan *s);
 #  define STS__LIKELY(x) (x)
 #  define STS__UNLIKELY(x) (x)
 #endif
+/* Always inlined: the few helpers that must not cost a call (SIMD steps, the digit reader). */
+#if defined(__GNUC__) || defined(__clang__)
+#  define STS__INLINE static __inline__ __attribute__((always_inline, unused))
+#elif defined(_MSC_VER)
+#  define STS__INLINE static __forceinline
+#else
+#  define STS__INLINE static
+#endif
 
 #if !defined(STS_NO_SIMD) && (defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2))
 #  define STS__SSE2 1
@@ -831,6 +839,28 @@ STS__PRIVATE int sts__mulsz(size_t n, size_t size, size_t *r) {
     if (size != 0 && n > (size_t)-1 / size) return 0;
     *r = n * size;
     return 1;
+}
+
+/* ---- decimal digits: the one reader of unsigned integers in text ----
+   The run of ASCII digits at p (before end): returns how many digits it has (0 when p holds none;
+   all of them, however many) and stores their value in *v; *big is 1 when the value does not fit
+   in 64 bits (*v is then meaningless), else 0. Never through double. Signs, leading zeros, blanks
+   and what may follow are each caller's grammar. Fewer than 20 digits always fit, so the exact
+   test (x * 10 + d > 2^64 - 1) runs from the 20th digit on; a caller that never reads *big (the
+   fast path, which takes at most 19 digits) loses the test to dead-code elimination. */
+STS__INLINE size_t sts__dec_u64(const uint8_t *p, const uint8_t *end, uint64_t *v, int *big) {
+    size_t n = 0;
+    uint64_t x = 0;
+    int over = 0;
+    while (p + n < end && p[n] >= '0' && p[n] <= '9') {
+        uint64_t d = (uint64_t)(p[n] - '0');
+        if (STS__UNLIKELY(n >= 19) && (x > 1844674407370955161ull || (x == 1844674407370955161ull && d > 5))) over = 1;
+        x = x * 10 + d;
+        n++;
+    }
+    *v = x;
+    *big = over;
+    return n;
 }
 
 /* ---- little-endian loads and stores by byte assembly ---- */
@@ -1372,6 +1402,8 @@ STS__PRIVATE sts_result sts__json_number(sts__json *j) {
 STS__PRIVATE sts_result sts__json_u64(sts__json *j, uint64_t *out, sts_rule rule, const char *field) {
     const uint8_t *p = j->p, *end = j->end, *start = p;
     uint64_t v;
+    size_t n;
+    int big;
     if (STS__UNLIKELY(p >= end || *p < '0' || *p > '9')) {
         if (p < end && *p == '-') {
             sts_result r = sts__json_number(j);
@@ -1380,20 +1412,12 @@ STS__PRIVATE sts_result sts__json_u64(sts__json *j, uint64_t *out, sts_rule rule
         }
         return sts__json_fail(j, rule, start, "%s must hold unsigned integers, found %s", field, sts__json_what(j));
     }
-    v = (uint64_t)(*p++ - '0');
-    if (v == 0) {
-        if (p < end && *p >= '0' && *p <= '9') return sts__json_fail(j, STS_RULE_JSON_NUMBER, start, "number with a leading zero");
-    } else {
-        while (p < end && *p >= '0' && *p <= '9') {
-            uint64_t d = (uint64_t)(*p - '0');
-            if (v >= 1844674407370955161ull && (v > 1844674407370955161ull || d > 5)) {
-                j->p = p;
-                while (j->p < end && *j->p >= '0' && *j->p <= '9') j->p++;
-                return sts__json_fail(j, rule, start, "%s value does not fit in 64 bits", field);
-            }
-            v = v * 10 + d;
-            p++;
-        }
+    n = sts__dec_u64(p, end, &v, &big);
+    if (*p == '0' && n > 1) return sts__json_fail(j, STS_RULE_JSON_NUMBER, start, "number with a leading zero");
+    p += n;
+    if (STS__UNLIKELY(big)) {
+        j->p = p;
+        return sts__json_fail(j, rule, start, "%s value does not fit in 64 bits", field);
     }
     if (STS__UNLIKELY(p < end && (*p == '.' || *p == 'e' || *p == 'E'))) {
         sts_result r = sts__json_number(j);
@@ -1680,17 +1704,10 @@ STS__PRIVATE uint32_t sts__jdoc_next(const sts__jdoc *d, uint32_t t) { return d-
 /* A number token as u64 (digits only, no sign, fraction or exponent, no overflow). */
 STS__PRIVATE int sts__jdoc_u64(const sts__jdoc *d, uint32_t t, uint64_t *v) {
     const sts__jtok *tk = &d->tok[t];
-    const uint8_t *p = d->text + tk->at;
-    uint64_t x = 0;
-    size_t i;
+    uint64_t x;
+    int big;
     if (tk->type != '0' || tk->len == 0) return 0;
-    for (i = 0; i < tk->len; i++) {
-        uint64_t dg;
-        if (p[i] < '0' || p[i] > '9') return 0;
-        dg = (uint64_t)(p[i] - '0');
-        if (x > (UINT64_MAX - dg) / 10) return 0;
-        x = x * 10 + dg;
-    }
+    if (sts__dec_u64(d->text + tk->at, d->text + tk->at + tk->len, &x, &big) != tk->len || big) return 0;
     *v = x;
     return 1;
 }
@@ -1956,9 +1973,9 @@ STS__PRIVATE sts_result sts__parse_offsets(sts__parser *ps, uint64_t *begin, uin
 /* Up to 19 digits (no overflow possible), no leading zero, followed by ',' or ']' (p[n], which
    the caller checks); 0 digits on any other form, which the general path then reports exactly. */
 STS__PRIVATE size_t sts__fast_u64(const uint8_t *p, const uint8_t *end, uint64_t *v) {
-    size_t n = 0;
-    uint64_t x = 0;
-    while (p + n < end && n < 20 && p[n] >= '0' && p[n] <= '9') x = x * 10 + (uint64_t)(p[n++] - '0');
+    uint64_t x;
+    int big;
+    size_t n = sts__dec_u64(p, end, &x, &big);
     if (n == 0 || n > 19 || p + n >= end || (p[n] != ',' && p[n] != ']') || (p[0] == '0' && n > 1)) return 0;
     *v = x;
     return n;
@@ -3460,13 +3477,7 @@ STSDEF sts_result sts_write_path(const char *path, const sts_tensor_spec *specs,
 #endif
 
 /* SIMD step helpers are always inlined into their kernels (they take vectors and an nt flag). */
-#if defined(__GNUC__) || defined(__clang__)
-#  define STS__VEC static __inline__ __attribute__((always_inline, unused))
-#elif defined(_MSC_VER)
-#  define STS__VEC static __forceinline
-#else
-#  define STS__VEC static
-#endif
+#define STS__VEC STS__INLINE
 /* Hosts known little-endian at compile time store 16/32-bit values with one memcpy; others (and
    unknown ones) assemble bytes. Loads are byte assembly everywhere: compilers merge those. */
 #if (defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__) || defined(_M_X64) || \
@@ -4140,17 +4151,11 @@ STS__PRIVATE void sts__trim(const char **s, size_t *n) {
 }
 /* A decimal integer in [0, 2^64), surrounding blanks allowed; 1 on success. */
 STS__PRIVATE int sts__text_u64(const char *s, uint64_t *v) {
-    size_t n = strlen(s), i;
-    uint64_t x = 0;
+    size_t n = strlen(s);
+    uint64_t x;
+    int big;
     sts__trim(&s, &n);
-    if (!n) return 0;
-    for (i = 0; i < n; i++) {
-        uint64_t d;
-        if (s[i] < '0' || s[i] > '9') return 0;
-        d = (uint64_t)(s[i] - '0');
-        if (x > (UINT64_MAX - d) / 10) return 0;
-        x = x * 10 + d;
-    }
+    if (!n || sts__dec_u64((const uint8_t *)s, (const uint8_t *)s + n, &x, &big) != n || big) return 0;
     *v = x;
     return 1;
 }
