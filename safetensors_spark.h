@@ -426,11 +426,6 @@ STSDEF sts_result sts_write_path(const char *path, const sts_tensor_spec *specs,
 /* Releases memory the library handed out (sts_write_memory), with the options' allocator. */
 STSDEF void sts_free(const sts_options *opts, void *ptr, size_t size);
 
-
-#ifndef STS_INCLUDE_CODEC_H
-#define STS_INCLUDE_CODEC_H
-
-
 /* ---- codecs ----------------------------------------------------------------------------------
    sts_convert turns `count` elements of src_dtype at src into dst_dtype at dst. Both buffers hold
    little-endian values (the file's byte order) on every host, and neither needs any alignment.
@@ -481,8 +476,6 @@ STSDEF int sts_convert_supported(sts_dtype dst, sts_dtype src);
 /* The instruction set the SIMD kernels use on this machine: "avx512bw", "avx2+f16c", "sse2",
    "neon" or "scalar". */
 STSDEF const char *sts_convert_isa(void);
-
-#endif /* STS_INCLUDE_CODEC_H */
 
 #ifndef STS_NO_STDIO
 /* ---- dataset write (layer 8) ------------------------------------------------------------------
@@ -1699,7 +1692,9 @@ STS__PRIVATE uint32_t sts__jdoc_get(const sts__jdoc *d, uint32_t obj, const char
     }
     return found;
 }
-/* Element i of array token `arr` (linear in i: walk with sts__jdoc_first/next for loops). */
+/* The first token after t's subtree. To walk the d->tok[c].count members of container c: an
+   array's elements are c + 1, then sts__jdoc_next of each; an object's keys are c + 1, then
+   sts__jdoc_next(d, key + 1) (past the key's value). */
 STS__PRIVATE uint32_t sts__jdoc_next(const sts__jdoc *d, uint32_t t) { return d->tok[t].next; }
 /* A number token as u64 (digits only, no sign, fraction or exponent, no overflow). */
 STS__PRIVATE int sts__jdoc_u64(const sts__jdoc *d, uint32_t t, uint64_t *v) {
@@ -1817,8 +1812,6 @@ STS__PRIVATE char *sts__arena_alloc(sts_file *f, size_t n) {
     f->arena = c;
     return (char *)(c + 1);
 }
-
-
 
 /* ---- file lifetime ---- */
 STS__PRIVATE sts_file *sts__file_new(const sts__mem *m) {
@@ -3441,9 +3434,6 @@ STSDEF sts_result sts_write_path(const char *path, const sts_tensor_spec *specs,
 }
 #endif
 
-#if defined(STS_IMPLEMENTATION) && !defined(STS__CODEC_IMPLEMENTATION_INCLUDED)
-#define STS__CODEC_IMPLEMENTATION_INCLUDED
-
 /* ==============================================================================================
    >>codec  7. codec
    Owns: sts_convert and its helpers. One general mechanism: a source block is decoded into wide
@@ -3782,9 +3772,7 @@ STS__PRIVATE int sts__isa(void) {
     }
     return v - 1;
 }
-#elif defined(STS__SSE2)
-STS__PRIVATE int sts__isa(void) { return STS__ISA_BASE; }
-#elif defined(STS__NEON)
+#elif defined(STS__SSE2) || defined(STS__NEON)
 STS__PRIVATE int sts__isa(void) { return STS__ISA_BASE; }
 #else
 STS__PRIVATE int sts__isa(void) { return STS__ISA_SCALAR; }
@@ -4121,8 +4109,6 @@ STS__PRIVATE const char *sts__isa_name(int isa) {
     }
 }
 STSDEF const char *sts_convert_isa(void) { return sts__isa_name(sts__isa()); }
-
-#endif /* STS_IMPLEMENTATION (codec) */
 
 /* ==============================================================================================
    >>dataset_write  8. dataset write
