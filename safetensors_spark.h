@@ -755,9 +755,10 @@ STSDEF void sts_scan_close(sts_scan *s);
 
 /* ==============================================================================================
    >>util  1. config, util
-   Owns: allocator hooks, limits, checked u64 arithmetic, little-endian loads and stores (byte
-   assembly: never depends on host endianness), the seeded name hash and open-addressing index,
-   the stable merge sort, error filling with a small formatter (no stdio needed).
+   Owns: allocator hooks, the result and rule tables, checked u64 arithmetic, the decimal digit
+   reader, little-endian loads and stores (byte assembly: never depends on host endianness), the
+   seeded name hash and open-addressing index, the stable merge sort, UTF-8 validation, error
+   filling with a small formatter (no stdio needed).
    May call: the C library only.
    ============================================================================================== */
 #include <string.h>
@@ -1265,9 +1266,12 @@ STS__PRIVATE size_t sts__utf8_check(const uint8_t *s, size_t n) {
 /* ==============================================================================================
    >>json  2. json
    Owns: the pieces of a strict RFC 8259 scanner over a byte range: whitespace, strings (escape
-   and surrogate checks, unescaping), unsigned 64-bit integers (overflow detected, never through
-   double), literals, and an iterative skip of any value with an explicit depth counter. No
-   allocation, no recursion. UTF-8 has been validated before the scanner runs.
+   and surrogate checks, unescaping), unsigned 64-bit integers (JSON's grammar over util's digit
+   reader: overflow detected, never through double), the float-range check of ignored numbers,
+   literals, and an iterative skip of any value with an explicit depth counter; no allocation, no
+   recursion. UTF-8 has been validated before the scanner runs. Also the token tape for our own
+   small documents (commit messages, manifests, options): one growable token array built
+   iteratively, the only allocation in this section.
    May call: util.
    ============================================================================================== */
 typedef struct sts__json {
@@ -3000,7 +3004,8 @@ STS__PRIVATE sts_result sts__fdsink_flush_cb(void *user) { return sts__fdsink_fl
    sizes, overflow, duplicates, the header cap) before a byte is written, sorts the tensors as
    the reference writer does, and sizes the header exactly; rendering emits the reference's bytes.
    Tensor data goes straight from the caller's pointer or producer to the sink: no staging copy.
-   May call: util, json (escaping rules), dtype, header (limits), io.
+   May call: util, dtype, header (limits), io. Strings are escaped here by the reference writer's
+   rule (sts__esc_put), not through json.
    ============================================================================================== */
 struct sts_stream {
     const sts_sink *sink;
