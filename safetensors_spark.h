@@ -146,8 +146,9 @@
    any number of threads may call the accessors on it at once. Writers share nothing; a dataset job
    runs one sts_task_writer per thread (or process) and commits once. The only global is the codec's
    CPU-feature word, computed on first use with relaxed atomics (racing threads store the same
-   value). A task writer's own I/O thread touches only that writer's queued buffers and files. An sts_dataset may be shared by threads: its lazily mapped shards and key map are
-   published with compare-and-swap (GCC/Clang atomics; other compilers: one thread at a time).
+   value). A task writer's own I/O thread touches only that writer's queued buffers and files. An
+   sts_dataset may be shared by threads: its lazily mapped shards and key map are published with
+   compare-and-swap (GCC/Clang atomics; other compilers: one thread at a time).
 
    Errors. Every fallible call returns an sts_result and, when the sts_error pointer is not NULL,
    fills it: the code, the byte offset in the file where known (STS_OFFSET_UNKNOWN otherwise), the
@@ -214,16 +215,25 @@ extern "C" {
    X(enumerator, name, reference variant or NULL, meaning) */
 #define STS_RESULT_LIST(X) \
     X(STS_OK,                                 "OK", NULL, "success") \
-    X(STS_ERR_HEADER_TOO_SMALL,               "HEADER_TOO_SMALL", "HeaderTooSmall", "the file is shorter than 8 bytes") \
-    X(STS_ERR_HEADER_TOO_LARGE,               "HEADER_TOO_LARGE", "HeaderTooLarge", "the header length is over the limit") \
-    X(STS_ERR_INVALID_HEADER_LENGTH,          "INVALID_HEADER_LENGTH", "InvalidHeaderLength", "the header runs past the end of the file") \
+    X(STS_ERR_HEADER_TOO_SMALL,               "HEADER_TOO_SMALL", "HeaderTooSmall", \
+        "the file is shorter than 8 bytes") \
+    X(STS_ERR_HEADER_TOO_LARGE,               "HEADER_TOO_LARGE", "HeaderTooLarge", \
+        "the header length is over the limit") \
+    X(STS_ERR_INVALID_HEADER_LENGTH,          "INVALID_HEADER_LENGTH", "InvalidHeaderLength", \
+        "the header runs past the end of the file") \
     X(STS_ERR_INVALID_HEADER,                 "INVALID_HEADER", "InvalidHeader", "the header is not valid UTF-8") \
-    X(STS_ERR_INVALID_HEADER_DESERIALIZATION, "INVALID_HEADER_DESERIALIZATION", "InvalidHeaderDeserialization", "the header JSON is malformed or has the wrong shape") \
-    X(STS_ERR_INVALID_OFFSET,                 "INVALID_OFFSET", "InvalidOffset", "tensor data offsets are not contiguous from 0") \
-    X(STS_ERR_VALIDATION_OVERFLOW,            "VALIDATION_OVERFLOW", "ValidationOverflow", "a tensor's size overflows 64 bits") \
-    X(STS_ERR_MISALIGNED_SLICE,               "MISALIGNED_SLICE", "MisalignedSlice", "a tensor's size is not a whole number of bytes") \
-    X(STS_ERR_TENSOR_INVALID_INFO,            "TENSOR_INVALID_INFO", "TensorInvalidInfo", "a tensor's offsets disagree with its dtype and shape") \
-    X(STS_ERR_METADATA_INCOMPLETE_BUFFER,     "METADATA_INCOMPLETE_BUFFER", "MetadataIncompleteBuffer", "the data section does not end at the end of the file") \
+    X(STS_ERR_INVALID_HEADER_DESERIALIZATION, "INVALID_HEADER_DESERIALIZATION", "InvalidHeaderDeserialization", \
+        "the header JSON is malformed or has the wrong shape") \
+    X(STS_ERR_INVALID_OFFSET,                 "INVALID_OFFSET", "InvalidOffset", \
+        "tensor data offsets are not contiguous from 0") \
+    X(STS_ERR_VALIDATION_OVERFLOW,            "VALIDATION_OVERFLOW", "ValidationOverflow", \
+        "a tensor's size overflows 64 bits") \
+    X(STS_ERR_MISALIGNED_SLICE,               "MISALIGNED_SLICE", "MisalignedSlice", \
+        "a tensor's size is not a whole number of bytes") \
+    X(STS_ERR_TENSOR_INVALID_INFO,            "TENSOR_INVALID_INFO", "TensorInvalidInfo", \
+        "a tensor's offsets disagree with its dtype and shape") \
+    X(STS_ERR_METADATA_INCOMPLETE_BUFFER,     "METADATA_INCOMPLETE_BUFFER", "MetadataIncompleteBuffer", \
+        "the data section does not end at the end of the file") \
     X(STS_ERR_NOMEM,                          "NOMEM", NULL, "an allocation failed") \
     X(STS_ERR_IO,                             "IO", NULL, "an operating-system I/O call failed") \
     X(STS_ERR_INVALID_ARGUMENT,               "INVALID_ARGUMENT", NULL, "an argument is invalid") \
@@ -233,7 +243,8 @@ extern "C" {
     X(STS_ERR_OPTION,                         "OPTION", NULL, "a write option is invalid or inconsistent") \
     X(STS_ERR_EXISTS,                         "EXISTS", NULL, "the output folder is not empty") \
     X(STS_ERR_SCHEMA,                         "SCHEMA", NULL, "a row does not match the schema") \
-    X(STS_ERR_DATASET,                        "DATASET", NULL, "a dataset, manifest, index or commit message is inconsistent")
+    X(STS_ERR_DATASET,                        "DATASET", NULL, \
+        "a dataset, manifest, index or commit message is inconsistent")
 
 #define STS__RESULT_ENUM(e, name, variant, text) e,
 typedef enum sts_result { STS_RESULT_LIST(STS__RESULT_ENUM) STS_RESULT_COUNT } sts_result;
@@ -243,61 +254,115 @@ typedef enum sts_result { STS_RESULT_LIST(STS__RESULT_ENUM) STS_RESULT_COUNT } s
    For rules of the format, the result code's reference variant is the reference's verdict. */
 #define STS_RULE_LIST(X) \
     X(STS_RULE_NONE,              STS_OK, "none", "no rule was broken") \
-    X(STS_RULE_FILE_TOO_SMALL,    STS_ERR_HEADER_TOO_SMALL, "file.too_small", "a file holds at least the 8-byte header length") \
-    X(STS_RULE_HEADER_TOO_LARGE,  STS_ERR_HEADER_TOO_LARGE, "header.too_large", "the header length N is at most 100,000,000 (or the tightened limit); checked before the file size") \
-    X(STS_RULE_HEADER_LENGTH,     STS_ERR_INVALID_HEADER_LENGTH, "header.length", "8 + N does not pass the end of the file") \
-    X(STS_RULE_HEADER_UTF8,       STS_ERR_INVALID_HEADER, "header.utf8", "all N header bytes, padding included, are UTF-8 without overlongs, surrogates or code points over U+10FFFF") \
-    X(STS_RULE_JSON_SYNTAX,       STS_ERR_INVALID_HEADER_DESERIALIZATION, "json.syntax", "the header is one RFC 8259 JSON value, optionally surrounded by space, TAB, LF or CR") \
-    X(STS_RULE_JSON_STRING,       STS_ERR_INVALID_HEADER_DESERIALIZATION, "json.string", "strings hold no raw control characters, only valid escapes, and no unpaired surrogate escapes") \
-    X(STS_RULE_JSON_NUMBER,       STS_ERR_INVALID_HEADER_DESERIALIZATION, "json.number", "numbers follow the JSON grammar (no leading zeros, no bare '-') and, in ignored fields, fit a 64-bit float") \
-    X(STS_RULE_JSON_DEPTH,        STS_ERR_INVALID_HEADER_DESERIALIZATION, "json.depth", "at most 127 nested containers (or the tightened limit), the top-level object included, ignored fields too") \
-    X(STS_RULE_HEADER_OBJECT,     STS_ERR_INVALID_HEADER_DESERIALIZATION, "header.object", "the top-level value is an object") \
-    X(STS_RULE_METADATA_TYPE,     STS_ERR_INVALID_HEADER_DESERIALIZATION, "metadata.type", "__metadata__ is null or an object") \
-    X(STS_RULE_METADATA_VALUE,    STS_ERR_INVALID_HEADER_DESERIALIZATION, "metadata.value", "every __metadata__ value is a string") \
-    X(STS_RULE_METADATA_TWICE,    STS_ERR_INVALID_HEADER_DESERIALIZATION, "metadata.twice", "__metadata__ appears at most once") \
-    X(STS_RULE_ENTRY_TYPE,        STS_ERR_INVALID_HEADER_DESERIALIZATION, "tensor.entry", "a tensor entry is an object, or an array of exactly [dtype, shape, data_offsets]") \
-    X(STS_RULE_FIELD_TWICE,       STS_ERR_INVALID_HEADER_DESERIALIZATION, "tensor.field_twice", "dtype, shape and data_offsets appear at most once in an entry") \
-    X(STS_RULE_FIELD_MISSING,     STS_ERR_INVALID_HEADER_DESERIALIZATION, "tensor.field_missing", "dtype, shape and data_offsets are all present in an entry") \
-    X(STS_RULE_DTYPE,             STS_ERR_INVALID_HEADER_DESERIALIZATION, "tensor.dtype", "dtype is a string that is exactly one of the 22 dtype names") \
-    X(STS_RULE_SHAPE,             STS_ERR_INVALID_HEADER_DESERIALIZATION, "tensor.shape", "shape is an array of integers in [0, 2^64)") \
-    X(STS_RULE_OFFSETS,           STS_ERR_INVALID_HEADER_DESERIALIZATION, "tensor.data_offsets", "data_offsets is an array of exactly two integers in [0, 2^64)") \
-    X(STS_RULE_STRICT_LEADING_WS, STS_ERR_INVALID_HEADER_DESERIALIZATION, "strict.leading_whitespace", "strict: the header begins with '{'") \
-    X(STS_RULE_STRICT_PADDING,    STS_ERR_INVALID_HEADER_DESERIALIZATION, "strict.padding", "strict: only spaces (0x20) follow the top-level object") \
-    X(STS_RULE_STRICT_DUPLICATE,  STS_ERR_INVALID_HEADER_DESERIALIZATION, "strict.duplicate_key", "strict: no tensor name and no __metadata__ key appears twice") \
-    X(STS_RULE_STRICT_POSITIONAL, STS_ERR_INVALID_HEADER_DESERIALIZATION, "strict.positional_entry", "strict: a tensor entry is an object, not an array") \
-    X(STS_RULE_STRICT_UNKNOWN,    STS_ERR_INVALID_HEADER_DESERIALIZATION, "strict.unknown_field", "strict: a tensor entry has no field but dtype, shape and data_offsets") \
-    X(STS_RULE_STRICT_META_NULL,  STS_ERR_INVALID_HEADER_DESERIALIZATION, "strict.metadata_null", "strict: __metadata__ is an object when present, not null") \
-    X(STS_RULE_STRICT_NAME_NUL,   STS_ERR_INVALID_HEADER_DESERIALIZATION, "strict.name_nul", "strict: tensor names contain no NUL character") \
-    X(STS_RULE_OFFSETS_CONTIGUOUS, STS_ERR_INVALID_OFFSET, "offsets.contiguous", "sorted by (begin, end), each tensor begins where the previous one ended, the first at 0, and end >= begin") \
-    X(STS_RULE_NUMEL_OVERFLOW,    STS_ERR_VALIDATION_OVERFLOW, "size.numel_overflow", "the product of the shape, taken in order, fits in 64 bits") \
-    X(STS_RULE_BITS_OVERFLOW,     STS_ERR_VALIDATION_OVERFLOW, "size.bits_overflow", "element count x dtype bits fits in 64 bits") \
-    X(STS_RULE_BYTE_ALIGNED,      STS_ERR_MISALIGNED_SLICE, "size.byte_aligned", "element count x dtype bits is a multiple of 8 (F4, F6 only)") \
-    X(STS_RULE_SIZE_MATCH,        STS_ERR_TENSOR_INVALID_INFO, "size.matches_offsets", "end - begin equals element count x dtype bits / 8") \
-    X(STS_RULE_FILE_SIZE,         STS_ERR_METADATA_INCOMPLETE_BUFFER, "file.size", "8 + N + the last tensor's end equals the file size: no trailing bytes, no truncation") \
+    X(STS_RULE_FILE_TOO_SMALL,    STS_ERR_HEADER_TOO_SMALL, "file.too_small", \
+        "a file holds at least the 8-byte header length") \
+    X(STS_RULE_HEADER_TOO_LARGE,  STS_ERR_HEADER_TOO_LARGE, "header.too_large", \
+        "the header length N is at most 100,000,000 (or the tightened limit); checked before the file size") \
+    X(STS_RULE_HEADER_LENGTH,     STS_ERR_INVALID_HEADER_LENGTH, "header.length", \
+        "8 + N does not pass the end of the file") \
+    X(STS_RULE_HEADER_UTF8,       STS_ERR_INVALID_HEADER, "header.utf8", \
+        "all N header bytes, padding included, are UTF-8 without overlongs, surrogates or code points over U+10FFFF") \
+    X(STS_RULE_JSON_SYNTAX,       STS_ERR_INVALID_HEADER_DESERIALIZATION, "json.syntax", \
+        "the header is one RFC 8259 JSON value, optionally surrounded by space, TAB, LF or CR") \
+    X(STS_RULE_JSON_STRING,       STS_ERR_INVALID_HEADER_DESERIALIZATION, "json.string", \
+        "strings hold no raw control characters, only valid escapes, and no unpaired surrogate escapes") \
+    X(STS_RULE_JSON_NUMBER,       STS_ERR_INVALID_HEADER_DESERIALIZATION, "json.number", \
+        "numbers follow the JSON grammar (no leading zeros, no bare '-') and, in ignored fields, fit a 64-bit float") \
+    X(STS_RULE_JSON_DEPTH,        STS_ERR_INVALID_HEADER_DESERIALIZATION, "json.depth", \
+        "at most 127 nested containers (or the tightened limit), the top-level object included, ignored fields too") \
+    X(STS_RULE_HEADER_OBJECT,     STS_ERR_INVALID_HEADER_DESERIALIZATION, "header.object", \
+        "the top-level value is an object") \
+    X(STS_RULE_METADATA_TYPE,     STS_ERR_INVALID_HEADER_DESERIALIZATION, "metadata.type", \
+        "__metadata__ is null or an object") \
+    X(STS_RULE_METADATA_VALUE,    STS_ERR_INVALID_HEADER_DESERIALIZATION, "metadata.value", \
+        "every __metadata__ value is a string") \
+    X(STS_RULE_METADATA_TWICE,    STS_ERR_INVALID_HEADER_DESERIALIZATION, "metadata.twice", \
+        "__metadata__ appears at most once") \
+    X(STS_RULE_ENTRY_TYPE,        STS_ERR_INVALID_HEADER_DESERIALIZATION, "tensor.entry", \
+        "a tensor entry is an object, or an array of exactly [dtype, shape, data_offsets]") \
+    X(STS_RULE_FIELD_TWICE,       STS_ERR_INVALID_HEADER_DESERIALIZATION, "tensor.field_twice", \
+        "dtype, shape and data_offsets appear at most once in an entry") \
+    X(STS_RULE_FIELD_MISSING,     STS_ERR_INVALID_HEADER_DESERIALIZATION, "tensor.field_missing", \
+        "dtype, shape and data_offsets are all present in an entry") \
+    X(STS_RULE_DTYPE,             STS_ERR_INVALID_HEADER_DESERIALIZATION, "tensor.dtype", \
+        "dtype is a string that is exactly one of the 22 dtype names") \
+    X(STS_RULE_SHAPE,             STS_ERR_INVALID_HEADER_DESERIALIZATION, "tensor.shape", \
+        "shape is an array of integers in [0, 2^64)") \
+    X(STS_RULE_OFFSETS,           STS_ERR_INVALID_HEADER_DESERIALIZATION, "tensor.data_offsets", \
+        "data_offsets is an array of exactly two integers in [0, 2^64)") \
+    X(STS_RULE_STRICT_LEADING_WS, STS_ERR_INVALID_HEADER_DESERIALIZATION, "strict.leading_whitespace", \
+        "strict: the header begins with '{'") \
+    X(STS_RULE_STRICT_PADDING,    STS_ERR_INVALID_HEADER_DESERIALIZATION, "strict.padding", \
+        "strict: only spaces (0x20) follow the top-level object") \
+    X(STS_RULE_STRICT_DUPLICATE,  STS_ERR_INVALID_HEADER_DESERIALIZATION, "strict.duplicate_key", \
+        "strict: no tensor name and no __metadata__ key appears twice") \
+    X(STS_RULE_STRICT_POSITIONAL, STS_ERR_INVALID_HEADER_DESERIALIZATION, "strict.positional_entry", \
+        "strict: a tensor entry is an object, not an array") \
+    X(STS_RULE_STRICT_UNKNOWN,    STS_ERR_INVALID_HEADER_DESERIALIZATION, "strict.unknown_field", \
+        "strict: a tensor entry has no field but dtype, shape and data_offsets") \
+    X(STS_RULE_STRICT_META_NULL,  STS_ERR_INVALID_HEADER_DESERIALIZATION, "strict.metadata_null", \
+        "strict: __metadata__ is an object when present, not null") \
+    X(STS_RULE_STRICT_NAME_NUL,   STS_ERR_INVALID_HEADER_DESERIALIZATION, "strict.name_nul", \
+        "strict: tensor names contain no NUL character") \
+    X(STS_RULE_OFFSETS_CONTIGUOUS, STS_ERR_INVALID_OFFSET, "offsets.contiguous", \
+        "sorted by (begin, end), each tensor begins where the previous one ended, the first at 0, and end >= begin") \
+    X(STS_RULE_NUMEL_OVERFLOW,    STS_ERR_VALIDATION_OVERFLOW, "size.numel_overflow", \
+        "the product of the shape, taken in order, fits in 64 bits") \
+    X(STS_RULE_BITS_OVERFLOW,     STS_ERR_VALIDATION_OVERFLOW, "size.bits_overflow", \
+        "element count x dtype bits fits in 64 bits") \
+    X(STS_RULE_BYTE_ALIGNED,      STS_ERR_MISALIGNED_SLICE, "size.byte_aligned", \
+        "element count x dtype bits is a multiple of 8 (F4, F6 only)") \
+    X(STS_RULE_SIZE_MATCH,        STS_ERR_TENSOR_INVALID_INFO, "size.matches_offsets", \
+        "end - begin equals element count x dtype bits / 8") \
+    X(STS_RULE_FILE_SIZE,         STS_ERR_METADATA_INCOMPLETE_BUFFER, "file.size", \
+        "8 + N + the last tensor's end equals the file size: no trailing bytes, no truncation") \
     X(STS_RULE_ALLOC,             STS_ERR_NOMEM, "alloc", "memory allocations succeed") \
     X(STS_RULE_IO,                STS_ERR_IO, "io", "operating-system I/O calls succeed") \
-    X(STS_RULE_ARGUMENT,          STS_ERR_INVALID_ARGUMENT, "argument", "arguments satisfy the documented preconditions") \
-    X(STS_RULE_UNSUPPORTED,       STS_ERR_UNSUPPORTED, "unsupported", "the operation is supported for these arguments") \
+    X(STS_RULE_ARGUMENT,          STS_ERR_INVALID_ARGUMENT, "argument", \
+        "arguments satisfy the documented preconditions") \
+    X(STS_RULE_UNSUPPORTED,       STS_ERR_UNSUPPORTED, "unsupported", \
+        "the operation is supported for these arguments") \
     X(STS_RULE_NOT_FOUND,         STS_ERR_NOT_FOUND, "not_found", "the named tensor, key or file exists") \
-    X(STS_RULE_WRITE_DUPLICATE,   STS_ERR_DUPLICATE_KEY, "write.duplicate_name", "writer: tensor names and metadata keys are unique") \
-    X(STS_RULE_WRITE_RESERVED,    STS_ERR_INVALID_ARGUMENT, "write.reserved_name", "writer: no tensor is named __metadata__") \
-    X(STS_RULE_WRITE_TEXT,        STS_ERR_INVALID_ARGUMENT, "write.text", "writer: names and metadata are valid UTF-8, and names hold no NUL") \
-    X(STS_RULE_WRITE_DTYPE,       STS_ERR_INVALID_ARGUMENT, "write.dtype", "writer: the dtype is one of the 22 and the shape pointer is set when rank > 0") \
-    X(STS_RULE_WRITE_DATA_SIZE,   STS_ERR_INVALID_ARGUMENT, "write.data_size", "writer: data_size equals the shape's byte size, and data or a producer is given") \
-    X(STS_RULE_WRITE_PRODUCER,    STS_ERR_INVALID_ARGUMENT, "write.producer", "writer: a producer emits exactly data_size bytes and succeeds") \
-    X(STS_RULE_WRITE_TOTAL,       STS_ERR_VALIDATION_OVERFLOW, "write.total_size", "writer: 8 + N + the total data size fits in 64 bits") \
-    X(STS_RULE_OPTION,            STS_ERR_OPTION, "option", "dataset: write options are valid and consistent with the schema (the message names the option and the value)") \
-    X(STS_RULE_EXISTS,            STS_ERR_EXISTS, "dataset.exists", "dataset: the output folder is empty, unless overwrite is set") \
-    X(STS_RULE_ROW_DTYPE,         STS_ERR_SCHEMA, "row.dtype", "dataset: a column's tensors all have the dtype of its first row") \
-    X(STS_RULE_ROW_SHAPE,         STS_ERR_SCHEMA, "row.shape", "dataset: in batch mode every row has the first row's shape; arrays match their shapes option") \
-    X(STS_RULE_ROW_VALUE,         STS_ERR_SCHEMA, "row.value", "dataset: a tensor's bytes match its dtype and shape; a key is UTF-8 without NUL") \
-    X(STS_RULE_DUPLICATE_KEY,     STS_ERR_DUPLICATE_KEY, "dataset.duplicate_key", "dataset: with duplicatesStrategy=fail no tensor key is written twice, across shards and tasks") \
-    X(STS_RULE_MESSAGE,           STS_ERR_DATASET, "dataset.message", "dataset: commit messages come from this library's task writers and agree with each other") \
-    X(STS_RULE_SHARD,             STS_ERR_DATASET, "dataset.shard", "dataset: every shard exists with its recorded size and a valid header") \
-    X(STS_RULE_STATE,             STS_ERR_INVALID_ARGUMENT, "writer.state", "dataset: a task writer takes rows, then one commit, and nothing after a failure") \
-    X(STS_RULE_DATASET_MANIFEST,  STS_ERR_DATASET, "dataset.manifest", "dataset: dataset_manifest.json is valid and every shard it lists exists with the listed size") \
-    X(STS_RULE_DATASET_INDEX,     STS_ERR_DATASET, "dataset.index", "dataset: _tensor_index.json is valid, current (the manifest's dataset_id) and agrees with the shards' headers") \
-    X(STS_RULE_READ_SCHEMA,       STS_ERR_SCHEMA, "read.schema", "dataset: a schema is given or inferred, and every file agrees with an explicit one")
+    X(STS_RULE_WRITE_DUPLICATE,   STS_ERR_DUPLICATE_KEY, "write.duplicate_name", \
+        "writer: tensor names and metadata keys are unique") \
+    X(STS_RULE_WRITE_RESERVED,    STS_ERR_INVALID_ARGUMENT, "write.reserved_name", \
+        "writer: no tensor is named __metadata__") \
+    X(STS_RULE_WRITE_TEXT,        STS_ERR_INVALID_ARGUMENT, "write.text", \
+        "writer: names and metadata are valid UTF-8, and names hold no NUL") \
+    X(STS_RULE_WRITE_DTYPE,       STS_ERR_INVALID_ARGUMENT, "write.dtype", \
+        "writer: the dtype is one of the 22 and the shape pointer is set when rank > 0") \
+    X(STS_RULE_WRITE_DATA_SIZE,   STS_ERR_INVALID_ARGUMENT, "write.data_size", \
+        "writer: data_size equals the shape's byte size, and data or a producer is given") \
+    X(STS_RULE_WRITE_PRODUCER,    STS_ERR_INVALID_ARGUMENT, "write.producer", \
+        "writer: a producer emits exactly data_size bytes and succeeds") \
+    X(STS_RULE_WRITE_TOTAL,       STS_ERR_VALIDATION_OVERFLOW, "write.total_size", \
+        "writer: 8 + N + the total data size fits in 64 bits") \
+    X(STS_RULE_OPTION,            STS_ERR_OPTION, "option", \
+        "dataset: write options are valid and consistent with the schema (the message names the option " \
+        "and the value)") \
+    X(STS_RULE_EXISTS,            STS_ERR_EXISTS, "dataset.exists", \
+        "dataset: the output folder is empty, unless overwrite is set") \
+    X(STS_RULE_ROW_DTYPE,         STS_ERR_SCHEMA, "row.dtype", \
+        "dataset: a column's tensors all have the dtype of its first row") \
+    X(STS_RULE_ROW_SHAPE,         STS_ERR_SCHEMA, "row.shape", \
+        "dataset: in batch mode every row has the first row's shape; arrays match their shapes option") \
+    X(STS_RULE_ROW_VALUE,         STS_ERR_SCHEMA, "row.value", \
+        "dataset: a tensor's bytes match its dtype and shape; a key is UTF-8 without NUL") \
+    X(STS_RULE_DUPLICATE_KEY,     STS_ERR_DUPLICATE_KEY, "dataset.duplicate_key", \
+        "dataset: with duplicatesStrategy=fail no tensor key is written twice, across shards and tasks") \
+    X(STS_RULE_MESSAGE,           STS_ERR_DATASET, "dataset.message", \
+        "dataset: commit messages come from this library's task writers and agree with each other") \
+    X(STS_RULE_SHARD,             STS_ERR_DATASET, "dataset.shard", \
+        "dataset: every shard exists with its recorded size and a valid header") \
+    X(STS_RULE_STATE,             STS_ERR_INVALID_ARGUMENT, "writer.state", \
+        "dataset: a task writer takes rows, then one commit, and nothing after a failure") \
+    X(STS_RULE_DATASET_MANIFEST,  STS_ERR_DATASET, "dataset.manifest", \
+        "dataset: dataset_manifest.json is valid and every shard it lists exists with the listed size") \
+    X(STS_RULE_DATASET_INDEX,     STS_ERR_DATASET, "dataset.index", \
+        "dataset: _tensor_index.json is valid, current (the manifest's dataset_id) and agrees with the " \
+        "shards' headers") \
+    X(STS_RULE_READ_SCHEMA,       STS_ERR_SCHEMA, "read.schema", \
+        "dataset: a schema is given or inferred, and every file agrees with an explicit one")
 
 #define STS__RULE_ENUM(e, code, id, text) e,
 typedef enum sts_rule { STS_RULE_LIST(STS__RULE_ENUM) STS_RULE_COUNT } sts_rule;
@@ -460,11 +525,6 @@ STSDEF sts_result sts_write_path(const char *path, const sts_tensor_spec *specs,
 /* Releases memory the library handed out (sts_write_memory), with the options' allocator. */
 STSDEF void sts_free(const sts_options *opts, void *ptr, size_t size);
 
-
-#ifndef STS_INCLUDE_CODEC_H
-#define STS_INCLUDE_CODEC_H
-
-
 /* ---- codecs ----------------------------------------------------------------------------------
    sts_convert turns `count` elements of src_dtype at src into dst_dtype at dst. Both buffers hold
    little-endian values (the file's byte order) on every host, and neither needs any alignment.
@@ -515,8 +575,6 @@ STSDEF int sts_convert_supported(sts_dtype dst, sts_dtype src);
 /* The instruction set the SIMD kernels use on this machine: "avx512bw", "avx2+f16c", "sse2",
    "neon" or "scalar". */
 STSDEF const char *sts_convert_isa(void);
-
-#endif /* STS_INCLUDE_CODEC_H */
 
 #ifndef STS_NO_STDIO
 /* ---- dataset write (layer 8) ------------------------------------------------------------------
@@ -736,9 +794,10 @@ STSDEF void sts_scan_close(sts_scan *s);
 
 /* ==============================================================================================
    >>util  1. config, util
-   Owns: allocator hooks, limits, checked u64 arithmetic, little-endian loads and stores (byte
-   assembly: never depends on host endianness), the seeded name hash and open-addressing index,
-   the stable merge sort, error filling with a small formatter (no stdio needed).
+   Owns: allocator hooks, the result and rule tables, checked u64 arithmetic, the decimal digit
+   reader, little-endian loads and stores (byte assembly: never depends on host endianness), the
+   seeded name hash and open-addressing index, the stable merge sort, UTF-8 validation, error
+   filling with a small formatter (no stdio needed).
    May call: the C library only.
    ============================================================================================== */
 #include <string.h>
@@ -768,6 +827,14 @@ STSDEF void sts_scan_close(sts_scan *s);
 #  define STS__PRIVATE static
 #  define STS__LIKELY(x) (x)
 #  define STS__UNLIKELY(x) (x)
+#endif
+/* Always inlined: the few helpers that must not cost a call (SIMD steps, the digit reader). */
+#if defined(__GNUC__) || defined(__clang__)
+#  define STS__INLINE static __inline__ __attribute__((always_inline, unused))
+#elif defined(_MSC_VER)
+#  define STS__INLINE static __forceinline
+#else
+#  define STS__INLINE static
 #endif
 
 #if !defined(STS_NO_SIMD) && (defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2))
@@ -872,6 +939,28 @@ STS__PRIVATE int sts__mulsz(size_t n, size_t size, size_t *r) {
     return 1;
 }
 
+/* ---- decimal digits: the one reader of unsigned integers in text ----
+   The run of ASCII digits at p (before end): returns how many digits it has (0 when p holds none;
+   all of them, however many) and stores their value in *v; *big is 1 when the value does not fit
+   in 64 bits (*v is then meaningless), else 0. Never through double. Signs, leading zeros, blanks
+   and what may follow are each caller's grammar. Fewer than 20 digits always fit, so the exact
+   test (x * 10 + d > 2^64 - 1) runs from the 20th digit on; a caller that never reads *big (the
+   fast path, which takes at most 19 digits) loses the test to dead-code elimination. */
+STS__INLINE size_t sts__dec_u64(const uint8_t *p, const uint8_t *end, uint64_t *v, int *big) {
+    size_t n = 0;
+    uint64_t x = 0;
+    int over = 0;
+    while (p + n < end && p[n] >= '0' && p[n] <= '9') {
+        uint64_t d = (uint64_t)(p[n] - '0');
+        if (STS__UNLIKELY(n >= 19) && (x > 1844674407370955161ull || (x == 1844674407370955161ull && d > 5))) over = 1;
+        x = x * 10 + d;
+        n++;
+    }
+    *v = x;
+    *big = over;
+    return n;
+}
+
 /* ---- little-endian loads and stores by byte assembly ---- */
 STS__PRIVATE uint64_t sts__le64(const uint8_t *p) {
     return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24 |
@@ -924,8 +1013,10 @@ STS__PRIVATE void sts__vformat(sts__buf *b, const char *fmt, va_list ap) {
     for (s = fmt; *s; s++) {
         if (*s != '%' || !s[1]) { sts__buf_put(b, s, 1); continue; }
         switch (*++s) {
-        case 's': { const char *a = va_arg(ap, const char *); if (!a) a = "(null)"; sts__buf_put(b, a, strlen(a)); break; }
-        case 'q': { const char *a = va_arg(ap, const char *); size_t n = va_arg(ap, size_t); sts__buf_quote(b, a, n, 80); break; }
+        case 's': { const char *a = va_arg(ap, const char *); if (!a) a = "(null)";
+                    sts__buf_put(b, a, strlen(a)); break; }
+        case 'q': { const char *a = va_arg(ap, const char *); size_t n = va_arg(ap, size_t);
+                    sts__buf_quote(b, a, n, 80); break; }
         case 'U': sts__buf_u64(b, va_arg(ap, uint64_t)); break;
         case 'z': sts__buf_u64(b, (uint64_t)va_arg(ap, size_t)); break;
         case 'S': { const uint64_t *d = va_arg(ap, const uint64_t *); size_t n = va_arg(ap, size_t), i;
@@ -933,9 +1024,14 @@ STS__PRIVATE void sts__vformat(sts__buf *b, const char *fmt, va_list ap) {
                     for (i = 0; i < n && i < 8; i++) { if (i) sts__buf_put(b, ", ", 2); sts__buf_u64(b, d[i]); }
                     if (n > 8) sts__buf_put(b, ", ...", 5);
                     sts__buf_put(b, "]", 1); break; }
-        case 'x': { static const char hx[] = "0123456789abcdef"; unsigned v = (unsigned)va_arg(ap, int) & 0xff; char t[4];
+        case 'x': { static const char hx[] = "0123456789abcdef";
+                    unsigned v = (unsigned)va_arg(ap, int) & 0xff;
+                    char t[4];
                     t[0] = '0'; t[1] = 'x'; t[2] = hx[v >> 4]; t[3] = hx[v & 15]; sts__buf_put(b, t, 4); break; }
-        case 'd': { int v = va_arg(ap, int); if (v < 0) { sts__buf_put(b, "-", 1); sts__buf_u64(b, (uint64_t)0 - (uint64_t)(int64_t)v); } else sts__buf_u64(b, (uint64_t)v); break; }
+        case 'd': { int v = va_arg(ap, int);
+                    if (v < 0) { sts__buf_put(b, "-", 1); sts__buf_u64(b, (uint64_t)0 - (uint64_t)(int64_t)v); }
+                    else sts__buf_u64(b, (uint64_t)v);
+                    break; }
         default: sts__buf_put(b, s, 1); break;
         }
     }
@@ -976,6 +1072,15 @@ STS__PRIVATE sts_result sts__fail(sts_error *err, sts_rule rule, uint64_t offset
     va_end(ap);
     return r;
 }
+/* sts__fail where no file position applies (the offset is STS_OFFSET_UNKNOWN). */
+STS__PRIVATE sts_result sts__failx(sts_error *err, sts_rule rule, const char *fmt, ...) {
+    sts_result r;
+    va_list ap;
+    va_start(ap, fmt);
+    r = sts__failv(err, sts__rule_codes[rule], rule, STS_OFFSET_UNKNOWN, fmt, ap);
+    va_end(ap);
+    return r;
+}
 STS__PRIVATE sts_result sts__fail_code(sts_error *err, sts_result code, sts_rule rule, uint64_t offset,
                                        const char *fmt, ...) {
     sts_result r;
@@ -995,7 +1100,7 @@ STS__PRIVATE sts_result sts__failx(sts_error *err, sts_rule rule, const char *fm
     return r;
 }
 STS__PRIVATE sts_result sts__nomem(sts_error *err, const char *what) {
-    return sts__fail(err, STS_RULE_ALLOC, STS_OFFSET_UNKNOWN, "out of memory while allocating %s", what);
+    return sts__failx(err, STS_RULE_ALLOC, "out of memory while allocating %s", what);
 }
 STS__PRIVATE void sts__ok(sts_error *err) {
     if (err) { err->code = STS_OK; err->offset = STS_OFFSET_UNKNOWN; err->rule = STS_RULE_NONE; err->message[0] = 0; }
@@ -1051,7 +1156,8 @@ STS__PRIVATE uint64_t sts__hash(const void *data, size_t n, uint64_t seed) {
         b = sts__le64(p + left - 8);  /* overlapping read of the last 8 bytes */
     } else if (left >= 4) {
         a = (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24;
-        b = (uint64_t)p[left - 4] | (uint64_t)p[left - 3] << 8 | (uint64_t)p[left - 2] << 16 | (uint64_t)p[left - 1] << 24;
+        b = (uint64_t)p[left - 4] | (uint64_t)p[left - 3] << 8 | (uint64_t)p[left - 2] << 16 |
+            (uint64_t)p[left - 1] << 24;
     } else if (left > 0) {
         a = (uint64_t)p[0] << 16 | (uint64_t)p[left >> 1] << 8 | p[left - 1];
         b = 0;
@@ -1173,8 +1279,10 @@ STS__PRIVATE size_t sts__utf8_check(const uint8_t *s, size_t n) {
     while (i < n) {
 #ifdef STS__SSE2
         while (i + 64 <= n) {  /* ASCII runs, 64 bytes a step */
-            __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(s + i)), b = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 16));
-            __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 32)), d = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 48));
+            __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+            __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 16));
+            __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 32));
+            __m128i d = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 48));
             if (_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(a, b), _mm_or_si128(c, d)))) break;
             i += 64;
         }
@@ -1206,9 +1314,12 @@ STS__PRIVATE size_t sts__utf8_check(const uint8_t *s, size_t n) {
 /* ==============================================================================================
    >>json  2. json
    Owns: the pieces of a strict RFC 8259 scanner over a byte range: whitespace, strings (escape
-   and surrogate checks, unescaping), unsigned 64-bit integers (overflow detected, never through
-   double), literals, and an iterative skip of any value with an explicit depth counter. No
-   allocation, no recursion. UTF-8 has been validated before the scanner runs.
+   and surrogate checks, unescaping), unsigned 64-bit integers (JSON's grammar over util's digit
+   reader: overflow detected, never through double), the float-range check of ignored numbers,
+   literals, and an iterative skip of any value with an explicit depth counter; no allocation, no
+   recursion. UTF-8 has been validated before the scanner runs. Also the token tape for our own
+   small documents (commit messages, manifests, options): one growable token array built
+   iteratively, the only allocation in this section.
    May call: util.
    ============================================================================================== */
 typedef struct sts__json {
@@ -1231,7 +1342,8 @@ STS__PRIVATE uint64_t sts__json_off(const sts__json *j, const uint8_t *at) {
 STS__PRIVATE sts_result sts__json_fail(sts__json *j, sts_rule rule, const uint8_t *at, const char *fmt, ...) {
     sts_result r, code;
     va_list ap;
-    if (j->doc_rule != STS_RULE_NONE) rule = j->doc_rule;  /* a document of ours: its own rule, the JSON detail in the message */
+    /* a document of ours: its own rule, the JSON detail in the message */
+    if (j->doc_rule != STS_RULE_NONE) rule = j->doc_rule;
     code = sts__rule_codes[rule];
     if (!j->err) return code;
     va_start(ap, fmt);
@@ -1378,8 +1490,12 @@ STS__PRIVATE size_t sts__json_unescape(const char *raw, size_t n, char *dst) {
         }
         if (u < 0x80) *o++ = (uint8_t)u;
         else if (u < 0x800) { *o++ = (uint8_t)(0xC0 | u >> 6); *o++ = (uint8_t)(0x80 | (u & 63)); }
-        else if (u < 0x10000) { *o++ = (uint8_t)(0xE0 | u >> 12); *o++ = (uint8_t)(0x80 | (u >> 6 & 63)); *o++ = (uint8_t)(0x80 | (u & 63)); }
-        else { *o++ = (uint8_t)(0xF0 | u >> 18); *o++ = (uint8_t)(0x80 | (u >> 12 & 63)); *o++ = (uint8_t)(0x80 | (u >> 6 & 63)); *o++ = (uint8_t)(0x80 | (u & 63)); }
+        else if (u < 0x10000) {
+            *o++ = (uint8_t)(0xE0 | u >> 12); *o++ = (uint8_t)(0x80 | (u >> 6 & 63)); *o++ = (uint8_t)(0x80 | (u & 63));
+        } else {
+            *o++ = (uint8_t)(0xF0 | u >> 18); *o++ = (uint8_t)(0x80 | (u >> 12 & 63));
+            *o++ = (uint8_t)(0x80 | (u >> 6 & 63)); *o++ = (uint8_t)(0x80 | (u & 63));
+        }
     }
     return (size_t)(o - (uint8_t *)dst);
 }
@@ -1390,7 +1506,8 @@ STS__PRIVATE sts_result sts__json_number(sts__json *j) {
     if (p >= end || *p < '0' || *p > '9') return sts__json_fail(j, STS_RULE_JSON_NUMBER, start, "invalid number");
     if (*p == '0') {
         p++;
-        if (p < end && *p >= '0' && *p <= '9') return sts__json_fail(j, STS_RULE_JSON_NUMBER, start, "number with a leading zero");
+        if (p < end && *p >= '0' && *p <= '9')
+            return sts__json_fail(j, STS_RULE_JSON_NUMBER, start, "number with a leading zero");
     } else while (p < end && *p >= '0' && *p <= '9') p++;
     if (p < end && *p == '.') {
         p++;
@@ -1411,6 +1528,8 @@ STS__PRIVATE sts_result sts__json_number(sts__json *j) {
 STS__PRIVATE sts_result sts__json_u64(sts__json *j, uint64_t *out, sts_rule rule, const char *field) {
     const uint8_t *p = j->p, *end = j->end, *start = p;
     uint64_t v;
+    size_t n;
+    int big;
     if (STS__UNLIKELY(p >= end || *p < '0' || *p > '9')) {
         if (p < end && *p == '-') {
             sts_result r = sts__json_number(j);
@@ -1419,20 +1538,12 @@ STS__PRIVATE sts_result sts__json_u64(sts__json *j, uint64_t *out, sts_rule rule
         }
         return sts__json_fail(j, rule, start, "%s must hold unsigned integers, found %s", field, sts__json_what(j));
     }
-    v = (uint64_t)(*p++ - '0');
-    if (v == 0) {
-        if (p < end && *p >= '0' && *p <= '9') return sts__json_fail(j, STS_RULE_JSON_NUMBER, start, "number with a leading zero");
-    } else {
-        while (p < end && *p >= '0' && *p <= '9') {
-            uint64_t d = (uint64_t)(*p - '0');
-            if (v >= 1844674407370955161ull && (v > 1844674407370955161ull || d > 5)) {
-                j->p = p;
-                while (j->p < end && *j->p >= '0' && *j->p <= '9') j->p++;
-                return sts__json_fail(j, rule, start, "%s value does not fit in 64 bits", field);
-            }
-            v = v * 10 + d;
-            p++;
-        }
+    n = sts__dec_u64(p, end, &v, &big);
+    if (*p == '0' && n > 1) return sts__json_fail(j, STS_RULE_JSON_NUMBER, start, "number with a leading zero");
+    p += n;
+    if (STS__UNLIKELY(big)) {
+        j->p = p;
+        return sts__json_fail(j, rule, start, "%s value does not fit in 64 bits", field);
     }
     if (STS__UNLIKELY(p < end && (*p == '.' || *p == 'e' || *p == 'E'))) {
         sts_result r = sts__json_number(j);
@@ -1448,7 +1559,10 @@ STS__PRIVATE sts_result sts__json_u64(sts__json *j, uint64_t *out, sts_rule rule
    rounds to infinity. This decides the same thing exactly, without floating point: the value is
    finite iff it is below the midpoint between the largest double and 2^1024 (ties go to even,
    i.e. to infinity). A zero significand is finite whatever its exponent. */
-static const char sts__f64_midpoint[] = "179769313486231580793728971405303415079934132710037826936173778980444968292764750946649017977587207096330286416692887910946555547851940402630657488671505820681908902000708383676273854845817711531764475730270069855571366959622842914819860834936475292719074168444365510704342711559699508093042880177904174497792";  /* 2^1024 - 2^970 */
+static const char sts__f64_midpoint[] =  /* 2^1024 - 2^970 */
+    "17976931348623158079372897140530341507993413271003782693617377898044496829276475094664901797758720709633"
+    "02864166928879109465555478519404026306574886715058206819089020007083836762738548458177115317644757302700"
+    "69855571366959622842914819860834936475292719074168444365510704342711559699508093042880177904174497792";
 STS__PRIVATE int sts__json_f64_finite(const uint8_t *p, const uint8_t *end) {
     const uint8_t *digits = NULL, *q;
     int64_t e10 = 0, exp = 0;   /* decimal exponent of the first significant digit */
@@ -1508,7 +1622,8 @@ STS__PRIVATE sts_result sts__json_skip(sts__json *j) {
     memset(kinds, 0, sizeof kinds);
     for (;;) {
         sts__json_ws(j);
-        if (j->p >= j->end) return sts__json_fail(j, STS_RULE_JSON_SYNTAX, j->p, "expected a value, found the end of the header");
+        if (j->p >= j->end)
+            return sts__json_fail(j, STS_RULE_JSON_SYNTAX, j->p, "expected a value, found the end of the header");
         switch (*j->p) {
         case '{': case '[': {
             int obj = *j->p == '{';
@@ -1520,7 +1635,9 @@ STS__PRIVATE sts_result sts__json_skip(sts__json *j) {
             sts__json_ws(j);
             if (j->p < j->end && *j->p == (obj ? '}' : ']')) { j->p++; level--; j->depth--; goto after_value; }
             if (obj) {
-                if (j->p >= j->end || *j->p != '"') return sts__json_fail(j, STS_RULE_JSON_SYNTAX, j->p, "expected a string key, found %s", sts__json_what(j));
+                if (j->p >= j->end || *j->p != '"')
+                    return sts__json_fail(j, STS_RULE_JSON_SYNTAX, j->p, "expected a string key, found %s",
+                                          sts__json_what(j));
                 if ((r = sts__json_string(j, &s)) != STS_OK) return r;
                 if ((r = sts__json_expect(j, ':', "':'")) != STS_OK) return r;
             }
@@ -1546,14 +1663,18 @@ STS__PRIVATE sts_result sts__json_skip(sts__json *j) {
                 j->p++;
                 if (obj) {
                     sts__json_ws(j);
-                    if (j->p >= j->end || *j->p != '"') return sts__json_fail(j, STS_RULE_JSON_SYNTAX, j->p, "expected a string key, found %s", sts__json_what(j));
+                    if (j->p >= j->end || *j->p != '"')
+                        return sts__json_fail(j, STS_RULE_JSON_SYNTAX, j->p, "expected a string key, found %s",
+                                              sts__json_what(j));
                     if ((r = sts__json_string(j, &s)) != STS_OK) return r;
                     if ((r = sts__json_expect(j, ':', "':'")) != STS_OK) return r;
                 }
                 break;
             }
             if (j->p < j->end && *j->p == (obj ? '}' : ']')) { j->p++; level--; j->depth--; continue; }
-            return sts__json_fail(j, STS_RULE_JSON_SYNTAX, j->p, obj ? "expected ',' or '}', found %s" : "expected ',' or ']', found %s", sts__json_what(j));
+            return sts__json_fail(j, STS_RULE_JSON_SYNTAX, j->p,
+                                  obj ? "expected ',' or '}', found %s" : "expected ',' or ']', found %s",
+                                  sts__json_what(j));
         }
     }
 }
@@ -1584,7 +1705,8 @@ STS__PRIVATE sts_result sts__jdoc_push(sts__jdoc *d, sts__json *j, uint8_t type,
     sts__jtok *t;
     if (d->n >= 0xfffffff0u) return sts__json_fail(j, STS_RULE_JSON_SYNTAX, j->p, "too many JSON tokens");
     if (d->n == d->cap && !sts__grow(&d->mem, (void **)&d->tok, &d->cap, d->n + 1, sizeof *d->tok))
-        return sts__fail_code(j->err, STS_ERR_NOMEM, STS_RULE_ALLOC, STS_OFFSET_UNKNOWN, "out of memory while tokenizing %s", j->doc ? j->doc : "JSON");
+        return sts__fail_code(j->err, STS_ERR_NOMEM, STS_RULE_ALLOC, STS_OFFSET_UNKNOWN,
+                              "out of memory while tokenizing %s", j->doc ? j->doc : "JSON");
     t = &d->tok[d->n++];
     t->type = type; t->esc = (uint8_t)esc; t->count = 0; t->next = (uint32_t)d->n; t->at = at; t->len = len;
     return STS_OK;
@@ -1612,7 +1734,10 @@ STS__PRIVATE sts_result sts__jdoc_parse(sts__jdoc *d, const void *text, size_t l
         return sts__fail(err, rule, (uint64_t)bad, "%s is not valid UTF-8 at byte %U", what, (uint64_t)bad);
     for (;;) {
         sts__json_ws(&j);
-        if (j.p >= j.end) { r = sts__json_fail(&j, STS_RULE_JSON_SYNTAX, j.p, "expected a value, found the end"); goto fail; }
+        if (j.p >= j.end) {
+            r = sts__json_fail(&j, STS_RULE_JSON_SYNTAX, j.p, "expected a value, found the end");
+            goto fail;
+        }
         switch (*j.p) {
         case '{': case '[': {
             uint8_t type = *j.p;
@@ -1621,7 +1746,11 @@ STS__PRIVATE sts_result sts__jdoc_parse(sts__jdoc *d, const void *text, size_t l
             stack[level++] = (uint32_t)(d->n - 1);
             j.p++;
             sts__json_ws(&j);
-            if (j.p < j.end && *j.p == (type == '{' ? '}' : ']')) { j.p++; level--; j.depth--; d->tok[stack[level]].next = (uint32_t)d->n; goto after_value; }
+            if (j.p < j.end && *j.p == (type == '{' ? '}' : ']')) {
+                j.p++; level--; j.depth--;
+                d->tok[stack[level]].next = (uint32_t)d->n;
+                goto after_value;
+            }
             if (type == '{') goto key;
             continue;
         }
@@ -1635,13 +1764,15 @@ STS__PRIVATE sts_result sts__jdoc_parse(sts__jdoc *d, const void *text, size_t l
         case '-': case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8': case '9': {
             const uint8_t *start = j.p;
             if ((r = sts__json_number(&j)) != STS_OK) goto fail;
-            if ((r = sts__jdoc_push(d, &j, '0', (size_t)(start - j.base), (size_t)(j.p - start), 0)) != STS_OK) goto fail;
+            if ((r = sts__jdoc_push(d, &j, '0', (size_t)(start - j.base), (size_t)(j.p - start), 0)) != STS_OK)
+                goto fail;
             break;
         }
         default: {
             const uint8_t *start = j.p;
             if ((r = sts__json_literal(&j)) != STS_OK) goto fail;
-            if ((r = sts__jdoc_push(d, &j, *start, (size_t)(start - j.base), (size_t)(j.p - start), 0)) != STS_OK) goto fail;
+            if ((r = sts__jdoc_push(d, &j, *start, (size_t)(start - j.base), (size_t)(j.p - start), 0)) != STS_OK)
+                goto fail;
             break;
         }
         }
@@ -1650,7 +1781,10 @@ STS__PRIVATE sts_result sts__jdoc_parse(sts__jdoc *d, const void *text, size_t l
             sts__jtok *parent;
             if (level == 0) {
                 sts__json_ws(&j);
-                if (j.p < j.end) { r = sts__json_fail(&j, STS_RULE_JSON_SYNTAX, j.p, "unexpected byte %x after the value", (int)*j.p); goto fail; }
+                if (j.p < j.end) {
+                    r = sts__json_fail(&j, STS_RULE_JSON_SYNTAX, j.p, "unexpected byte %x after the value", (int)*j.p);
+                    goto fail;
+                }
                 return STS_OK;
             }
             parent = &d->tok[stack[level - 1]];
@@ -1666,7 +1800,9 @@ STS__PRIVATE sts_result sts__jdoc_parse(sts__jdoc *d, const void *text, size_t l
                 parent->next = (uint32_t)d->n;
                 continue;
             }
-            r = sts__json_fail(&j, STS_RULE_JSON_SYNTAX, j.p, parent->type == '{' ? "expected ',' or '}', found %s" : "expected ',' or ']', found %s", sts__json_what(&j));
+            r = sts__json_fail(&j, STS_RULE_JSON_SYNTAX, j.p,
+                               parent->type == '{' ? "expected ',' or '}', found %s" : "expected ',' or ']', found %s",
+                               sts__json_what(&j));
             goto fail;
         }
         continue;
@@ -1674,7 +1810,11 @@ STS__PRIVATE sts_result sts__jdoc_parse(sts__jdoc *d, const void *text, size_t l
             sts__str s;
             size_t at;
             sts__json_ws(&j);
-            if (j.p >= j.end || *j.p != '"') { r = sts__json_fail(&j, STS_RULE_JSON_SYNTAX, j.p, "expected a string key, found %s", sts__json_what(&j)); goto fail; }
+            if (j.p >= j.end || *j.p != '"') {
+                r = sts__json_fail(&j, STS_RULE_JSON_SYNTAX, j.p, "expected a string key, found %s",
+                                   sts__json_what(&j));
+                goto fail;
+            }
             at = (size_t)(j.p - j.base) + 1;
             if ((r = sts__json_string(&j, &s)) != STS_OK) goto fail;
             if ((r = sts__jdoc_push(d, &j, '"', at, s.n, s.esc)) != STS_OK) goto fail;
@@ -1709,27 +1849,23 @@ STS__PRIVATE uint32_t sts__jdoc_get(const sts__jdoc *d, uint32_t obj, const char
     if (d->tok[obj].type != '{') return 0;
     for (i = 0, k = obj + 1; i < d->tok[obj].count; i++) {
         const sts__jtok *kt = &d->tok[k];
-        if (kt->esc ? sts__jdoc_is(d, k, key) : (kt->len == klen && memcmp(d->text + kt->at, key, klen) == 0)) found = k + 1;
+        if (kt->esc ? sts__jdoc_is(d, k, key) : (kt->len == klen && memcmp(d->text + kt->at, key, klen) == 0))
+            found = k + 1;
         k = d->tok[k + 1].next;  /* past the value */
     }
     return found;
 }
-/* Element i of array token `arr` (linear in i: walk with sts__jdoc_first/next for loops). */
+/* The first token after t's subtree. To walk the d->tok[c].count members of container c: an
+   array's elements are c + 1, then sts__jdoc_next of each; an object's keys are c + 1, then
+   sts__jdoc_next(d, key + 1) (past the key's value). */
 STS__PRIVATE uint32_t sts__jdoc_next(const sts__jdoc *d, uint32_t t) { return d->tok[t].next; }
 /* A number token as u64 (digits only, no sign, fraction or exponent, no overflow). */
 STS__PRIVATE int sts__jdoc_u64(const sts__jdoc *d, uint32_t t, uint64_t *v) {
     const sts__jtok *tk = &d->tok[t];
-    const uint8_t *p = d->text + tk->at;
-    uint64_t x = 0;
-    size_t i;
+    uint64_t x;
+    int big;
     if (tk->type != '0' || tk->len == 0) return 0;
-    for (i = 0; i < tk->len; i++) {
-        uint64_t dg;
-        if (p[i] < '0' || p[i] > '9') return 0;
-        dg = (uint64_t)(p[i] - '0');
-        if (x > (UINT64_MAX - dg) / 10) return 0;
-        x = x * 10 + dg;
-    }
+    if (sts__dec_u64(d->text + tk->at, d->text + tk->at + tk->len, &x, &big) != tk->len || big) return 0;
     *v = x;
     return 1;
 }
@@ -1760,7 +1896,8 @@ STSDEF int sts_dtype_from_name(const char *name, size_t len, sts_dtype *out) {
     sts_dtype d = STS_DTYPE_COUNT;
     if (!name) return 0;
     if (len == 3 || len == 4) {
-        uint32_t w = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (len == 4 ? (uint32_t)p[3] << 24 : 0u);
+        uint32_t w = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                     (len == 4 ? (uint32_t)p[3] << 24 : 0u);
         switch (w) {
         case STS__W4('F', '3', '2', 0): d = STS_DTYPE_F32; break;
         case STS__W4('B', 'F', '1', '6'): d = STS_DTYPE_BF16; break;  /* outside the schema regex, accepted */
@@ -1840,8 +1977,6 @@ STS__PRIVATE char *sts__arena_alloc(sts_file *f, size_t n) {
     return (char *)(c + 1);
 }
 
-
-
 /* ---- file lifetime ---- */
 STS__PRIVATE sts_file *sts__file_new(const sts__mem *m) {
     sts_file *f = (sts_file *)sts__alloc(m, sizeof *f);
@@ -1869,18 +2004,21 @@ STSDEF void sts_close(sts_file *f) {
 
 /* ---- rules 1 to 3: the 8-byte prefix against the file size ---- */
 STS__PRIVATE uint64_t sts__max_header(const sts_options *o) {
-    return o && o->max_header_size && o->max_header_size < STS_MAX_HEADER_SIZE ? o->max_header_size : STS_MAX_HEADER_SIZE;
+    if (o && o->max_header_size && o->max_header_size < STS_MAX_HEADER_SIZE) return o->max_header_size;
+    return STS_MAX_HEADER_SIZE;
 }
 STS__PRIVATE sts_result sts__check_prefix(const uint8_t *prefix, uint64_t file_size, const sts_options *o,
                                           uint64_t *n, sts_error *err) {
     uint64_t hn, max = sts__max_header(o);
     if (file_size < 8)
-        return sts__fail(err, STS_RULE_FILE_TOO_SMALL, 0, "the file has %U bytes; the header length alone needs 8", file_size);
+        return sts__fail(err, STS_RULE_FILE_TOO_SMALL, 0,
+                         "the file has %U bytes; the header length alone needs 8", file_size);
     hn = sts__le64(prefix);
     if (hn > max)  /* checked before the file size, as the reference does */
         return sts__fail(err, STS_RULE_HEADER_TOO_LARGE, 0, "header length %U is over the limit of %U bytes", hn, max);
     if (hn > file_size - 8)
-        return sts__fail(err, STS_RULE_HEADER_LENGTH, 0, "header length %U runs past the end of the %U-byte file", hn, file_size);
+        return sts__fail(err, STS_RULE_HEADER_LENGTH, 0,
+                         "header length %U runs past the end of the %U-byte file", hn, file_size);
     *n = hn;
     return STS_OK;
 }
@@ -1963,7 +2101,8 @@ STS__PRIVATE sts_result sts__parse_shape(sts__parser *ps, uint64_t *shape_at, ui
         sts__json_ws(j);
         if (STS__LIKELY(j->p < j->end && *j->p == ',')) { j->p++; continue; }
         if (STS__LIKELY(j->p < j->end && *j->p == ']')) { j->p++; break; }
-        return sts__json_fail(j, STS_RULE_JSON_SYNTAX, j->p, "expected ',' or ']' in shape, found %s", sts__json_what(j));
+        return sts__json_fail(j, STS_RULE_JSON_SYNTAX, j->p,
+                              "expected ',' or ']' in shape, found %s", sts__json_what(j));
     }
     j->depth--;
     *shape_at = start;
@@ -1979,15 +2118,18 @@ STS__PRIVATE sts_result sts__parse_offsets(sts__parser *ps, uint64_t *begin, uin
     if ((r = sts__json_enter(j)) != STS_OK) return r;
     j->p++;
     sts__json_ws(j);
-    if (j->p < j->end && *j->p == ']') return sts__json_fail(j, STS_RULE_OFFSETS, at, "data_offsets is empty; it needs [begin, end]");
+    if (j->p < j->end && *j->p == ']')
+        return sts__json_fail(j, STS_RULE_OFFSETS, at, "data_offsets is empty; it needs [begin, end]");
     if ((r = sts__json_u64(j, begin, STS_RULE_OFFSETS, "data_offsets")) != STS_OK) return r;
     sts__json_ws(j);
-    if (j->p < j->end && *j->p == ']') return sts__json_fail(j, STS_RULE_OFFSETS, at, "data_offsets has 1 element; it needs [begin, end]");
+    if (j->p < j->end && *j->p == ']')
+        return sts__json_fail(j, STS_RULE_OFFSETS, at, "data_offsets has 1 element; it needs [begin, end]");
     if ((r = sts__json_expect(j, ',', "','")) != STS_OK) return r;
     sts__json_ws(j);
     if ((r = sts__json_u64(j, end, STS_RULE_OFFSETS, "data_offsets")) != STS_OK) return r;
     sts__json_ws(j);
-    if (j->p < j->end && *j->p == ',') return sts__json_fail(j, STS_RULE_OFFSETS, at, "data_offsets has more than 2 elements; it needs [begin, end]");
+    if (j->p < j->end && *j->p == ',')
+        return sts__json_fail(j, STS_RULE_OFFSETS, at, "data_offsets has more than 2 elements; it needs [begin, end]");
     if ((r = sts__json_expect(j, ']', "']'")) != STS_OK) return r;
     j->depth--;
     return STS_OK;
@@ -1995,9 +2137,9 @@ STS__PRIVATE sts_result sts__parse_offsets(sts__parser *ps, uint64_t *begin, uin
 /* Up to 19 digits (no overflow possible), no leading zero, followed by ',' or ']' (p[n], which
    the caller checks); 0 digits on any other form, which the general path then reports exactly. */
 STS__PRIVATE size_t sts__fast_u64(const uint8_t *p, const uint8_t *end, uint64_t *v) {
-    size_t n = 0;
-    uint64_t x = 0;
-    while (p + n < end && n < 20 && p[n] >= '0' && p[n] <= '9') x = x * 10 + (uint64_t)(p[n++] - '0');
+    uint64_t x;
+    int big;
+    size_t n = sts__dec_u64(p, end, &x, &big);
     if (n == 0 || n > 19 || p + n >= end || (p[n] != ',' && p[n] != ']') || (p[0] == '0' && n > 1)) return 0;
     *v = x;
     return n;
@@ -2007,7 +2149,8 @@ STS__PRIVATE size_t sts__fast_u64(const uint8_t *p, const uint8_t *end, uint64_t
    back), in which case the general path parses the same bytes and reports any problem; -1 when the
    shape pool cannot grow (NOMEM, as the general path would say: an allocation that failed is never
    retried behind the caller's allocator). */
-STS__PRIVATE int sts__parse_entry_fast(sts__parser *ps, sts_dtype *dtype, uint64_t *shape_at, uint32_t *rank, uint64_t *begin, uint64_t *end) {
+STS__PRIVATE int sts__parse_entry_fast(sts__parser *ps, sts_dtype *dtype, uint64_t *shape_at, uint32_t *rank,
+                                       uint64_t *begin, uint64_t *end) {
     sts__json *j = &ps->j;
     sts_file *f = ps->f;
     const uint8_t *p = j->p, *e = j->end, *q;
@@ -2026,14 +2169,18 @@ STS__PRIVATE int sts__parse_entry_fast(sts__parser *ps, sts_dtype *dtype, uint64
         if (!(n = sts__fast_u64(p, e, &v))) goto undo;
         stop = p[n];
         if (STS__UNLIKELY(f->nshapes == f->shapes_cap) &&
-            !sts__grow(&f->mem, (void **)&f->shapes, &f->shapes_cap, f->nshapes + 1, sizeof *f->shapes)) { f->nshapes = start; return -1; }
+            !sts__grow(&f->mem, (void **)&f->shapes, &f->shapes_cap, f->nshapes + 1, sizeof *f->shapes)) {
+            f->nshapes = start;
+            return -1;
+        }
         f->shapes[f->nshapes++] = v;
         p += n + 1;
         if (stop == ']') break;
     }
     if (e - p < 19 || memcmp(p, ",\"data_offsets\":[", 17) != 0) goto undo;
     p += 17;
-    if (ps->last_end && ps->last_end_len < (size_t)(e - p) && memcmp(p, ps->last_end, ps->last_end_len) == 0 && p[ps->last_end_len] == ',') {
+    if (ps->last_end && ps->last_end_len < (size_t)(e - p) && memcmp(p, ps->last_end, ps->last_end_len) == 0 &&
+        p[ps->last_end_len] == ',') {
         *begin = ps->last_end_val;  /* writer order: this begin is the previous end, byte for byte */
         p += ps->last_end_len + 1;
     } else {
@@ -2071,7 +2218,8 @@ STS__PRIVATE sts_result sts__parse_entry(sts__parser *ps, const char *name, size
         if (fast < 0) return sts__nomem(j->err, "tensor shapes");
     }
     if (j->p >= j->end || (*j->p != '{' && *j->p != '['))
-        return sts__json_fail(j, STS_RULE_ENTRY_TYPE, j->p, "a tensor entry must be an object, found %s", sts__json_what(j));
+        return sts__json_fail(j, STS_RULE_ENTRY_TYPE, j->p,
+                              "a tensor entry must be an object, found %s", sts__json_what(j));
     if ((r = sts__json_enter(j)) != STS_OK) return r;
     if (*j->p == '[') {  /* positional form [dtype, shape, data_offsets] */
         if (ps->strict)
@@ -2103,7 +2251,8 @@ STS__PRIVATE sts_result sts__parse_entry(sts__parser *ps, const char *name, size
             int id;
             const uint8_t *kat = j->p;
             if (STS__UNLIKELY(j->p >= j->end || *j->p != '"'))
-                return sts__json_fail(j, STS_RULE_JSON_SYNTAX, j->p, "expected a field name, found %s", sts__json_what(j));
+                return sts__json_fail(j, STS_RULE_JSON_SYNTAX, j->p,
+                                      "expected a field name, found %s", sts__json_what(j));
             if ((r = sts__json_string(j, &k)) != STS_OK) return r;
             if (STS__LIKELY(j->p < j->end && *j->p == ':')) j->p++;
             else if ((r = sts__json_expect(j, ':', "':'")) != STS_OK) return r;
@@ -2125,11 +2274,13 @@ STS__PRIVATE sts_result sts__parse_entry(sts__parser *ps, const char *name, size
             sts__json_ws(j);
             if (STS__LIKELY(j->p < j->end && *j->p == ',')) { j->p++; sts__json_ws(j); continue; }
             if (STS__LIKELY(j->p < j->end && *j->p == '}')) { j->p++; break; }
-            return sts__json_fail(j, STS_RULE_JSON_SYNTAX, j->p, "expected ',' or '}' in a tensor entry, found %s", sts__json_what(j));
+            return sts__json_fail(j, STS_RULE_JSON_SYNTAX, j->p,
+                                  "expected ',' or '}' in a tensor entry, found %s", sts__json_what(j));
         }
         if (STS__UNLIKELY(have != (STS__F_DTYPE | STS__F_SHAPE | STS__F_OFFSETS)))
             return sts__json_fail(j, STS_RULE_FIELD_MISSING, open, "missing field %s",
-                                  !(have & STS__F_DTYPE) ? "\"dtype\"" : !(have & STS__F_SHAPE) ? "\"shape\"" : "\"data_offsets\"");
+                                  !(have & STS__F_DTYPE) ? "\"dtype\""
+                                  : !(have & STS__F_SHAPE) ? "\"shape\"" : "\"data_offsets\"");
     }
     j->depth--;
 add:
@@ -2154,7 +2305,8 @@ add:
     in->shape_at = shape_at;
     return STS_OK;
 arity:
-    return sts__json_fail(j, STS_RULE_ENTRY_TYPE, open, "a positional tensor entry must have exactly 3 elements [dtype, shape, data_offsets]");
+    return sts__json_fail(j, STS_RULE_ENTRY_TYPE, open,
+                          "a positional tensor entry must have exactly 3 elements [dtype, shape, data_offsets]");
 }
 STS__PRIVATE sts_result sts__parse_metadata(sts__parser *ps, const uint8_t *key_at) {
     sts__json *j = &ps->j;
@@ -2168,7 +2320,8 @@ STS__PRIVATE sts_result sts__parse_metadata(sts__parser *ps, const uint8_t *key_
         return STS_OK;
     }
     if (j->p >= j->end || *j->p != '{')
-        return sts__json_fail(j, STS_RULE_METADATA_TYPE, j->p, "__metadata__ must be an object or null, found %s", sts__json_what(j));
+        return sts__json_fail(j, STS_RULE_METADATA_TYPE, j->p,
+                              "__metadata__ must be an object or null, found %s", sts__json_what(j));
     if ((r = sts__json_enter(j)) != STS_OK) return r;
     j->p++;
     f->has_meta = 1;
@@ -2179,12 +2332,14 @@ STS__PRIVATE sts_result sts__parse_metadata(sts__parser *ps, const uint8_t *key_
         const uint8_t *kat = j->p;
         sts_kv *kv;
         if (j->p >= j->end || *j->p != '"')
-            return sts__json_fail(j, STS_RULE_JSON_SYNTAX, j->p, "expected a string key in __metadata__, found %s", sts__json_what(j));
+            return sts__json_fail(j, STS_RULE_JSON_SYNTAX, j->p,
+                                  "expected a string key in __metadata__, found %s", sts__json_what(j));
         if ((r = sts__json_string(j, &k)) != STS_OK) return r;
         if ((r = sts__json_expect(j, ':', "':'")) != STS_OK) return r;
         sts__json_ws(j);
         if (j->p >= j->end || *j->p != '"')
-            return sts__json_fail(j, STS_RULE_METADATA_VALUE, j->p, "__metadata__ value of %q must be a string, found %s", k.p, k.n, sts__json_what(j));
+            return sts__json_fail(j, STS_RULE_METADATA_VALUE, j->p,
+                                  "__metadata__ value of %q must be a string, found %s", k.p, k.n, sts__json_what(j));
         if ((r = sts__json_string(j, &v)) != STS_OK) return r;
         if ((f->meta_count == f->meta_cap &&
              !sts__grow(&f->mem, (void **)&f->meta, &f->meta_cap, f->meta_count + 1, sizeof *f->meta)) ||
@@ -2201,7 +2356,8 @@ STS__PRIVATE sts_result sts__parse_metadata(sts__parser *ps, const uint8_t *key_
         sts__json_ws(j);
         if (j->p < j->end && *j->p == ',') { j->p++; sts__json_ws(j); continue; }
         if (j->p < j->end && *j->p == '}') { j->p++; break; }
-        return sts__json_fail(j, STS_RULE_JSON_SYNTAX, j->p, "expected ',' or '}' in __metadata__, found %s", sts__json_what(j));
+        return sts__json_fail(j, STS_RULE_JSON_SYNTAX, j->p,
+                              "expected ',' or '}' in __metadata__, found %s", sts__json_what(j));
     }
     j->depth--;
     return STS_OK;
@@ -2249,16 +2405,19 @@ STS__PRIVATE sts_result sts__parse_json(sts__parser *ps) {
         sts__json_ws(j);
         if (STS__LIKELY(j->p < j->end && *j->p == ',')) { j->p++; sts__json_ws(j); continue; }
         if (STS__LIKELY(j->p < j->end && *j->p == '}')) { j->p++; break; }
-        return sts__json_fail(j, STS_RULE_JSON_SYNTAX, j->p, "expected ',' or '}' after a tensor entry, found %s", sts__json_what(j));
+        return sts__json_fail(j, STS_RULE_JSON_SYNTAX, j->p,
+                              "expected ',' or '}' after a tensor entry, found %s", sts__json_what(j));
     }
     j->depth--;
     if (ps->strict) {
         while (j->p < j->end && *j->p == ' ') j->p++;
         if (j->p < j->end && STS__IS_WS(*j->p))
-            return sts__json_fail(j, STS_RULE_STRICT_PADDING, j->p, "padding byte %x; only spaces may follow the object", (int)*j->p);
+            return sts__json_fail(j, STS_RULE_STRICT_PADDING, j->p,
+                                  "padding byte %x; only spaces may follow the object", (int)*j->p);
     } else sts__json_ws(j);
     if (j->p < j->end)
-        return sts__json_fail(j, STS_RULE_JSON_SYNTAX, j->p, "unexpected byte %x after the top-level object", (int)*j->p);
+        return sts__json_fail(j, STS_RULE_JSON_SYNTAX, j->p,
+                              "unexpected byte %x after the top-level object", (int)*j->p);
     return STS_OK;
 }
 
@@ -2295,7 +2454,8 @@ STS__PRIVATE sts_result sts__finish_metadata(sts_file *f, int strict, sts_error 
         if (prev != STS__EMPTY) {
             if (strict)
                 return sts__fail(err, STS_RULE_STRICT_DUPLICATE, f->meta_info[i].key_off,
-                                 "__metadata__ key %q appears twice (first at byte %U)", kv->key, kv->key_len, f->meta_info[prev].key_off);
+                                 "__metadata__ key %q appears twice (first at byte %U)", kv->key, kv->key_len,
+                                 f->meta_info[prev].key_off);
             f->meta_info[prev].shape_at = 1;  /* dead */
             dups++;
         }
@@ -2307,8 +2467,10 @@ STS__PRIVATE sts_result sts__finish_metadata(sts_file *f, int strict, sts_error 
     f->meta_count = o;
     sts__index_free(&f->mem, &f->meta_index);
     if (!sts__index_init(&f->mem, &f->meta_index, o)) return sts__nomem(err, "the metadata index");
-    for (i = 0; i < o; i++)
-        f->meta_index.slots[sts__index_probe(&f->meta_index, &k, f->meta_info[i].hash, f->meta[i].key, f->meta[i].key_len)] = (uint32_t)i;
+    for (i = 0; i < o; i++) {
+        size_t pos = sts__index_probe(&f->meta_index, &k, f->meta_info[i].hash, f->meta[i].key, f->meta[i].key_len);
+        f->meta_index.slots[pos] = (uint32_t)i;
+    }
     return STS_OK;
 }
 /* Tensor names: index them in header order, last one wins; then put the survivors in
@@ -2328,7 +2490,8 @@ STS__PRIVATE sts_result sts__finish_tensors(sts_file *f, int strict, sts_error *
         if (STS__UNLIKELY(was != STS__EMPTY)) {
             if (strict)
                 return sts__fail(err, STS_RULE_STRICT_DUPLICATE, f->info[i].key_off,
-                                 "tensor name %q appears twice (first at byte %U)", t->name, t->name_len, f->info[was].key_off);
+                                 "tensor name %q appears twice (first at byte %U)", t->name, t->name_len,
+                                 f->info[was].key_off);
             f->tensors[was].dtype = STS_DTYPE_COUNT;  /* the earlier entry vanishes */
             dead++;
         }
@@ -2345,7 +2508,8 @@ STS__PRIVATE sts_result sts__finish_tensors(sts_file *f, int strict, sts_error *
         sts_tensor *nt = NULL;
         sts__info *ni = NULL;
         size_t bytes_idx, bytes_t, bytes_i, bytes_pos, o;
-        if (!sts__mulsz(live ? live : 1, sizeof(size_t), &bytes_idx) || !sts__mulsz(live ? live : 1, sizeof(sts_tensor), &bytes_t) ||
+        if (!sts__mulsz(live ? live : 1, sizeof(size_t), &bytes_idx) ||
+            !sts__mulsz(live ? live : 1, sizeof(sts_tensor), &bytes_t) ||
             !sts__mulsz(live ? live : 1, sizeof(sts__info), &bytes_i) || !sts__mulsz(n, sizeof(uint32_t), &bytes_pos))
             return sts__nomem(err, "the tensor order");
         idx = (size_t *)sts__alloc(&f->mem, bytes_idx);
@@ -2380,29 +2544,37 @@ STS__PRIVATE sts_result sts__finish_tensors(sts_file *f, int strict, sts_error *
         t->shape = dims;
         if (STS__UNLIKELY(t->begin != cursor || t->end < t->begin)) {
             if (t->end < t->begin)
-                return sts__fail(err, STS_RULE_OFFSETS_CONTIGUOUS, off, "tensor %q: data_offsets [%U, %U] end before they begin",
+                return sts__fail(err, STS_RULE_OFFSETS_CONTIGUOUS, off,
+                                 "tensor %q: data_offsets [%U, %U] end before they begin",
                                  t->name, t->name_len, t->begin, t->end);
             if (i == 0)
-                return sts__fail(err, STS_RULE_OFFSETS_CONTIGUOUS, off, "tensor %q: data_offsets [%U, %U], but the first tensor must begin at 0",
+                return sts__fail(err, STS_RULE_OFFSETS_CONTIGUOUS, off,
+                                 "tensor %q: data_offsets [%U, %U], but the first tensor must begin at 0",
                                  t->name, t->name_len, t->begin, t->end);
             return sts__fail(err, STS_RULE_OFFSETS_CONTIGUOUS, off,
                              "tensor %q: data_offsets [%U, %U] begin at %U, but tensor %q ends at %U (%s)",
-                             t->name, t->name_len, t->begin, t->end, t->begin, f->tensors[i - 1].name, f->tensors[i - 1].name_len,
+                             t->name, t->name_len, t->begin, t->end, t->begin,
+                             f->tensors[i - 1].name, f->tensors[i - 1].name_len,
                              cursor, t->begin > cursor ? "a hole" : "an overlap");
         }
         for (d = 0; d < t->rank; d++)
             if (STS__UNLIKELY(!sts__mul64(numel, dims[d], &numel)))
-                return sts__fail(err, STS_RULE_NUMEL_OVERFLOW, off, "tensor %q: the product of shape %S overflows 64 bits at dimension %z",
+                return sts__fail(err, STS_RULE_NUMEL_OVERFLOW, off,
+                                 "tensor %q: the product of shape %S overflows 64 bits at dimension %z",
                                  t->name, t->name_len, dims, (size_t)t->rank, (size_t)d);
         if (STS__UNLIKELY(!sts__mul64(numel, sts__dtype_bits[t->dtype], &bits)))
-            return sts__fail(err, STS_RULE_BITS_OVERFLOW, off, "tensor %q: %U elements of %s overflow 64 bits when counted in bits",
+            return sts__fail(err, STS_RULE_BITS_OVERFLOW, off,
+                             "tensor %q: %U elements of %s overflow 64 bits when counted in bits",
                              t->name, t->name_len, numel, sts__dtype_names[t->dtype]);
         if (STS__UNLIKELY(bits % 8))
-            return sts__fail(err, STS_RULE_BYTE_ALIGNED, off, "tensor %q: %U elements of %s are %U bits, not a whole number of bytes",
+            return sts__fail(err, STS_RULE_BYTE_ALIGNED, off,
+                             "tensor %q: %U elements of %s are %U bits, not a whole number of bytes",
                              t->name, t->name_len, numel, sts__dtype_names[t->dtype], bits);
         if (STS__UNLIKELY(t->end - t->begin != bits / 8))
-            return sts__fail(err, STS_RULE_SIZE_MATCH, off, "tensor %q: %s %S needs %U bytes, but data_offsets [%U, %U] hold %U",
-                             t->name, t->name_len, sts__dtype_names[t->dtype], dims, (size_t)t->rank, bits / 8, t->begin, t->end, t->end - t->begin);
+            return sts__fail(err, STS_RULE_SIZE_MATCH, off,
+                             "tensor %q: %s %S needs %U bytes, but data_offsets [%U, %U] hold %U",
+                             t->name, t->name_len, sts__dtype_names[t->dtype], dims, (size_t)t->rank, bits / 8,
+                             t->begin, t->end, t->end - t->begin);
         cursor = t->end;
     }
     if (!sts__add64(8 + f->header_len, cursor, &total) || total > f->file_size)
@@ -2410,7 +2582,8 @@ STS__PRIVATE sts_result sts__finish_tensors(sts_file *f, int strict, sts_error *
                          "the data section needs %U bytes, but the file ends %U bytes after the header (truncated)",
                          cursor, f->file_size - 8 - f->header_len);
     if (total < f->file_size)
-        return sts__fail(err, STS_RULE_FILE_SIZE, total, "the data section ends at file byte %U, but the file has %U bytes (trailing bytes)",
+        return sts__fail(err, STS_RULE_FILE_SIZE, total,
+                         "the data section ends at file byte %U, but the file has %U bytes (trailing bytes)",
                          total, f->file_size);
     return STS_OK;
 }
@@ -2422,7 +2595,8 @@ STS__PRIVATE sts_result sts__parse_core(sts_file *f, const sts_options *o, sts_e
     int strict = o && o->strict;
     bad = sts__utf8_check(f->header, n);
     if (bad != n)
-        return sts__fail(err, STS_RULE_HEADER_UTF8, 8 + (uint64_t)bad, "byte %x at file offset %U is not part of a valid UTF-8 sequence",
+        return sts__fail(err, STS_RULE_HEADER_UTF8, 8 + (uint64_t)bad,
+                         "byte %x at file offset %U is not part of a valid UTF-8 sequence",
                          (int)f->header[bad], 8 + (uint64_t)bad);
     memset(&ps, 0, sizeof ps);
     ps.j.off0 = 8;
@@ -2459,8 +2633,8 @@ STSDEF sts_result sts_parse(const void *bytes, size_t size, const sts_options *o
     sts_file *f;
     uint64_t n;
     sts_result r;
-    if (!out || (!bytes && size)) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "sts_parse needs bytes and out");
-    if (!sts__mem_valid(&m)) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "the allocator needs all three hooks or none");
+    if (!out || (!bytes && size)) return sts__failx(err, STS_RULE_ARGUMENT, "sts_parse needs bytes and out");
+    if (!sts__mem_valid(&m)) return sts__failx(err, STS_RULE_ARGUMENT, "the allocator needs all three hooks or none");
     if ((r = sts__check_prefix((const uint8_t *)bytes, size, opts, &n, err)) != STS_OK) return r;
     if (!(f = sts__file_new(&m))) return sts__nomem(err, "the file handle");
     f->header = (const uint8_t *)bytes + 8;
@@ -2475,13 +2649,15 @@ STSDEF sts_result sts_parse_header(const void *prefix, size_t prefix_size, uint6
     sts_file *f;
     uint64_t n;
     sts_result r;
-    if (!out || (!prefix && prefix_size)) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "sts_parse_header needs a prefix and out");
-    if (!sts__mem_valid(&m)) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "the allocator needs all three hooks or none");
+    if (!out || (!prefix && prefix_size))
+        return sts__failx(err, STS_RULE_ARGUMENT, "sts_parse_header needs a prefix and out");
+    if (!sts__mem_valid(&m)) return sts__failx(err, STS_RULE_ARGUMENT, "the allocator needs all three hooks or none");
     if (file_size >= 8 && prefix_size < 8)
-        return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "the prefix holds %z bytes; at least 8 are needed", prefix_size);
+        return sts__failx(err, STS_RULE_ARGUMENT, "the prefix holds %z bytes; at least 8 are needed", prefix_size);
     if ((r = sts__check_prefix((const uint8_t *)prefix, file_size, opts, &n, err)) != STS_OK) return r;
     if (prefix_size - 8 < n)
-        return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "the prefix holds %z bytes but the header needs %U", prefix_size, 8 + n);
+        return sts__failx(err, STS_RULE_ARGUMENT,
+                          "the prefix holds %z bytes but the header needs %U", prefix_size, 8 + n);
     if (!(f = sts__file_new(&m))) return sts__nomem(err, "the file handle");
     f->header = (const uint8_t *)prefix + 8;
     f->header_len = n;
@@ -2520,7 +2696,9 @@ STSDEF uint64_t sts_header_size(const sts_file *f) { return f ? f->header_len : 
 STSDEF uint64_t sts_file_size(const sts_file *f) { return f ? f->file_size : 0; }
 STSDEF int sts_has_metadata(const sts_file *f) { return f ? f->has_meta : 0; }
 STSDEF size_t sts_metadata_count(const sts_file *f) { return f ? f->meta_count : 0; }
-STSDEF const sts_kv *sts_metadata_at(const sts_file *f, size_t i) { return f && i < f->meta_count ? &f->meta[i] : NULL; }
+STSDEF const sts_kv *sts_metadata_at(const sts_file *f, size_t i) {
+    return f && i < f->meta_count ? &f->meta[i] : NULL;
+}
 STSDEF const sts_kv *sts_metadata_find(const sts_file *f, const char *key, size_t key_len) {
     sts__names k;
     uint32_t it;
@@ -3404,7 +3582,8 @@ STS__PRIVATE int sts__wb_error(sts__wb *q) {
    sizes, overflow, duplicates, the header cap) before a byte is written, sorts the tensors as
    the reference writer does, and sizes the header exactly; rendering emits the reference's bytes.
    Tensor data goes straight from the caller's pointer or producer to the sink: no staging copy.
-   May call: util, json (escaping rules), dtype, header (limits), io.
+   May call: util, dtype, header (limits), io. Strings are escaped here by the reference writer's
+   rule (sts__esc_put), not through json.
    ============================================================================================== */
 struct sts_stream {
     const sts_sink *sink;
@@ -3419,7 +3598,8 @@ STSDEF sts_result sts_stream_write(sts_stream *s, const void *bytes, size_t len)
     if (s->failed != STS_OK) return s->failed;
     if ((uint64_t)len > s->left) { s->failed = STS_ERR_INVALID_ARGUMENT; return s->failed; }
     if (len == 0) return STS_OK;
-    if ((r = s->sink->write(s->sink->user, bytes, len)) != STS_OK || (s->flush && (r = s->flush(s->sink->user)) != STS_OK)) {
+    if ((r = s->sink->write(s->sink->user, bytes, len)) != STS_OK ||
+        (s->flush && (r = s->flush(s->sink->user)) != STS_OK)) {
         s->failed = r;
         s->sink_failed = 1;
         return r;
@@ -3503,21 +3683,27 @@ STS__PRIVATE uint8_t *sts__u64_put(uint8_t *o, uint64_t v) {  /* two digits a st
                                 "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
                                 "8081828384858687888990919293949596979899";
     uint8_t *end = o + sts__digits(v), *p = end;  /* written from the last digit back, in place */
-    while (v >= 100) { unsigned r = (unsigned)(v % 100); v /= 100; p -= 2; p[0] = (uint8_t)pairs[2 * r]; p[1] = (uint8_t)pairs[2 * r + 1]; }
+    while (v >= 100) {
+        unsigned r = (unsigned)(v % 100);
+        v /= 100;
+        p -= 2;
+        p[0] = (uint8_t)pairs[2 * r]; p[1] = (uint8_t)pairs[2 * r + 1];
+    }
     if (v >= 10) { p[-2] = (uint8_t)pairs[2 * v]; p[-1] = (uint8_t)pairs[2 * v + 1]; }
     else p[-1] = (uint8_t)('0' + v);
     return end;
 }
 STS__PRIVATE sts_result sts__check_text(const char *s, size_t n, int is_name, const char *what, sts_error *err) {
-    if (!s && n) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "%s is NULL with length %z", what, n);
+    if (!s && n) return sts__failx(err, STS_RULE_ARGUMENT, "%s is NULL with length %z", what, n);
     if (n && sts__utf8_check((const uint8_t *)s, n) != n)
-        return sts__fail(err, STS_RULE_WRITE_TEXT, STS_OFFSET_UNKNOWN, "%s %q is not valid UTF-8", what, s, n);
+        return sts__failx(err, STS_RULE_WRITE_TEXT, "%s %q is not valid UTF-8", what, s, n);
     if (is_name && n && memchr(s, 0, n))
-        return sts__fail(err, STS_RULE_WRITE_TEXT, STS_OFFSET_UNKNOWN, "%s %q contains NUL, which strict readers reject", what, s, n);
+        return sts__failx(err, STS_RULE_WRITE_TEXT, "%s %q contains NUL, which strict readers reject", what, s, n);
     return STS_OK;
 }
 typedef struct sts__spec_order { const sts_tensor_spec *specs; } sts__spec_order;
-STS__PRIVATE int sts__spec_less(const sts_tensor_spec *a, const sts_tensor_spec *b) {  /* rank descending, then name bytes */
+/* Layout order: dtype rank descending, then name bytes. */
+STS__PRIVATE int sts__spec_less(const sts_tensor_spec *a, const sts_tensor_spec *b) {
     size_t la = a->name_len, lb = b->name_len, m = la < lb ? la : lb;
     int c;
     if (a->dtype != b->dtype) return a->dtype > b->dtype;
@@ -3604,8 +3790,8 @@ STS__PRIVATE int sts__layout_sort(const sts__mem *m, const sts_tensor_spec *spec
     return 1;
 }
 /* Every check, the layout and the exact header size, before any byte is written. */
-STS__PRIVATE sts_result sts__plan_make(sts__plan *pl, const sts_tensor_spec *specs, size_t n, const sts_kv *meta, size_t n_meta,
-                                       const sts_options *o, sts_error *err) {
+STS__PRIVATE sts_result sts__plan_make(sts__plan *pl, const sts_tensor_spec *specs, size_t n,
+                                       const sts_kv *meta, size_t n_meta, const sts_options *o, sts_error *err) {
     sts__index ix;
     sts__names k;
     uint64_t *hashes = NULL, len, cursor = 0, max = sts__max_header(o), seed;
@@ -3615,9 +3801,12 @@ STS__PRIVATE sts_result sts__plan_make(sts__plan *pl, const sts_tensor_spec *spe
     pl->mem = sts__mem_from(o);
     pl->n = n;
     ix.slots = NULL;
-    if (!sts__mem_valid(&pl->mem)) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "the allocator needs all three hooks or none");
-    if ((!specs && n) || (!meta && n_meta)) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "specs or metadata are NULL with a nonzero count");
-    if (n > 0xfffffffeu || n_meta > 0xfffffffeu) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "too many tensors or metadata entries");
+    if (!sts__mem_valid(&pl->mem))
+        return sts__failx(err, STS_RULE_ARGUMENT, "the allocator needs all three hooks or none");
+    if ((!specs && n) || (!meta && n_meta))
+        return sts__failx(err, STS_RULE_ARGUMENT, "specs or metadata are NULL with a nonzero count");
+    if (n > 0xfffffffeu || n_meta > 0xfffffffeu)
+        return sts__failx(err, STS_RULE_ARGUMENT, "too many tensors or metadata entries");
     len = 2;  /* {} */
     for (i = 0; i < n; i++) {
         const sts_tensor_spec *s = &specs[i];
@@ -3625,28 +3814,36 @@ STS__PRIVATE sts_result sts__plan_make(sts__plan *pl, const sts_tensor_spec *spe
         uint32_t d;
         if ((r = sts__check_text(s->name, s->name_len, 1, "tensor name", err)) != STS_OK) return r;
         if (s->name_len == 12 && memcmp(s->name, "__metadata__", 12) == 0)
-            return sts__fail(err, STS_RULE_WRITE_RESERVED, STS_OFFSET_UNKNOWN, "a tensor may not be named \"__metadata__\": readers take it for the metadata");
+            return sts__failx(err, STS_RULE_WRITE_RESERVED,
+                              "a tensor may not be named \"__metadata__\": readers take it for the metadata");
         if ((unsigned)s->dtype >= (unsigned)STS_DTYPE_COUNT)
-            return sts__fail(err, STS_RULE_WRITE_DTYPE, STS_OFFSET_UNKNOWN, "tensor %q: dtype %d is not one of the 22", s->name, s->name_len, (int)s->dtype);
+            return sts__failx(err, STS_RULE_WRITE_DTYPE,
+                              "tensor %q: dtype %d is not one of the 22", s->name, s->name_len, (int)s->dtype);
         if (s->rank && !s->shape)
-            return sts__fail(err, STS_RULE_WRITE_DTYPE, STS_OFFSET_UNKNOWN, "tensor %q: rank %d but no shape", s->name, s->name_len, (int)s->rank);
+            return sts__failx(err, STS_RULE_WRITE_DTYPE,
+                              "tensor %q: rank %d but no shape", s->name, s->name_len, (int)s->rank);
         for (d = 0; d < s->rank; d++)
             if (!sts__mul64(numel, s->shape[d], &numel))
-                return sts__fail(err, STS_RULE_NUMEL_OVERFLOW, STS_OFFSET_UNKNOWN, "tensor %q: the product of shape %S overflows 64 bits",
-                                 s->name, s->name_len, s->shape, (size_t)s->rank);
+                return sts__failx(err, STS_RULE_NUMEL_OVERFLOW, "tensor %q: the product of shape %S overflows 64 bits",
+                                  s->name, s->name_len, s->shape, (size_t)s->rank);
         if (!sts__mul64(numel, sts__dtype_bits[s->dtype], &bits))
-            return sts__fail(err, STS_RULE_BITS_OVERFLOW, STS_OFFSET_UNKNOWN, "tensor %q: %U elements of %s overflow 64 bits when counted in bits",
-                             s->name, s->name_len, numel, sts__dtype_names[s->dtype]);
+            return sts__failx(err, STS_RULE_BITS_OVERFLOW,
+                              "tensor %q: %U elements of %s overflow 64 bits when counted in bits",
+                              s->name, s->name_len, numel, sts__dtype_names[s->dtype]);
         if (bits % 8)
-            return sts__fail(err, STS_RULE_BYTE_ALIGNED, STS_OFFSET_UNKNOWN, "tensor %q: %U elements of %s are %U bits, not a whole number of bytes",
-                             s->name, s->name_len, numel, sts__dtype_names[s->dtype], bits);
+            return sts__failx(err, STS_RULE_BYTE_ALIGNED,
+                              "tensor %q: %U elements of %s are %U bits, not a whole number of bytes",
+                              s->name, s->name_len, numel, sts__dtype_names[s->dtype], bits);
         if (bits / 8 != s->data_size)
-            return sts__fail(err, STS_RULE_WRITE_DATA_SIZE, STS_OFFSET_UNKNOWN, "tensor %q: %s %S is %U bytes, but data_size is %U",
-                             s->name, s->name_len, sts__dtype_names[s->dtype], s->shape, (size_t)s->rank, bits / 8, s->data_size);
+            return sts__failx(err, STS_RULE_WRITE_DATA_SIZE, "tensor %q: %s %S is %U bytes, but data_size is %U",
+                              s->name, s->name_len, sts__dtype_names[s->dtype], s->shape, (size_t)s->rank,
+                              bits / 8, s->data_size);
         if (s->data_size && !s->data && !s->produce)
-            return sts__fail(err, STS_RULE_WRITE_DATA_SIZE, STS_OFFSET_UNKNOWN, "tensor %q has neither data nor a producer", s->name, s->name_len);
+            return sts__failx(err, STS_RULE_WRITE_DATA_SIZE,
+                              "tensor %q has neither data nor a producer", s->name, s->name_len);
         /* "name":{"dtype":"X","shape":[..],"data_offsets":[b,e]}  (offsets added below) */
-        len += sts__esc_len(s->name, s->name_len) + 1 + 10 + strlen(sts__dtype_names[s->dtype]) + 11 + 19 + 2 + (i ? 1 : 0);
+        len += sts__esc_len(s->name, s->name_len) + 1 + 10 + strlen(sts__dtype_names[s->dtype]) + 11 + 19 + 2 +
+               (i ? 1 : 0);
         for (d = 0; d < s->rank; d++) len += sts__digits(s->shape[d]) + (d ? 1 : 0);
     }
     if (meta) {
@@ -3654,11 +3851,13 @@ STS__PRIVATE sts_result sts__plan_make(sts__plan *pl, const sts_tensor_spec *spe
         for (i = 0; i < n_meta; i++) {
             if ((r = sts__check_text(meta[i].key, meta[i].key_len, 0, "metadata key", err)) != STS_OK) return r;
             if ((r = sts__check_text(meta[i].value, meta[i].value_len, 0, "metadata value", err)) != STS_OK) return r;
-            len += sts__esc_len(meta[i].key, meta[i].key_len) + 1 + sts__esc_len(meta[i].value, meta[i].value_len) + (i ? 1 : 0);
+            len += sts__esc_len(meta[i].key, meta[i].key_len) + 1 + sts__esc_len(meta[i].value, meta[i].value_len) +
+                   (i ? 1 : 0);
         }
     }
     /* duplicates: one index for the names, then one for the metadata keys */
-    if (!sts__mulsz((n > n_meta ? n : n_meta) + 1, sizeof *hashes, &hbytes) || !(hashes = (uint64_t *)sts__alloc(&pl->mem, hbytes)))
+    if (!sts__mulsz((n > n_meta ? n : n_meta) + 1, sizeof *hashes, &hbytes) ||
+        !(hashes = (uint64_t *)sts__alloc(&pl->mem, hbytes)))
         return sts__nomem(err, "the writer's name index");
     seed = sts__seed_from(hashes, o ? o->hash_seed : 0);
     if (!sts__index_init(&pl->mem, &ix, n)) { r = sts__nomem(err, "the writer's name index"); goto done; }
@@ -3669,7 +3868,8 @@ STS__PRIVATE sts_result sts__plan_make(sts__plan *pl, const sts_tensor_spec *spe
         hashes[i] = sts__hash(specs[i].name, specs[i].name_len, seed);
         pos = sts__index_probe(&ix, &k, hashes[i], specs[i].name, specs[i].name_len);
         if (ix.slots[pos] != STS__EMPTY) {
-            r = sts__fail(err, STS_RULE_WRITE_DUPLICATE, STS_OFFSET_UNKNOWN, "tensor name %q is given twice", specs[i].name, specs[i].name_len);
+            r = sts__failx(err, STS_RULE_WRITE_DUPLICATE,
+                           "tensor name %q is given twice", specs[i].name, specs[i].name_len);
             goto done;
         }
         ix.slots[pos] = (uint32_t)i;
@@ -3682,13 +3882,15 @@ STS__PRIVATE sts_result sts__plan_make(sts__plan *pl, const sts_tensor_spec *spe
         hashes[i] = sts__hash(meta[i].key, meta[i].key_len, seed);
         pos = sts__index_probe(&ix, &k, hashes[i], meta[i].key, meta[i].key_len);
         if (ix.slots[pos] != STS__EMPTY) {
-            r = sts__fail(err, STS_RULE_WRITE_DUPLICATE, STS_OFFSET_UNKNOWN, "metadata key %q is given twice", meta[i].key, meta[i].key_len);
+            r = sts__failx(err, STS_RULE_WRITE_DUPLICATE,
+                           "metadata key %q is given twice", meta[i].key, meta[i].key_len);
             goto done;
         }
         ix.slots[pos] = (uint32_t)i;
     }
     /* layout: the reference's order, contiguous offsets */
-    if (!sts__mulsz(n ? n : 1, sizeof(size_t), &pl->order_bytes) || !sts__mulsz(n ? n : 1, sizeof(uint64_t), &pl->begin_bytes) ||
+    if (!sts__mulsz(n ? n : 1, sizeof(size_t), &pl->order_bytes) ||
+        !sts__mulsz(n ? n : 1, sizeof(uint64_t), &pl->begin_bytes) ||
         !(pl->order = (size_t *)sts__alloc(&pl->mem, pl->order_bytes)) ||
         !(pl->begin = (uint64_t *)sts__alloc(&pl->mem, pl->begin_bytes))) {
         r = sts__nomem(err, "the writer's layout");
@@ -3704,7 +3906,8 @@ STS__PRIVATE sts_result sts__plan_make(sts__plan *pl, const sts_tensor_spec *spe
         pl->begin[s] = cursor;
         len += sts__digits(cursor);
         if (!sts__add64(cursor, specs[s].data_size, &cursor)) {
-            r = sts__fail(err, STS_RULE_WRITE_TOTAL, STS_OFFSET_UNKNOWN, "the total data size overflows 64 bits at tensor %q", specs[s].name, specs[s].name_len);
+            r = sts__failx(err, STS_RULE_WRITE_TOTAL,
+                           "the total data size overflows 64 bits at tensor %q", specs[s].name, specs[s].name_len);
             goto done;
         }
         len += sts__digits(cursor);
@@ -3713,9 +3916,11 @@ STS__PRIVATE sts_result sts__plan_make(sts__plan *pl, const sts_tensor_spec *spe
     pl->header_len = (len + 7) / 8 * 8;
     pl->data_len = cursor;
     if (pl->header_len > max)
-        r = sts__fail(err, STS_RULE_HEADER_TOO_LARGE, STS_OFFSET_UNKNOWN, "the header would be %U bytes, over the limit of %U", pl->header_len, max);
+        r = sts__failx(err, STS_RULE_HEADER_TOO_LARGE,
+                       "the header would be %U bytes, over the limit of %U", pl->header_len, max);
     else if (!sts__add64(8 + pl->header_len, cursor, &len))
-        r = sts__fail(err, STS_RULE_WRITE_TOTAL, STS_OFFSET_UNKNOWN, "8 + %U header bytes + %U data bytes overflow 64 bits", pl->header_len, cursor);
+        r = sts__failx(err, STS_RULE_WRITE_TOTAL,
+                       "8 + %U header bytes + %U data bytes overflow 64 bits", pl->header_len, cursor);
 done:
     sts__index_free(&pl->mem, &ix);
     sts__free(&pl->mem, hashes, hbytes);
@@ -3760,7 +3965,8 @@ STS__PRIVATE uint8_t *sts__render_meta(uint8_t *o, const sts_kv *meta, size_t n_
     return o;
 }
 /* The 8-byte length and the padded header: exactly 8 + header_len bytes into dst. */
-STS__PRIVATE void sts__plan_render(const sts__plan *pl, const sts_tensor_spec *specs, const sts_kv *meta, size_t n_meta, uint8_t *dst) {
+STS__PRIVATE void sts__plan_render(const sts__plan *pl, const sts_tensor_spec *specs, const sts_kv *meta, size_t n_meta,
+                                   uint8_t *dst) {
     uint8_t *o = dst + 8, *end = dst + 8 + pl->header_len;
     size_t i;
     sts__st64(dst, pl->header_len);
@@ -3778,7 +3984,8 @@ STS__PRIVATE sts_result sts__plan_emit_data(const sts__plan *pl, const sts_tenso
                                             sts_result (*flush)(void *user), sts_error *err);
 /* The 8-byte length and the padded header, in pieces; a gathering sink is flushed before the
    buffer goes. */
-STS__PRIVATE sts_result sts__plan_emit_header(const sts__plan *pl, const sts_tensor_spec *specs, const sts_kv *meta, size_t n_meta,
+STS__PRIVATE sts_result sts__plan_emit_header(const sts__plan *pl, const sts_tensor_spec *specs,
+                                              const sts_kv *meta, size_t n_meta,
                                               const sts_sink *sink, sts_result (*flush)(void *user), sts_error *err) {
     uint64_t total = 8 + pl->header_len, sent = 0, need = 8 + 1 + 1 + 7, cap64 = (uint64_t)1 << 20;
     size_t cap, i;
@@ -3796,8 +4003,13 @@ STS__PRIVATE sts_result sts__plan_emit_header(const sts__plan *pl, const sts_ten
     if (!(buf = (uint8_t *)sts__alloc(&pl->mem, cap))) return sts__nomem(err, "the header");
     end = buf + cap;
 #define STS__HDR_OUT() do { \
-        if ((r = sink->write(sink->user, buf, (size_t)(o - buf))) == STS_OK && flush && cap < total) r = flush(sink->user); \
-        if (r != STS_OK) { r = sts__fail_code(err, r, STS_RULE_IO, sent, "the sink failed writing the header (%s)", sts_result_name(r)); goto out; } \
+        if ((r = sink->write(sink->user, buf, (size_t)(o - buf))) == STS_OK && flush && cap < total) \
+            r = flush(sink->user); \
+        if (r != STS_OK) { \
+            r = sts__fail_code(err, r, STS_RULE_IO, sent, "the sink failed writing the header (%s)", \
+                               sts_result_name(r)); \
+            goto out; \
+        } \
         sent += (uint64_t)(o - buf); \
         o = buf; \
     } while (0)
@@ -3808,7 +4020,8 @@ STS__PRIVATE sts_result sts__plan_emit_header(const sts__plan *pl, const sts_ten
     if (meta) o = sts__render_meta(o, meta, n_meta, pl->n != 0);
     for (i = 0; i < pl->n; i++) {
         const sts_tensor_spec *sp = &specs[pl->order[i]];
-        if (cap < total && (uint64_t)(end - o) < sts__entry_max(sp) + 8) STS__HDR_OUT();  /* a whole buffer fits exactly */
+        if (cap < total && (uint64_t)(end - o) < sts__entry_max(sp) + 8)
+            STS__HDR_OUT();  /* a whole buffer fits exactly */
         o = sts__render_entry(o, sp, pl->begin[pl->order[i]], i != 0);
     }
     *o++ = '}';
@@ -3822,7 +4035,8 @@ out:
     sts__free(&pl->mem, buf, cap);
     return r;
 }
-STS__PRIVATE sts_result sts__plan_emit(const sts__plan *pl, const sts_tensor_spec *specs, const sts_kv *meta, size_t n_meta,
+STS__PRIVATE sts_result sts__plan_emit(const sts__plan *pl, const sts_tensor_spec *specs,
+                                       const sts_kv *meta, size_t n_meta,
                                        const sts_sink *sink, sts_result (*flush)(void *user), sts_error *err) {
     sts_result r = sts__plan_emit_header(pl, specs, meta, n_meta, sink, flush, err);
     if (r == STS_OK) r = sts__plan_emit_data(pl, specs, sink, flush, err);
@@ -3844,7 +4058,8 @@ STS__PRIVATE sts_result sts__plan_emit_data(const sts__plan *pl, const sts_tenso
             while (left) {
                 size_t chunk = left > ((uint64_t)1 << 30) ? ((size_t)1 << 30) : (size_t)left;
                 if ((r = sink->write(sink->user, p, chunk)) != STS_OK)
-                    return sts__fail_code(err, r, STS_RULE_IO, off, "the sink failed writing tensor %q (%s)", s->name, s->name_len, sts_result_name(r));
+                    return sts__fail_code(err, r, STS_RULE_IO, off, "the sink failed writing tensor %q (%s)",
+                                          s->name, s->name_len, sts_result_name(r));
                 p += chunk; left -= chunk;
             }
         } else {
@@ -3852,13 +4067,18 @@ STS__PRIVATE sts_result sts__plan_emit_data(const sts__plan *pl, const sts_tenso
             st.sink = sink; st.flush = flush; st.left = s->data_size; st.failed = STS_OK; st.sink_failed = 0;
             r = s->produce(s->produce_user, s, &st);
             if (st.sink_failed)
-                return sts__fail_code(err, st.failed, STS_RULE_IO, off, "the sink failed writing tensor %q (%s)", s->name, s->name_len, sts_result_name(st.failed));
+                return sts__fail_code(err, st.failed, STS_RULE_IO, off, "the sink failed writing tensor %q (%s)",
+                                      s->name, s->name_len, sts_result_name(st.failed));
             if (r != STS_OK)
-                return sts__fail_code(err, r, STS_RULE_WRITE_PRODUCER, off, "the producer of tensor %q failed (%s)", s->name, s->name_len, sts_result_name(r));
+                return sts__fail_code(err, r, STS_RULE_WRITE_PRODUCER, off, "the producer of tensor %q failed (%s)",
+                                      s->name, s->name_len, sts_result_name(r));
             if (st.failed != STS_OK)
-                return sts__fail(err, STS_RULE_WRITE_PRODUCER, off, "the producer of tensor %q emitted more than its %U bytes", s->name, s->name_len, s->data_size);
+                return sts__fail(err, STS_RULE_WRITE_PRODUCER, off,
+                                 "the producer of tensor %q emitted more than its %U bytes",
+                                 s->name, s->name_len, s->data_size);
             if (st.left)
-                return sts__fail(err, STS_RULE_WRITE_PRODUCER, off, "the producer of tensor %q emitted %U of its %U bytes",
+                return sts__fail(err, STS_RULE_WRITE_PRODUCER, off,
+                                 "the producer of tensor %q emitted %U of its %U bytes",
                                  s->name, s->name_len, s->data_size - st.left, s->data_size);
         }
         off += s->data_size;
@@ -3868,7 +4088,8 @@ STS__PRIVATE sts_result sts__plan_emit_data(const sts__plan *pl, const sts_tenso
 
 /* Header bytes of one entry without its two offsets, comma included:
    "name":{"dtype":"X","shape":[..],"data_offsets":[,]}, */
-STS__PRIVATE uint64_t sts__entry_fixed(const char *name, size_t len, sts_dtype d, const uint64_t *shape, uint32_t rank) {
+STS__PRIVATE uint64_t sts__entry_fixed(const char *name, size_t len, sts_dtype d,
+                                       const uint64_t *shape, uint32_t rank) {
     uint64_t n = sts__esc_len(name, len) + strlen(sts__dtype_names[d]) + 44;
     uint32_t i;
     for (i = 0; i < rank; i++) n += sts__digits(shape[i]) + (i ? 1 : 0);
@@ -3878,15 +4099,16 @@ STS__PRIVATE uint64_t sts__entry_fixed(const char *name, size_t len, sts_dtype d
    layout order is known: offsets and the exact header size, with no sort and no name index.
    `order` (n entries) is borrowed and must outlive the plan; fixed[i] is spec i's
    sts__entry_fixed. No metadata. */
-STS__PRIVATE sts_result sts__plan_trusted(sts__plan *pl, const sts_tensor_spec *specs, size_t n, size_t *order, const uint32_t *fixed,
-                                          const sts__mem *m, sts_error *err) {
+STS__PRIVATE sts_result sts__plan_trusted(sts__plan *pl, const sts_tensor_spec *specs, size_t n, size_t *order,
+                                          const uint32_t *fixed, const sts__mem *m, sts_error *err) {
     uint64_t json = n ? 1 : 2, cursor = 0;
     size_t i;
     memset(pl, 0, sizeof *pl);
     pl->mem = *m;
     pl->n = n;
     pl->order = order;
-    if (!sts__mulsz(n ? n : 1, sizeof(uint64_t), &pl->begin_bytes) || !(pl->begin = (uint64_t *)sts__alloc(&pl->mem, pl->begin_bytes)))
+    if (!sts__mulsz(n ? n : 1, sizeof(uint64_t), &pl->begin_bytes) ||
+        !(pl->begin = (uint64_t *)sts__alloc(&pl->mem, pl->begin_bytes)))
         return sts__nomem(err, "the writer's layout");
     for (i = 0; i < n; i++) {
         size_t s = order[i];
@@ -3900,14 +4122,14 @@ STS__PRIVATE sts_result sts__plan_trusted(sts__plan *pl, const sts_tensor_spec *
     pl->data_len = cursor;
     if (pl->header_len > STS_MAX_HEADER_SIZE) {
         sts__plan_free(pl);
-        return sts__fail(err, STS_RULE_HEADER_TOO_LARGE, STS_OFFSET_UNKNOWN, "the header would be %U bytes, over the limit of %U",
-                         json, (uint64_t)STS_MAX_HEADER_SIZE);
+        return sts__failx(err, STS_RULE_HEADER_TOO_LARGE, "the header would be %U bytes, over the limit of %U",
+                          json, (uint64_t)STS_MAX_HEADER_SIZE);
     }
     return STS_OK;
 }
 
-STSDEF sts_result sts_write_size(const sts_tensor_spec *specs, size_t n, const sts_kv *meta, size_t n_meta, const sts_options *opts,
-                                 uint64_t *header_size, uint64_t *file_size, sts_error *err) {
+STSDEF sts_result sts_write_size(const sts_tensor_spec *specs, size_t n, const sts_kv *meta, size_t n_meta,
+                                 const sts_options *opts, uint64_t *header_size, uint64_t *file_size, sts_error *err) {
     sts__plan pl;
     sts_result r = sts__plan_make(&pl, specs, n, meta, n_meta, opts, err);
     if (r != STS_OK) return r;
@@ -3917,11 +4139,11 @@ STSDEF sts_result sts_write_size(const sts_tensor_spec *specs, size_t n, const s
     sts__ok(err);
     return STS_OK;
 }
-STSDEF sts_result sts_write(const sts_tensor_spec *specs, size_t n, const sts_kv *meta, size_t n_meta, const sts_sink *sink,
-                            const sts_options *opts, sts_error *err) {
+STSDEF sts_result sts_write(const sts_tensor_spec *specs, size_t n, const sts_kv *meta, size_t n_meta,
+                            const sts_sink *sink, const sts_options *opts, sts_error *err) {
     sts__plan pl;
     sts_result r;
-    if (!sink || !sink->write) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "sts_write needs a sink with write");
+    if (!sink || !sink->write) return sts__failx(err, STS_RULE_ARGUMENT, "sts_write needs a sink with write");
     if ((r = sts__plan_make(&pl, specs, n, meta, n_meta, opts, err)) != STS_OK) return r;
     r = sts__plan_emit(&pl, specs, meta, n_meta, sink, NULL, err);
     sts__plan_free(&pl);
@@ -3936,20 +4158,26 @@ STS__PRIVATE sts_result sts__memsink_write(void *user, const void *bytes, size_t
     m->len += len;
     return STS_OK;
 }
-STSDEF sts_result sts_write_memory(const sts_tensor_spec *specs, size_t n, const sts_kv *meta, size_t n_meta, const sts_options *opts,
-                                   void **out, size_t *out_size, sts_error *err) {
+STSDEF sts_result sts_write_memory(const sts_tensor_spec *specs, size_t n, const sts_kv *meta, size_t n_meta,
+                                   const sts_options *opts, void **out, size_t *out_size, sts_error *err) {
     sts__plan pl;
     sts__memsink ms;
     sts_sink sink;
     sts_result r;
     uint64_t total;
-    if (!out || !out_size) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "sts_write_memory needs out and out_size");
+    if (!out || !out_size) return sts__failx(err, STS_RULE_ARGUMENT, "sts_write_memory needs out and out_size");
     if ((r = sts__plan_make(&pl, specs, n, meta, n_meta, opts, err)) != STS_OK) return r;
     total = 8 + pl.header_len + pl.data_len;
-    if (total > (uint64_t)(size_t)-1) { sts__plan_free(&pl); return sts__fail(err, STS_RULE_UNSUPPORTED, STS_OFFSET_UNKNOWN, "%U bytes do not fit in memory here", total); }
+    if (total > (uint64_t)(size_t)-1) {
+        sts__plan_free(&pl);
+        return sts__failx(err, STS_RULE_UNSUPPORTED, "%U bytes do not fit in memory here", total);
+    }
     ms.len = 0;
     ms.cap = (size_t)total;
-    if (!(ms.p = (uint8_t *)sts__alloc(&pl.mem, ms.cap))) { sts__plan_free(&pl); return sts__nomem(err, "the output buffer"); }
+    if (!(ms.p = (uint8_t *)sts__alloc(&pl.mem, ms.cap))) {
+        sts__plan_free(&pl);
+        return sts__nomem(err, "the output buffer");
+    }
     sink.write = sts__memsink_write;
     sink.user = &ms;
     r = sts__plan_emit(&pl, specs, meta, n_meta, &sink, NULL, err);
@@ -3961,17 +4189,24 @@ STSDEF sts_result sts_write_memory(const sts_tensor_spec *specs, size_t n, const
     return STS_OK;
 }
 #ifndef STS_NO_STDIO
-STSDEF sts_result sts_write_path(const char *path, const sts_tensor_spec *specs, size_t n, const sts_kv *meta, size_t n_meta,
-                                 const sts_options *opts, sts_error *err) {
+STSDEF sts_result sts_write_path(const char *path, const sts_tensor_spec *specs, size_t n,
+                                 const sts_kv *meta, size_t n_meta, const sts_options *opts, sts_error *err) {
     sts__plan pl;
     sts__atomic a;
     sts__fdsink *fs;
     sts_sink sink;
     sts_result r;
-    if (!path) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "sts_write_path needs a path");
+    if (!path) return sts__failx(err, STS_RULE_ARGUMENT, "sts_write_path needs a path");
     if ((r = sts__plan_make(&pl, specs, n, meta, n_meta, opts, err)) != STS_OK) return r;
-    if (!(fs = (sts__fdsink *)sts__alloc(&pl.mem, sizeof *fs))) { sts__plan_free(&pl); return sts__nomem(err, "the file sink"); }
-    if ((r = sts__atomic_begin(&a, path, &pl.mem, err)) != STS_OK) { sts__free(&pl.mem, fs, sizeof *fs); sts__plan_free(&pl); return r; }
+    if (!(fs = (sts__fdsink *)sts__alloc(&pl.mem, sizeof *fs))) {
+        sts__plan_free(&pl);
+        return sts__nomem(err, "the file sink");
+    }
+    if ((r = sts__atomic_begin(&a, path, &pl.mem, err)) != STS_OK) {
+        sts__free(&pl.mem, fs, sizeof *fs);
+        sts__plan_free(&pl);
+        return r;
+    }
     fs->mem = &pl.mem;
     fs->fd = a.fd;
     fs->err_no = 0;
@@ -3992,9 +4227,6 @@ STSDEF sts_result sts_write_path(const char *path, const sts_tensor_spec *specs,
     return STS_OK;
 }
 #endif
-
-#if defined(STS_IMPLEMENTATION) && !defined(STS__CODEC_IMPLEMENTATION_INCLUDED)
-#define STS__CODEC_IMPLEMENTATION_INCLUDED
 
 /* ==============================================================================================
    >>codec  7. codec
@@ -4029,13 +4261,7 @@ STSDEF sts_result sts_write_path(const char *path, const sts_tensor_spec *specs,
 #endif
 
 /* SIMD step helpers are always inlined into their kernels (they take vectors and an nt flag). */
-#if defined(__GNUC__) || defined(__clang__)
-#  define STS__VEC static __inline__ __attribute__((always_inline, unused))
-#elif defined(_MSC_VER)
-#  define STS__VEC static __forceinline
-#else
-#  define STS__VEC static
-#endif
+#define STS__VEC STS__INLINE
 /* Hosts known little-endian at compile time store 16/32-bit values with one memcpy; others (and
    unknown ones) assemble bytes. Loads are byte assembly everywhere: compilers merge those. */
 #if (defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__) || defined(_M_X64) || \
@@ -4118,12 +4344,15 @@ enum { STS__K_BF16_F32, STS__K_F16_F32, STS__K_F32_BF16_RZ, STS__K_F32_BF16_RNE,
 #define STS__ONE_F32_F16_RZ(i) STS__ONE_F32_F16(i, 0)
 #define STS__ONE_F32_F16_RNE(i) STS__ONE_F32_F16(i, 1)
 
-STS__PRIVATE void sts__k_bf16_f32_c(uint8_t *d, const uint8_t *s, size_t n) { size_t i; for (i = 0; i < n; i++) STS__ONE_BF16_F32(i); }
-STS__PRIVATE void sts__k_f16_f32_c(uint8_t *d, const uint8_t *s, size_t n) { size_t i; for (i = 0; i < n; i++) STS__ONE_F16_F32(i); }
-STS__PRIVATE void sts__k_f32_bf16_rz_c(uint8_t *d, const uint8_t *s, size_t n) { size_t i; for (i = 0; i < n; i++) STS__ONE_F32_BF16_RZ(i); }
-STS__PRIVATE void sts__k_f32_bf16_rne_c(uint8_t *d, const uint8_t *s, size_t n) { size_t i; for (i = 0; i < n; i++) STS__ONE_F32_BF16_RNE(i); }
-STS__PRIVATE void sts__k_f32_f16_rz_c(uint8_t *d, const uint8_t *s, size_t n) { size_t i; for (i = 0; i < n; i++) STS__ONE_F32_F16_RZ(i); }
-STS__PRIVATE void sts__k_f32_f16_rne_c(uint8_t *d, const uint8_t *s, size_t n) { size_t i; for (i = 0; i < n; i++) STS__ONE_F32_F16_RNE(i); }
+/* The scalar kernels: ONE(i) on each element. */
+#define STS__KERNEL_C(NAME, ONE) \
+    STS__PRIVATE void NAME(uint8_t *d, const uint8_t *s, size_t n) { size_t i; for (i = 0; i < n; i++) ONE(i); }
+STS__KERNEL_C(sts__k_bf16_f32_c, STS__ONE_BF16_F32)
+STS__KERNEL_C(sts__k_f16_f32_c, STS__ONE_F16_F32)
+STS__KERNEL_C(sts__k_f32_bf16_rz_c, STS__ONE_F32_BF16_RZ)
+STS__KERNEL_C(sts__k_f32_bf16_rne_c, STS__ONE_F32_BF16_RNE)
+STS__KERNEL_C(sts__k_f32_f16_rz_c, STS__ONE_F32_F16_RZ)
+STS__KERNEL_C(sts__k_f32_f16_rne_c, STS__ONE_F32_F16_RNE)
 
 /* A kernel (n elements, src and dst with no alignment) from a vector body and its scalar twin, through
    the loop of its instruction set (STS__KLOOP, below); STS__KERNELS6 makes the six of one x86 set. */
@@ -4144,7 +4373,8 @@ STS__PRIVATE void sts__k_f32_f16_rne_c(uint8_t *d, const uint8_t *s, size_t n) {
             for (; i < n && (uintptr_t)(d + i * (DSZ)) % 64u != 0; i++) ONE(i); \
             for (; i + (STEP) <= n; i += (STEP)) { \
                 _mm_prefetch((const char *)(s + i * (SSZ) + STS__PF_AHEAD), _MM_HINT_T1); \
-                if ((STEP) * (SSZ) > 64) _mm_prefetch((const char *)(s + i * (SSZ) + STS__PF_AHEAD + 64), _MM_HINT_T1); \
+                if ((STEP) * (SSZ) > 64) \
+                    _mm_prefetch((const char *)(s + i * (SSZ) + STS__PF_AHEAD + 64), _MM_HINT_T1); \
                 VEC(d + i * (DSZ), s + i * (SSZ), 1, RNE); \
             } \
             _mm_sfence(); \
@@ -4232,7 +4462,8 @@ STS__VEC STS__TARGET_AVX2 void sts__v_f32_f16_avx2(uint8_t *d, const uint8_t *s,
 }
 STS__VEC STS__TARGET_AVX2 __m256i sts__avx2_bf16(__m256i x, int rne) {   /* lanes < 65536 */
     const __m256i hi = _mm256_srli_epi32(x, 16), q40 = _mm256_set1_epi32(0x40);
-    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff)),
+                                           _mm256_set1_epi32(0x7f800000));
     if (rne) {
         __m256i r = _mm256_srli_epi32(_mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff),
                         _mm256_and_si256(hi, _mm256_set1_epi32(1)))), 16);
@@ -4262,11 +4493,15 @@ STS__VEC STS__TARGET_AVX512 void sts__z_st512(uint8_t *p, __m512i v, int nt) {
     if (nt) _mm512_stream_si512((__m512i *)(void *)p, v);
     else _mm512_storeu_si512((__m512i *)(void *)p, v);
 }
-STS__VEC STS__TARGET_AVX512 __m256i sts__z_ld256(const uint8_t *p) { return _mm256_loadu_si256((const __m256i *)(const void *)p); }
+STS__VEC STS__TARGET_AVX512 __m256i sts__z_ld256(const uint8_t *p) {
+    return _mm256_loadu_si256((const __m256i *)(const void *)p);
+}
 STS__VEC STS__TARGET_AVX512 void sts__v_bf16_f32_avx512(uint8_t *d, const uint8_t *s, int nt, int rne) {
     (void)rne;
-    sts__z_st512(d, _mm512_maskz_slli_epi32(STS__ALL16, _mm512_maskz_cvtepu16_epi32(STS__ALL16, sts__z_ld256(s)), 16), nt);
-    sts__z_st512(d + 64, _mm512_maskz_slli_epi32(STS__ALL16, _mm512_maskz_cvtepu16_epi32(STS__ALL16, sts__z_ld256(s + 32)), 16), nt);
+    sts__z_st512(d, _mm512_maskz_slli_epi32(STS__ALL16,
+        _mm512_maskz_cvtepu16_epi32(STS__ALL16, sts__z_ld256(s)), 16), nt);
+    sts__z_st512(d + 64, _mm512_maskz_slli_epi32(STS__ALL16,
+        _mm512_maskz_cvtepu16_epi32(STS__ALL16, sts__z_ld256(s + 32)), 16), nt);
 }
 STS__VEC STS__TARGET_AVX512 void sts__v_f16_f32_avx512(uint8_t *d, const uint8_t *s, int nt, int rne) {
     (void)rne;
@@ -4278,17 +4513,20 @@ STS__VEC STS__TARGET_AVX512 void sts__v_f32_f16_avx512(uint8_t *d, const uint8_t
     __m256i ha, hb;
     if (rne) { ha = _mm512_maskz_cvtps_ph(STS__ALL16, a, 0x08); hb = _mm512_maskz_cvtps_ph(STS__ALL16, b, 0x08); }
     else { ha = _mm512_maskz_cvtps_ph(STS__ALL16, a, 0x0B); hb = _mm512_maskz_cvtps_ph(STS__ALL16, b, 0x0B); }
-    sts__z_st512(d, _mm512_maskz_inserti64x4(STS__ALL8, _mm512_castsi256_si512(ha), hb, 1), nt);   /* whole 64-byte lines */
+    /* whole 64-byte lines */
+    sts__z_st512(d, _mm512_maskz_inserti64x4(STS__ALL8, _mm512_castsi256_si512(ha), hb, 1), nt);
 }
 STS__VEC STS__TARGET_AVX512 __m256i sts__z_bf16(__m512i x, int rne) {  /* vpmovdw keeps the low 16 bits */
     const __m512i hi = _mm512_maskz_srli_epi32(STS__ALL16, x, 16), q40 = _mm512_set1_epi32(0x40);
-    const __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+    const __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff)),
+                                                  _mm512_set1_epi32(0x7f800000));
     if (rne) {
         __m512i r = _mm512_maskz_srli_epi32(STS__ALL16, _mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff),
                         _mm512_and_si512(hi, _mm512_set1_epi32(1)))), 16);
         return _mm512_maskz_cvtepi32_epi16(STS__ALL16, _mm512_mask_or_epi32(r, nan, hi, q40));
     }
-    return _mm512_maskz_cvtepi32_epi16(STS__ALL16, _mm512_mask_or_epi32(hi, (__mmask16)(nan & _mm512_testn_epi32_mask(x, _mm512_set1_epi32(0x7f0000))), hi, q40));
+    return _mm512_maskz_cvtepi32_epi16(STS__ALL16, _mm512_mask_or_epi32(hi,
+        (__mmask16)(nan & _mm512_testn_epi32_mask(x, _mm512_set1_epi32(0x7f0000))), hi, q40));
 }
 /* 32 F32 -> 32 BF16. One vpermt2w picks the high halves; a single compare spots Inf or NaN
    anywhere in the 32 lanes, and only then the lane-wise rule above runs (real data has few).
@@ -4297,15 +4535,21 @@ STS__VEC STS__TARGET_AVX512 __m256i sts__z_bf16(__m512i x, int rne) {  /* vpmovd
    form alone ran at ~0.75 of memcpy's rate here, this one at ~0.9. */
 STS__VEC STS__TARGET_AVX512 void sts__v_f32_bf16_avx512(uint8_t *d, const uint8_t *s, int nt, int rne) {
     const __m512i a = _mm512_loadu_si512((const void *)s), b = _mm512_loadu_si512((const void *)(s + 64));
-    const __m512i odd = _mm512_set_epi32(0x003f003d, 0x003b0039, 0x00370035, 0x00330031, 0x002f002d, 0x002b0029, 0x00270025, 0x00230021, 0x001f001d, 0x001b0019, 0x00170015, 0x00130011, 0x000f000d, 0x000b0009, 0x00070005, 0x00030001);
-    const __m512i hi = _mm512_permutex2var_epi16(a, odd, b), k8000 = _mm512_set1_epi32(0x80008000), one = _mm512_set1_epi32(0x00010001);
+    const __m512i odd = _mm512_set_epi32(0x003f003d, 0x003b0039, 0x00370035, 0x00330031, 0x002f002d, 0x002b0029,
+                                         0x00270025, 0x00230021, 0x001f001d, 0x001b0019, 0x00170015, 0x00130011,
+                                         0x000f000d, 0x000b0009, 0x00070005, 0x00030001);
+    const __m512i hi = _mm512_permutex2var_epi16(a, odd, b), k8000 = _mm512_set1_epi32(0x80008000);
+    const __m512i one = _mm512_set1_epi32(0x00010001);
     __m512i h = hi;
     if (_mm512_cmpge_epu16_mask(_mm512_and_si512(hi, _mm512_set1_epi32(0x7fff7fff)), _mm512_set1_epi32(0x7f807f80))) {
         h = _mm512_maskz_inserti64x4(STS__ALL8, _mm512_castsi256_si512(sts__z_bf16(a, rne)), sts__z_bf16(b, rne), 1);
     } else if (rne) {
-        const __m512i even = _mm512_set_epi32(0x003e003c, 0x003a0038, 0x00360034, 0x00320030, 0x002e002c, 0x002a0028, 0x00260024, 0x00220020, 0x001e001c, 0x001a0018, 0x00160014, 0x00120010, 0x000e000c, 0x000a0008, 0x00060004, 0x00020000);
+        const __m512i even = _mm512_set_epi32(0x003e003c, 0x003a0038, 0x00360034, 0x00320030, 0x002e002c, 0x002a0028,
+                                              0x00260024, 0x00220020, 0x001e001c, 0x001a0018, 0x00160014, 0x00120010,
+                                              0x000e000c, 0x000a0008, 0x00060004, 0x00020000);
         const __m512i lo = _mm512_permutex2var_epi16(a, even, b);
-        __mmask32 up = _mm512_cmpgt_epu16_mask(lo, k8000) | (_mm512_cmpeq_epi16_mask(lo, k8000) & _mm512_test_epi16_mask(hi, one));
+        __mmask32 up = _mm512_cmpgt_epu16_mask(lo, k8000) |
+                       (_mm512_cmpeq_epi16_mask(lo, k8000) & _mm512_test_epi16_mask(hi, one));
         h = _mm512_mask_add_epi16(hi, up, hi, one);
     }
     sts__z_st512(d, h, nt);   /* whole 64-byte lines */
@@ -4324,7 +4568,8 @@ STS__PRIVATE int sts__cpu_detect(void) {
 #endif
     unsigned a, b, c, d;
     __builtin_cpu_init();
-    __asm__ __volatile__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(1u), "c"(0u));  /* leaf 1: F16C is ECX bit 29 */
+    /* leaf 1: F16C is ECX bit 29 */
+    __asm__ __volatile__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(1u), "c"(0u));
     (void)a; (void)b; (void)d;
     if (!__builtin_cpu_supports("avx2") || !(c >> 29 & 1u)) return lvl;
     lvl = STS__ISA_AVX2;
@@ -4340,9 +4585,7 @@ STS__PRIVATE int sts__isa(void) {
     }
     return v - 1;
 }
-#elif defined(STS__SSE2)
-STS__PRIVATE int sts__isa(void) { return STS__ISA_BASE; }
-#elif defined(STS__NEON)
+#elif defined(STS__SSE2) || defined(STS__NEON)
 STS__PRIVATE int sts__isa(void) { return STS__ISA_BASE; }
 #else
 STS__PRIVATE int sts__isa(void) { return STS__ISA_SCALAR; }
@@ -4611,8 +4854,10 @@ STSDEF int sts_convert_supported(sts_dtype dst, sts_dtype src) {
 STS__PRIVATE int sts__hot_pair(sts_dtype dst, sts_dtype src, sts_rounding r) {
     if (src == STS_DTYPE_BF16 && dst == STS_DTYPE_F32) return STS__K_BF16_F32;
     if (src == STS_DTYPE_F16 && dst == STS_DTYPE_F32) return STS__K_F16_F32;
-    if (src == STS_DTYPE_F32 && dst == STS_DTYPE_BF16) return r == STS_ROUND_NEAREST_EVEN ? STS__K_F32_BF16_RNE : STS__K_F32_BF16_RZ;
-    if (src == STS_DTYPE_F32 && dst == STS_DTYPE_F16) return r == STS_ROUND_NEAREST_EVEN ? STS__K_F32_F16_RNE : STS__K_F32_F16_RZ;
+    if (src == STS_DTYPE_F32 && dst == STS_DTYPE_BF16)
+        return r == STS_ROUND_NEAREST_EVEN ? STS__K_F32_BF16_RNE : STS__K_F32_BF16_RZ;
+    if (src == STS_DTYPE_F32 && dst == STS_DTYPE_F16)
+        return r == STS_ROUND_NEAREST_EVEN ? STS__K_F32_F16_RNE : STS__K_F32_F16_RZ;
     return -1;
 }
 
@@ -4622,39 +4867,47 @@ STS__PRIVATE sts_result sts__convert_at(void *dst, sts_dtype dt, const void *src
     size_t n_out = count, sbytes, dbytes;
     int k;
     if ((unsigned)dt >= (unsigned)STS_DTYPE_COUNT || (unsigned)st >= (unsigned)STS_DTYPE_COUNT)
-        return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "convert: dtype out of range (src %d, dst %d)", (int)st, (int)dt);
+        return sts__failx(err, STS_RULE_ARGUMENT, "convert: dtype out of range (src %d, dst %d)", (int)st, (int)dt);
     if ((unsigned)rounding >= (unsigned)STS_ROUNDING_COUNT)
-        return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "convert: rounding %d is neither STS_ROUND_TRUNCATE (0) nor STS_ROUND_NEAREST_EVEN (1)", (int)rounding);
+        return sts__failx(err, STS_RULE_ARGUMENT,
+                          "convert: rounding %d is neither STS_ROUND_TRUNCATE (0) nor STS_ROUND_NEAREST_EVEN (1)",
+                          (int)rounding);
     if (!sts_convert_supported(dt, st)) {
         const char *why = st == STS_DTYPE_F4 || st == STS_DTYPE_F6_E2M3 || st == STS_DTYPE_F6_E3M2
             ? "F4 and F6 values have no decoder; they can only be copied to their own dtype"
             : st == STS_DTYPE_C64 ? "C64 converts only to F32 or F64 (interleaved re, im) or to C64"
-            : "targets are the 12 seed dtypes F16 F32 F64 BF16 U8 I8 U16 I16 U32 I32 U64 I64 (or the source's own dtype)";
-        return sts__fail(err, STS_RULE_UNSUPPORTED, STS_OFFSET_UNKNOWN, "convert: no conversion from %s to %s: %s",
-                         sts_dtype_name(st), sts_dtype_name(dt), why);
+            : "targets are the 12 seed dtypes F16 F32 F64 BF16 U8 I8 U16 I16 U32 I32 U64 I64 "
+              "(or the source's own dtype)";
+        return sts__failx(err, STS_RULE_UNSUPPORTED, "convert: no conversion from %s to %s: %s",
+                          sts_dtype_name(st), sts_dtype_name(dt), why);
     }
     if (dt == st) {   /* a copy, sub-byte dtypes included */
         unsigned bits = sts_dtype_bits(st);
         if (count > (size_t)-1 / bits)
-            return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "convert: %z %s elements overflow size_t bytes", count, sts_dtype_name(st));
+            return sts__failx(err, STS_RULE_ARGUMENT,
+                              "convert: %z %s elements overflow size_t bytes", count, sts_dtype_name(st));
         if (count * bits % 8 != 0)
-            return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "convert: %z %s elements are not a whole number of bytes", count, sts_dtype_name(st));
+            return sts__failx(err, STS_RULE_ARGUMENT,
+                              "convert: %z %s elements are not a whole number of bytes", count, sts_dtype_name(st));
         sbytes = dbytes = count * bits / 8;
     } else {
         if (st == STS_DTYPE_C64 && !sts__mulsz(count, 2, &n_out))
-            return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "convert: %z C64 elements overflow size_t", count);
+            return sts__failx(err, STS_RULE_ARGUMENT, "convert: %z C64 elements overflow size_t", count);
         if (!sts__mulsz(count, sts_dtype_bits(st) / 8, &sbytes) || !sts__mulsz(n_out, sts_dtype_bits(dt) / 8, &dbytes))
-            return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "convert: %z elements from %s to %s overflow size_t bytes",
-                             count, sts_dtype_name(st), sts_dtype_name(dt));
+            return sts__failx(err, STS_RULE_ARGUMENT, "convert: %z elements from %s to %s overflow size_t bytes",
+                              count, sts_dtype_name(st), sts_dtype_name(dt));
     }
     if (count && (!dst || !src))
-        return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "convert: %s pointer is NULL with count %z", !dst ? "dst" : "src", count);
+        return sts__failx(err, STS_RULE_ARGUMENT,
+                          "convert: %s pointer is NULL with count %z", !dst ? "dst" : "src", count);
     (void)dbytes;
     if (count == 0) { sts__ok(err); return STS_OK; }
     if (dt == st) memmove(dst, src, sbytes);
     else if (st == STS_DTYPE_C64 && dt == STS_DTYPE_F32) memcpy(dst, src, sbytes);  /* same bytes */
-    else if (st == STS_DTYPE_C64) sts__convert_generic((uint8_t *)dst, dt, (const uint8_t *)src, STS_DTYPE_F32, n_out, 1);
-    else if ((k = sts__hot_pair(dt, st, rounding)) >= 0) sts__kernel_at(k, isa)((uint8_t *)dst, (const uint8_t *)src, count);
+    else if (st == STS_DTYPE_C64)
+        sts__convert_generic((uint8_t *)dst, dt, (const uint8_t *)src, STS_DTYPE_F32, n_out, 1);
+    else if ((k = sts__hot_pair(dt, st, rounding)) >= 0)
+        sts__kernel_at(k, isa)((uint8_t *)dst, (const uint8_t *)src, count);
     else sts__convert_generic((uint8_t *)dst, dt, (const uint8_t *)src, st, count, rounding == STS_ROUND_NEAREST_EVEN);
     sts__ok(err);
     return STS_OK;
@@ -4679,8 +4932,6 @@ STS__PRIVATE const char *sts__isa_name(int isa) {
     }
 }
 STSDEF const char *sts_convert_isa(void) { return sts__isa_name(sts__isa()); }
-
-#endif /* STS_IMPLEMENTATION (codec) */
 
 /* ==============================================================================================
    >>dataset_common  8a. dataset common
@@ -5178,17 +5429,11 @@ STS__PRIVATE void sts__trim(const char **s, size_t *n) {
 }
 /* A decimal integer in [0, 2^64), surrounding blanks allowed; 1 on success. */
 STS__PRIVATE int sts__text_u64(const char *s, uint64_t *v) {
-    size_t n = strlen(s), i;
-    uint64_t x = 0;
+    size_t n = strlen(s);
+    uint64_t x;
+    int big;
     sts__trim(&s, &n);
-    if (!n) return 0;
-    for (i = 0; i < n; i++) {
-        uint64_t d;
-        if (s[i] < '0' || s[i] > '9') return 0;
-        d = (uint64_t)(s[i] - '0');
-        if (x > (UINT64_MAX - d) / 10) return 0;
-        x = x * 10 + d;
-    }
+    if (!n || sts__dec_u64((const uint8_t *)s, (const uint8_t *)s + n, &x, &big) != n || big) return 0;
     *v = x;
     return 1;
 }
