@@ -1090,15 +1090,6 @@ STS__PRIVATE sts_result sts__fail_code(sts_error *err, sts_result code, sts_rule
     va_end(ap);
     return r;
 }
-/* sts__fail for rejections that have no byte offset in a file. */
-STS__PRIVATE sts_result sts__failx(sts_error *err, sts_rule rule, const char *fmt, ...) {
-    sts_result r;
-    va_list ap;
-    va_start(ap, fmt);
-    r = sts__failv(err, sts__rule_codes[rule], rule, STS_OFFSET_UNKNOWN, fmt, ap);
-    va_end(ap);
-    return r;
-}
 STS__PRIVATE sts_result sts__nomem(sts_error *err, const char *what) {
     return sts__failx(err, STS_RULE_ALLOC, "out of memory while allocating %s", what);
 }

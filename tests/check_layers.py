@@ -76,6 +76,7 @@ def check(text):
         if may:
             lst = re.sub(r"\([^)]*\)", "", may.group(1))
             lst = lst.split("\n   =")[0]
+            lst = re.split(r"\.(\s|$)", lst)[0]  # the list ends with its sentence
             for part in re.split(r",|\band\b", lst):
                 part = part.strip().strip(".").lower()
                 if not part or part.startswith("the c library") or part == "nothing":
@@ -161,8 +162,8 @@ def check(text):
 def self_test(text):
     """Each planted fault must be found: a system call, errno and a call up into dataset write
     from dataset read, a call to a later layer from io, an anchor missing from the contents."""
-    def plant(after, code):
-        at = text.index("\n", text.index(after)) + 1
+    def plant(after, code):  # into the section whose banner holds `after`, right after the banner
+        at = text.index("\n", re.search(r"^   " + after + r"\s+\d", text, re.M).start()) + 1
         at = text.index("*/", at) + 3
         return text[:at] + code + "\n" + text[at:]
     mutants = {
