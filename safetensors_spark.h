@@ -25,6 +25,7 @@
                the task writers' write-behind thread                      >>write_behind
          6  writer: reference-identical single-file writer                >>writer
          7  codec: dtype conversions, truncation and RNE, SIMD             >>codec
+               CRC-32C, the shards' checksum                              >>crc32c
          8a dataset common: names, schema columns, the manifest reader    >>dataset_common
          8  dataset write                                                 >>dataset_write
                write options, typed and as strings                        >>ds_options
@@ -4227,7 +4228,8 @@ STSDEF sts_result sts_write_path(const char *path, const sts_tensor_spec *specs,
    every integer target. Same-dtype copies and C64 -> F32 are memmove/memcpy. The hot pairs
    (F32 <-> F16, F32 <-> BF16) have kernels: a scalar twin plus SSE2, AVX2+F16C and AVX-512 (F+BW)
    versions picked at run time (per-function target attributes, no -m flags needed), and NEON on
-   little-endian AArch64. All give the same bits; the tests check it exhaustively.
+   little-endian AArch64. All give the same bits; the tests check it exhaustively. Also CRC-32C
+   (>>crc32c), the shards' checksum: SSE4.2 + PCLMUL lanes, or a portable table loop.
    Thread safety: the only state is the CPU-feature word, computed on first use and kept with
    relaxed atomic loads/stores (two threads may both compute it; they store the same value).
    May call: util, dtype.
