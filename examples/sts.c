@@ -1551,7 +1551,7 @@ static int cmd_convert(int argc, char **argv) {
 static int cmd_bench(int argc, char **argv) {
     enum { NT = 10000, REPS = 20 };
     size_t i, cap = (size_t)NT * 140 + 1024, len = 0;
-    char *h = (char *)malloc(cap + 8);
+    char *h;
     uint64_t off = 0, total;
     double best = 1e9, t;
     int rep;
@@ -1562,7 +1562,7 @@ static int cmd_bench(int argc, char **argv) {
     uint16_t *dst;
     (void)argv;
     if (argc > 1) return usage_error("unexpected argument %s", argv[1]);
-    if (!h) return EXIT_INVALID;
+    if (!(h = (char *)malloc(cap + 8))) return out_of_memory();
     /* a writer-shaped header of 10,000 BF16 tensors */
     len += (size_t)snprintf(h + 8 + len, cap - len, "{\"__metadata__\":{\"format\":\"pt\"}");
     for (i = 0; i < NT; i++) {
