@@ -8,11 +8,17 @@
    Supported element types: the ones with a safetensors dtype: bool (|b1), int8/uint8, (u)int16,
    (u)int32, (u)int64, float16, float32, float64 and complex64, little-endian ('<') or
    byte-order-free ('|'). Refused with a clear message: Fortran order, big-endian data, object
-   arrays, structured dtypes, and anything else. Loading maps the file (zero-copy). */
+   arrays, structured dtypes, and anything else. Loading maps the file (zero-copy); it opens the
+   path without blocking and refuses anything but a regular file (a FIFO is refused, not waited
+   on). Messages are allocated (never cut): the caller frees them. Writing is the caller's: it
+   gets the header bytes from npy_header and sends them where it writes (sts writes through a
+   temporary and a rename). */
 #ifndef STS_NPY_H
 #define STS_NPY_H
 
 #include <stdio.h>
+#include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +46,21 @@ static const struct { const char *descr; sts_dtype dtype; } npy_types[] = {
     { "<f8", STS_DTYPE_F64 }, { "<c8", STS_DTYPE_C64 },
 };
 
+/* An allocated message (NULL when even that fails: the caller then says "out of memory"). */
+static char *npy__msg(const char *fmt, ...) {
+    va_list ap;
+    int n;
+    char *m;
+    va_start(ap, fmt);
+    n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || !(m = (char *)malloc((size_t)n + 1))) return NULL;
+    va_start(ap, fmt);
+    vsnprintf(m, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return m;
+}
+
 /* The value after 'key': in the header dict, or NULL. */
 static const char *npy__find(const char *h, size_t n, const char *key) {
     size_t kl = strlen(key), i;
@@ -57,57 +78,89 @@ static void npy_free(npy_array *a) {
     memset(a, 0, sizeof *a);
 }
 
-/* Returns 0, or -1 with a message in err. */
-static int npy_load(const char *path, npy_array *a, char *err, size_t errlen) {
+/* What a file that is not a regular file is, for messages. */
+static const char *npy_file_kind(mode_t m) {
+    if (S_ISDIR(m)) return "a folder";
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISSOCK(m)) return "a socket";
+    if (S_ISCHR(m) || S_ISBLK(m)) return "a device";
+    return "not a regular file";
+}
+
+/* Opens path for reading without blocking (open(2) on a FIFO waits for a writer otherwise), and
+   refuses anything but a regular file. Returns the descriptor (blocking again), or -1 with
+   *err set (allocated). */
+static int npy_open_regular(const char *path, const char *expected, struct stat *st, char **err) {
+    int fd, fl;
+    do fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); while (fd < 0 && errno == EINTR);
+    if (fd < 0) { *err = npy__msg("%s: cannot open: %s", path, strerror(errno)); return -1; }
+    if (fstat(fd, st) != 0) { *err = npy__msg("%s: cannot stat: %s", path, strerror(errno)); close(fd); return -1; }
+    if (!S_ISREG(st->st_mode)) {
+        *err = S_ISDIR(st->st_mode) ? npy__msg("%s: not a regular file (%s is expected)", path, expected)
+                                    : npy__msg("%s: not a regular file (%s, where %s is expected): refused rather than waited on",
+                                               path, npy_file_kind(st->st_mode), expected);
+        close(fd);
+        return -1;
+    }
+    if ((fl = fcntl(fd, F_GETFL)) == -1 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == -1) {
+        *err = npy__msg("%s: cannot open: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Returns 0, or -1 with an allocated message in *err (NULL if out of memory). */
+static int npy_load(const char *path, npy_array *a, char **err) {
     struct stat st;
     const uint8_t *b;
     const char *h, *p, *end;
     size_t hl, hstart, i;
     uint64_t count = 1;
-    int fd = open(path, O_RDONLY);
+    int fd;
     memset(a, 0, sizeof *a);
-    if (fd < 0) { snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno)); return -1; }
-    if (fstat(fd, &st) != 0) { snprintf(err, errlen, "%s: cannot stat: %s", path, strerror(errno)); close(fd); return -1; }
-    if (!S_ISREG(st.st_mode)) { close(fd); snprintf(err, errlen, "%s: not a regular file (a .npy file is expected)", path); return -1; }
-    if (st.st_size < 12) { close(fd); snprintf(err, errlen, "%s: not a .npy file (too short)", path); return -1; }
+    *err = NULL;
+    if ((fd = npy_open_regular(path, "a .npy file", &st, err)) < 0) return -1;
+    if (st.st_size < 12) { close(fd); *err = npy__msg("%s: not a .npy file (too short)", path); return -1; }
     a->map_size = (size_t)st.st_size;
     a->map = mmap(NULL, a->map_size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
-    if (a->map == MAP_FAILED) { a->map = NULL; snprintf(err, errlen, "%s: cannot map: %s", path, strerror(errno)); return -1; }
+    if (a->map == MAP_FAILED) { a->map = NULL; *err = npy__msg("%s: cannot map: %s", path, strerror(errno)); return -1; }
     b = (const uint8_t *)a->map;
-    if (memcmp(b, "\x93NUMPY", 6) != 0) { snprintf(err, errlen, "%s: not a .npy file (bad magic)", path); npy_free(a); return -1; }
+#define NPY__FAIL(...) do { *err = npy__msg(__VA_ARGS__); npy_free(a); return -1; } while (0)
+    if (memcmp(b, "\x93NUMPY", 6) != 0) NPY__FAIL("%s: not a .npy file (bad magic)", path);
     a->version = b[6];
     if (a->version == 1) { hl = (size_t)b[8] | (size_t)b[9] << 8; hstart = 10; }
     else if (a->version == 2 || a->version == 3) { hl = (size_t)b[8] | (size_t)b[9] << 8 | (size_t)b[10] << 16 | (size_t)b[11] << 24; hstart = 12; }
-    else { snprintf(err, errlen, "%s: .npy version %d.%d is not supported (1, 2 and 3 are)", path, b[6], b[7]); npy_free(a); return -1; }
-    if (hstart + hl > a->map_size) { snprintf(err, errlen, "%s: truncated .npy header", path); npy_free(a); return -1; }
+    else NPY__FAIL("%s: .npy version %d.%d is not supported (1, 2 and 3 are)", path, b[6], b[7]);
+    if (hl > a->map_size - hstart) NPY__FAIL("%s: truncated .npy header", path);
     h = (const char *)b + hstart;
     end = h + hl;
     /* descr */
     p = npy__find(h, hl, "descr");
-    if (!p || (*p != '\'' && *p != '"')) { snprintf(err, errlen, "%s: the .npy header has no descr string (structured dtypes are not supported)", path); npy_free(a); return -1; }
+    if (!p || (*p != '\'' && *p != '"')) NPY__FAIL("%s: the .npy header has no descr string (structured dtypes are not supported)", path);
     {
         char q = *p++, d[16];
         size_t n = 0;
         int found = 0;
         while (p < end && *p != q && n < sizeof d - 1) d[n++] = *p++;
         d[n] = 0;
-        if (d[0] == '>' && strcmp(d, ">u1") != 0 && strcmp(d, ">i1") != 0) { snprintf(err, errlen, "%s: big-endian data ('%s') is not supported; use arr.astype(arr.dtype.newbyteorder('<'))", path, d); npy_free(a); return -1; }
-        if (strchr(d, 'O')) { snprintf(err, errlen, "%s: object arrays ('%s') cannot become tensors", path, d); npy_free(a); return -1; }
+        if (d[0] == '>' && strcmp(d, ">u1") != 0 && strcmp(d, ">i1") != 0) NPY__FAIL("%s: big-endian data ('%s') is not supported; use arr.astype(arr.dtype.newbyteorder('<'))", path, d);
+        if (strchr(d, 'O')) NPY__FAIL("%s: object arrays ('%s') cannot become tensors", path, d);
         if (d[0] == '>') d[0] = '|';
         if (d[0] == '=') d[0] = '<';
         for (i = 0; i < sizeof npy_types / sizeof npy_types[0]; i++)
             if (strcmp(d, npy_types[i].descr) == 0) { a->dtype = npy_types[i].dtype; found = 1; break; }
-        if (!found) { snprintf(err, errlen, "%s: element type '%s' has no safetensors dtype", path, d); npy_free(a); return -1; }
+        if (!found) NPY__FAIL("%s: element type '%s' has no safetensors dtype", path, d);
     }
     /* fortran_order */
     p = npy__find(h, hl, "fortran_order");
-    if (!p) { snprintf(err, errlen, "%s: the .npy header has no fortran_order", path); npy_free(a); return -1; }
-    if (strncmp(p, "True", 4) == 0) { snprintf(err, errlen, "%s: Fortran-order arrays are not supported; save np.ascontiguousarray(arr)", path); npy_free(a); return -1; }
-    if (strncmp(p, "False", 5) != 0) { snprintf(err, errlen, "%s: bad fortran_order value", path); npy_free(a); return -1; }
+    if (!p) NPY__FAIL("%s: the .npy header has no fortran_order", path);
+    if ((size_t)(end - p) >= 4 && strncmp(p, "True", 4) == 0) NPY__FAIL("%s: Fortran-order arrays are not supported; save np.ascontiguousarray(arr)", path);
+    if ((size_t)(end - p) < 5 || strncmp(p, "False", 5) != 0) NPY__FAIL("%s: bad fortran_order value", path);
     /* shape */
     p = npy__find(h, hl, "shape");
-    if (!p || *p != '(') { snprintf(err, errlen, "%s: the .npy header has no shape tuple", path); npy_free(a); return -1; }
+    if (!p || *p != '(') NPY__FAIL("%s: the .npy header has no shape tuple", path);
     p++;
     for (;;) {
         uint64_t v = 0;
@@ -115,25 +168,23 @@ static int npy_load(const char *path, npy_array *a, char *err, size_t errlen) {
         while (p < end && (*p == ' ' || *p == ',')) p++;
         if (p < end && *p == ')') break;
         while (p < end && *p >= '0' && *p <= '9') {
-            if (v > (UINT64_MAX - 9) / 10) { snprintf(err, errlen, "%s: shape overflows", path); npy_free(a); return -1; }
+            if (v > (UINT64_MAX - 9) / 10) NPY__FAIL("%s: shape overflows", path);
             v = v * 10 + (uint64_t)(*p++ - '0');
             digits++;
         }
         while (p < end && *p == 'L') p++;  /* Python 2 longs */
-        if (!digits || a->rank == NPY_MAX_RANK) { snprintf(err, errlen, "%s: bad shape in the .npy header", path); npy_free(a); return -1; }
+        if (!digits || a->rank == NPY_MAX_RANK) NPY__FAIL("%s: bad shape in the .npy header", path);
         a->shape[a->rank++] = v;
-        if (count && v > UINT64_MAX / (count ? count : 1)) { snprintf(err, errlen, "%s: shape overflows", path); npy_free(a); return -1; }
+        if (count && v > UINT64_MAX / (count ? count : 1)) NPY__FAIL("%s: shape overflows", path);
         count *= v;
     }
     a->data = b + hstart + hl;
-    if (count > UINT64_MAX / 8) { snprintf(err, errlen, "%s: shape overflows", path); npy_free(a); return -1; }
+    if (count > UINT64_MAX / 8) NPY__FAIL("%s: shape overflows", path);
     a->nbytes = count * sts_dtype_bits(a->dtype) / 8;
-    if (a->nbytes != a->map_size - hstart - hl) {
-        snprintf(err, errlen, "%s: the data holds %llu bytes, the header announces %llu", path,
-                 (unsigned long long)(a->map_size - hstart - hl), (unsigned long long)a->nbytes);
-        npy_free(a);
-        return -1;
-    }
+    if (a->nbytes != a->map_size - hstart - hl)
+        NPY__FAIL("%s: the data holds %llu bytes, the header announces %llu", path,
+                  (unsigned long long)(a->map_size - hstart - hl), (unsigned long long)a->nbytes);
+#undef NPY__FAIL
     return 0;
 }
 
@@ -155,40 +206,41 @@ static const char *npy_descr(sts_dtype d) {
     default: return NULL;
     }
 }
-/* Writes path through a temporary and a rename. Version 1.0 unless the header needs 2.0.
-   0, or -1 with a message in err. */
-static int npy_save(const char *path, sts_dtype dtype, uint32_t rank, const uint64_t *shape, const void *data, uint64_t nbytes,
-                    char *err, size_t errlen) {
-    char hdr[4096], tmp[4096];
+/* The bytes of a .npy file before its data: magic, version (1.0 unless the header needs 2.0),
+   header length and the dict padded so that the data starts at a multiple of 64. Returns an
+   allocated buffer of *len bytes, or NULL with an allocated message in *err. */
+static uint8_t *npy_header(sts_dtype dtype, uint32_t rank, const uint64_t *shape, size_t *len, char **err) {
     const char *descr = npy_descr(dtype);
-    size_t n, i, pad, hl;
-    int version = 1, fd;
-    FILE *f;
+    size_t n = 0, cap, i, pad, hl, pre;
+    int version = 1;
+    char *dict;
+    uint8_t *out;
+    *err = NULL;
     if (!descr) {
-        snprintf(err, errlen, "%s: dtype %s has no NumPy type (convert it first, e.g. sts convert --dtype F32)", path, sts_dtype_name(dtype));
-        return -1;
+        *err = npy__msg("dtype %s has no NumPy type (convert it first, e.g. sts convert --dtype F32)", sts_dtype_name(dtype));
+        return NULL;
     }
-    if (rank > NPY_MAX_RANK) { snprintf(err, errlen, "%s: rank %u is too large for this tool", path, (unsigned)rank); return -1; }
-    n = (size_t)snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
+    cap = 64 + (size_t)rank * 22;  /* a uint64 is at most 20 digits, plus ", " */
+    if (!(dict = (char *)malloc(cap))) return NULL;
+    n += (size_t)snprintf(dict + n, cap - n, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
     for (i = 0; i < rank; i++)  /* Python tuples: (), (3,), (2, 3) */
-        n += (size_t)snprintf(hdr + n, sizeof hdr - n, i ? ", %llu" : "%llu", (unsigned long long)shape[i]);
-    n += (size_t)snprintf(hdr + n, sizeof hdr - n, rank == 1 ? ",), }" : "), }");
-    pad = (64 - (10 + n + 1) % 64) % 64;   /* data at a multiple of 64 */
+        n += (size_t)snprintf(dict + n, cap - n, i ? ", %llu" : "%llu", (unsigned long long)shape[i]);
+    n += (size_t)snprintf(dict + n, cap - n, rank == 1 ? ",), }" : "), }");
+    pre = 10;
+    pad = (64 - (pre + n + 1) % 64) % 64;
     hl = n + pad + 1;
-    if (hl > 65535) { version = 2; pad = (64 - (12 + n + 1) % 64) % 64; hl = n + pad + 1; }
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    if (fd < 0 || !(f = fdopen(fd, "wb"))) { snprintf(err, errlen, "%s: cannot create: %s", path, strerror(errno)); if (fd >= 0) close(fd); return -1; }
-    fwrite("\x93NUMPY", 1, 6, f);
-    fputc(version, f);
-    fputc(0, f);
-    for (i = 0; i < (version == 1 ? 2u : 4u); i++) fputc((int)((hl >> (8 * i)) & 255), f);
-    fwrite(hdr, 1, n, f);
-    for (i = 0; i < pad; i++) fputc(' ', f);
-    fputc('\n', f);
-    if (nbytes && fwrite(data, 1, (size_t)nbytes, f) != (size_t)nbytes) { fclose(f); unlink(tmp); snprintf(err, errlen, "%s: write failed", path); return -1; }
-    if (fclose(f) != 0 || rename(tmp, path) != 0) { unlink(tmp); snprintf(err, errlen, "%s: write failed: %s", path, strerror(errno)); return -1; }
-    return 0;
+    if (hl > 65535) { version = 2; pre = 12; pad = (64 - (pre + n + 1) % 64) % 64; hl = n + pad + 1; }
+    if (!(out = (uint8_t *)malloc(pre + hl))) { free(dict); return NULL; }
+    memcpy(out, "\x93NUMPY", 6);
+    out[6] = (uint8_t)version;
+    out[7] = 0;
+    for (i = 0; i < pre - 8; i++) out[8 + i] = (uint8_t)((hl >> (8 * i)) & 255);
+    memcpy(out + pre, dict, n);
+    memset(out + pre + n, ' ', pad);
+    out[pre + hl - 1] = '\n';
+    free(dict);
+    *len = pre + hl;
+    return out;
 }
 
 #endif /* STS_NPY_H */

@@ -1,6 +1,7 @@
 /* sts: the safetensors_spark.h command-line tool.
    Exit codes: 0 success, 1 invalid input (a file fails validation, a key is missing, a dataset is
    inconsistent, an I/O error), 2 usage error. Every command answers --help. */
+#define _XOPEN_SOURCE 700           /* POSIX 2008 with realpath, before any system header */
 #define STS_IMPLEMENTATION
 #include "../safetensors_spark.h"
 #include "npy.h"
@@ -11,6 +12,11 @@
 #include <errno.h>
 #include <time.h>
 #include <unistd.h>
+#include <signal.h>
+#include <poll.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 
 #define EXIT_INVALID 1
 #define EXIT_USAGE 2
@@ -75,7 +81,355 @@ static double now_s(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
+static int out_of_memory(void) {
+    fprintf(stderr, "%s: out of memory\n", prog_cmd);
+    return EXIT_INVALID;
+}
+/* dir + "/" + name, allocated: paths are never cut. NULL when out of memory. */
+static char *path_join(const char *dir, const char *name) {
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = (char *)malloc(a + b + 2);
+    if (!p) return NULL;
+    memcpy(p, dir, a);
+    p[a] = '/';
+    memcpy(p + a + 1, name, b + 1);
+    return p;
+}
+/* A growing string (no fixed buffers): oom is set, and further appends ignored, when memory runs out. */
+typedef struct sbuf { char *p; size_t n, cap; int oom; } sbuf;
+static void sb_add(sbuf *b, const char *s, size_t n) {
+    if (b->oom) return;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        char *q;
+        while (cap < b->n + n + 1) cap *= 2;
+        if (!(q = (char *)realloc(b->p, cap))) { b->oom = 1; return; }
+        b->p = q;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = 0;
+}
+static void sb_str(sbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
+static void sb_u64(sbuf *b, uint64_t v) {
+    char t[24];
+    sb_str(b, (snprintf(t, sizeof t, "%llu", (unsigned long long)v), t));
+}
+static void sb_json_body(sbuf *b, const char *s) {  /* a JSON string's body: quotes, backslashes, controls escaped */
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        char t[8];
+        if (c == '"') sb_str(b, "\\\"");
+        else if (c == '\\') sb_str(b, "\\\\");
+        else if (c < 0x20) sb_str(b, (snprintf(t, sizeof t, "\\u%04x", c), t));
+        else sb_add(b, (const char *)&c, 1);
+    }
+}
 
+/* ---- inputs and outputs --------------------------------------------------------------------------
+   Every file a command writes goes to a temporary beside it (same folder, hidden name), is fsynced
+   and renamed over the target only when complete; on failure (or a signal) the temporary goes and
+   the target is as it was. A target that is one of the command's inputs (same device and inode:
+   a dataset's shards, manifest and index included) is refused before anything is written, and so
+   is one that exists but is not a regular file. "-" is standard output, which gets no binary while
+   it is a terminal unless the command was given --force-tty. */
+typedef struct file_id { dev_t dev; ino_t ino; char *path; } file_id;
+typedef struct input_set { file_id *v; size_t n, cap; } input_set;
+
+static void inputs_free(input_set *s) {
+    size_t i;
+    for (i = 0; i < s->n; i++) free(s->v[i].path);
+    free(s->v);
+    memset(s, 0, sizeof *s);
+}
+/* Records path as an input when it exists (stat follows links: a link to an input is that input).
+   0, or -1 when out of memory. */
+static int inputs_add(input_set *s, const char *path) {
+    struct stat st;
+    size_t len = strlen(path);
+    if (stat(path, &st) != 0) return 0;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 8;
+        file_id *v = (file_id *)realloc(s->v, cap * sizeof *v);
+        if (!v) return -1;
+        s->v = v;
+        s->cap = cap;
+    }
+    if (!(s->v[s->n].path = (char *)malloc(len + 1))) return -1;
+    memcpy(s->v[s->n].path, path, len + 1);
+    s->v[s->n].dev = st.st_dev;
+    s->v[s->n].ino = st.st_ino;
+    s->n++;
+    return 0;
+}
+/* A dataset's inputs: a single file, or the folder's manifest, index and every shard it reads. */
+static int inputs_add_dataset(input_set *s, const char *path, const sts_dataset *ds) {
+    static const char *const meta[] = { "dataset_manifest.json", "_tensor_index.json", "_tensor_index.csv" };
+    size_t i, n = sts_dataset_describe(ds).files;
+    if (!is_dir(path)) return inputs_add(s, path);
+    for (i = 0; i < 3 + n; i++) {
+        char *p = path_join(path, i < 3 ? meta[i] : sts_dataset_file(ds, i - 3));
+        int r = p ? inputs_add(s, p) : -1;
+        free(p);
+        if (r) return r;
+    }
+    return 0;
+}
+static const file_id *inputs_match(const input_set *s, const struct stat *st) {
+    size_t i;
+    for (i = 0; s && i < s->n; i++)
+        if (s->v[i].dev == st->st_dev && s->v[i].ino == st->st_ino) return &s->v[i];
+    return NULL;
+}
+
+static char *volatile out_live_tmp;  /* the temporary being written, for the signal handler */
+static void out_on_signal(int sig) {
+    char *t = out_live_tmp;
+    if (t) unlink(t);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+typedef struct out_file {
+    const char *name;   /* as given, for messages */
+    char *final;        /* what the rename replaces: a symbolic link's target, else NULL (name) */
+    char *tmp;          /* the temporary; NULL for standard output */
+    int fd;
+    int err;            /* the first write error (errno) */
+} out_file;
+
+/* Refuses target when it exists and is not a regular file, or is one of the inputs. 0, or an exit
+   code once the reason is printed. *st_out (when given) gets the target's status, *exists whether
+   there is one. Used by every command that writes a file, before it writes anything. */
+static int out_check(const char *target, const input_set *in, struct stat *st_out, int *exists, char **resolved) {
+    struct stat st;
+    const file_id *m;
+    *exists = 0;
+    if (resolved) *resolved = NULL;
+    if (lstat(target, &st) != 0) {
+        if (errno == ENOENT) return 0;  /* a new file (a missing folder is reported when the temporary is created) */
+        fprintf(stderr, "%s: cannot use %s: %s\n", prog_cmd, target, strerror(errno));
+        return EXIT_INVALID;
+    }
+    if (S_ISLNK(st.st_mode)) {  /* write beside the link's target and replace that file, keeping the link */
+        if (stat(target, &st) != 0) {
+            fprintf(stderr, "%s: %s is a symbolic link to nothing (%s): give the file to write itself\n", prog_cmd, target, strerror(errno));
+            return EXIT_INVALID;
+        }
+        if (resolved && S_ISREG(st.st_mode) && !(*resolved = realpath(target, NULL))) {
+            fprintf(stderr, "%s: cannot resolve %s: %s\n", prog_cmd, target, strerror(errno));
+            return EXIT_INVALID;
+        }
+    }
+    *exists = 1;
+    if (!S_ISREG(st.st_mode)) {
+        fprintf(stderr, "%s: %s is %s, not a regular file: nothing written (give a file, or -o - and redirect standard output)\n",
+                prog_cmd, target, npy_file_kind(st.st_mode));
+        if (resolved) { free(*resolved); *resolved = NULL; }
+        return EXIT_INVALID;
+    }
+    if ((m = inputs_match(in, &st)) != NULL) {
+        if (strcmp(m->path, target) == 0) fprintf(stderr, "%s: %s is an input of this command: refused, nothing written\n", prog_cmd, target);
+        else fprintf(stderr, "%s: %s is the same file as the input %s: refused, nothing written\n", prog_cmd, target, m->path);
+        if (resolved) { free(*resolved); *resolved = NULL; }
+        return EXIT_INVALID;
+    }
+    if (st_out) *st_out = st;
+    return 0;
+}
+/* Standard output for binary data: refused while it is a terminal unless force_tty. */
+static int out_stdout_ok(int force_tty, const char *what) {
+    if (!force_tty && isatty(1)) {
+        fprintf(stderr, "%s: standard output is a terminal: %s not written there (redirect it, give -o FILE, or add --force-tty)\n",
+                prog_cmd, what);
+        return 0;
+    }
+    return 1;
+}
+/* Opens an output: "-" is standard output (see out_stdout_ok); any other target is checked with
+   out_check and gets a temporary beside it. 0, or an exit code once the reason is printed;
+   nothing is created then. */
+static int out_open(out_file *o, const char *target, const input_set *in, int force_tty, const char *what) {
+    static int handlers;
+    struct stat st;
+    const char *fin, *base;
+    size_t dir_len, cap;
+    int exists, code, tries;
+    memset(o, 0, sizeof *o);
+    o->name = target;
+    o->fd = -1;
+    if (strcmp(target, "-") == 0) {
+        if (!out_stdout_ok(force_tty, what)) return EXIT_USAGE;
+        o->fd = 1;
+        return 0;
+    }
+    if ((code = out_check(target, in, &st, &exists, &o->final)) != 0) return code;
+    fin = o->final ? o->final : target;
+    base = strrchr(fin, '/') ? strrchr(fin, '/') + 1 : fin;
+    if (!*base) {
+        fprintf(stderr, "%s: %s names a folder, not a file\n", prog_cmd, target);
+        free(o->final);
+        return EXIT_INVALID;
+    }
+    dir_len = (size_t)(base - fin);
+    cap = strlen(fin) + 64;
+    if (!(o->tmp = (char *)malloc(cap))) { free(o->final); return out_of_memory(); }
+    if (!handlers) {
+        signal(SIGINT, out_on_signal);
+        signal(SIGTERM, out_on_signal);
+        signal(SIGHUP, out_on_signal);
+        handlers = 1;
+    }
+    for (tries = 0; tries < 100; tries++) {  /* ".<name>.sts-<pid>-<n>": hidden, and never a dataset writer's temporary */
+        snprintf(o->tmp, cap, "%.*s.%s.sts-%lx-%lx", (int)dir_len, fin, base, (unsigned long)getpid(),
+                 (unsigned long)tries + ((unsigned long)time(NULL) & 0xffff) * 100);
+        do o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, exists ? 0600 : 0666); while (o->fd < 0 && errno == EINTR);
+        if (o->fd >= 0 || errno != EEXIST) break;
+    }
+    if (o->fd < 0) {
+        fprintf(stderr, "%s: cannot create a temporary beside %s: %s (nothing written)\n", prog_cmd, target, strerror(errno));
+        free(o->tmp);
+        free(o->final);
+        o->tmp = o->final = NULL;
+        return EXIT_INVALID;
+    }
+    out_live_tmp = o->tmp;
+    if (exists && fchmod(o->fd, st.st_mode & 0777) != 0) o->err = errno;  /* the replaced file's permissions */
+    return 0;
+}
+static void out_write(out_file *o, const void *p, size_t n) {
+    const char *c = (const char *)p;
+    while (n && !o->err) {
+        ssize_t k = write(o->fd, c, n > ((size_t)1 << 30) ? (size_t)1 << 30 : n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) { o->err = k < 0 ? errno : EIO; break; }
+        c += k;
+        n -= (size_t)k;
+    }
+}
+/* Removes the temporary; the target is untouched. */
+static void out_abort(out_file *o) {
+    if (o->tmp) {
+        if (o->fd >= 0) close(o->fd);
+        out_live_tmp = NULL;
+        unlink(o->tmp);
+    }
+    free(o->tmp);
+    free(o->final);
+    memset(o, 0, sizeof *o);
+    o->fd = -1;
+}
+static int fsync_folder_of(const char *path) {  /* 0 or an errno; file systems that cannot sync folders are fine */
+    const char *slash = strrchr(path, '/');
+    size_t len = !slash || slash == path ? 1 : (size_t)(slash - path);
+    char *dir = (char *)malloc(len + 1);
+    int fd, e = 0;
+    if (!dir) return ENOMEM;
+    memcpy(dir, slash ? path : ".", len);  /* "dir", "/" or "." */
+    dir[len] = 0;
+    do fd = open(dir, O_RDONLY | O_CLOEXEC); while (fd < 0 && errno == EINTR);
+    free(dir);
+    if (fd < 0) return errno;
+    if (fsync(fd) != 0 && errno != EINVAL && errno != EBADF) e = errno;
+    close(fd);
+    return e;
+}
+/* Completes an output: fsync, close, rename over the target, fsync of its folder. On failure the
+   temporary is removed and the target is as it was. 0, or EXIT_INVALID once the reason is printed. */
+static int out_commit(out_file *o) {
+    const char *fin = o->final ? o->final : o->name;
+    int e = o->err;
+    if (!o->tmp) {  /* standard output */
+        if (e) fprintf(stderr, "%s: cannot write standard output: %s\n", prog_cmd, strerror(e));
+        return e ? EXIT_INVALID : 0;
+    }
+    if (!e && fsync(o->fd) != 0) e = errno;
+    if (close(o->fd) != 0 && !e) e = errno;
+    o->fd = -1;
+    if (!e && rename(o->tmp, fin) != 0) e = errno;
+    if (e) {
+        fprintf(stderr, "%s: cannot write %s: %s (nothing replaced)\n", prog_cmd, o->name, strerror(e));
+        out_abort(o);
+        return EXIT_INVALID;
+    }
+    out_live_tmp = NULL;
+    e = fsync_folder_of(fin);
+    free(o->tmp);
+    free(o->final);
+    o->tmp = o->final = NULL;
+    if (e) { fprintf(stderr, "%s: %s written, but its folder could not be synced: %s\n", prog_cmd, o->name, strerror(e)); return EXIT_INVALID; }
+    return 0;
+}
+
+/* Reads the whole of an input the CLI opens itself (not through the library). "-" and /dev/stdin
+   are standard input, read as a stream (a pipe, a terminal or a file); any other path must be a
+   regular file, opened without blocking so that a FIFO is refused at once instead of waited on.
+   opt names the option for messages. 0, or EXIT_INVALID once the reason is printed. */
+static int read_whole(const char *opt, const char *path, input_set *in, char **text, size_t *len) {
+    int fd = 0, stdin_ = strcmp(path, "-") == 0 || strcmp(path, "/dev/stdin") == 0;
+    size_t n = 0, cap = 4096;
+    char *buf = NULL, *msg = NULL;
+    struct stat st;
+    *text = NULL;
+    *len = 0;
+    if (!stdin_) {
+        if ((fd = npy_open_regular(path, "a text file", &st, &msg)) < 0) {
+            if (msg) fprintf(stderr, "%s: %s %s\n", prog_cmd, opt, msg);
+            free(msg);
+            return msg ? EXIT_INVALID : out_of_memory();
+        }
+        if (in && inputs_add(in, path)) { close(fd); return out_of_memory(); }
+        if ((uint64_t)st.st_size + 1 > cap) cap = (size_t)st.st_size + 1;
+    }
+    for (;;) {
+        ssize_t k;
+        if (!buf || n + 1 >= cap) {
+            size_t nc = buf ? 2 * cap : cap;
+            char *b = (char *)realloc(buf, nc);
+            if (!b) { free(buf); if (!stdin_) close(fd); return out_of_memory(); }
+            buf = b;
+            cap = nc;
+        }
+        k = read(fd, buf + n, cap - n - 1);
+        if (k > 0) { n += (size_t)k; continue; }
+        if (k == 0) break;
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {  /* a non-blocking standard input: wait for data */
+            struct pollfd pf;
+            pf.fd = fd; pf.events = POLLIN; pf.revents = 0;
+            if (poll(&pf, 1, -1) >= 0 || errno == EINTR) continue;
+        }
+        fprintf(stderr, "%s: %s %s: cannot read %s: %s\n", prog_cmd, opt, path, stdin_ ? "standard input" : "it", strerror(errno));
+        free(buf);
+        if (!stdin_) close(fd);
+        return EXIT_INVALID;
+    }
+    if (!stdin_) close(fd);
+    buf[n] = 0;
+    *text = buf;
+    *len = n;
+    return 0;
+}
+
+/* Opens a dataset (a folder or a file) with an inferred schema. An unusable tensor index (corrupt,
+   unreadable) is not the end: the dataset is opened again from the shards' headers, *index_why
+   gets the reason and the caller says so. */
+static sts_result open_dataset(const char *path, sts_dataset **ds, sts_error *index_why, int *index_unusable, sts_error *e) {
+    sts_read_config rc;
+    sts_result r;
+    memset(&rc, 0, sizeof rc);
+    rc.infer_schema = 1;
+    *index_unusable = 0;
+    r = sts_dataset_open(path, &rc, NULL, ds, e);
+    if (r != STS_OK && e->rule == STS_RULE_DATASET_INDEX) {
+        *index_why = *e;
+        rc.no_index = 1;
+        if ((r = sts_dataset_open(path, &rc, NULL, ds, e)) == STS_OK) *index_unusable = 1;
+        else *e = *index_why;
+    }
+    return r;
+}
 /* ---- verify ----------------------------------------------------------------------------------- */
 static int cmd_verify(int argc, char **argv) {
     sts_options o;
@@ -176,61 +530,100 @@ static void inspect_file_json(const sts_file *f) {
     }
     printf("}\n");
 }
+/* A schema shape: a dim of any size (STS_DIM_ANY, -1 in the manifest) is shown as -1. */
+static void put_dims(FILE *o, const uint64_t *d, uint32_t rank) {
+    uint32_t i;
+    fputc('[', o);
+    for (i = 0; i < rank; i++) {
+        if (i) fputs(", ", o);
+        if (d[i] == STS_DIM_ANY) fputs("-1", o);
+        else fprintf(o, "%llu", (unsigned long long)d[i]);
+    }
+    fputc(']', o);
+}
 static int inspect_dataset(const char *dir, int json) {
     sts_dataset *ds;
-    sts_read_config rc;
-    sts_error e;
+    sts_error e, why;
     sts_dataset_info info;
-    size_t i;
-    memset(&rc, 0, sizeof rc);
-    rc.infer_schema = 1;
-    if (sts_dataset_open(dir, &rc, NULL, &ds, &e) != STS_OK) return fail(&e, dir);
+    size_t i, ncols;
+    int no_index, from_manifest;
+    const char *cols_title;
+    if (open_dataset(dir, &ds, &why, &no_index, &e) != STS_OK) return fail(&e, dir);
     info = sts_dataset_describe(ds);
+    /* the schema: the manifest's as written (KV mode: its columns, not the per-key tensors), else
+       what the reader inferred from the index or the first file */
+    from_manifest = info.manifest_columns > 0;
+    ncols = from_manifest ? info.manifest_columns : info.columns;
+    cols_title = from_manifest ? "columns (the schema of dataset_manifest.json)" : info.has_manifest && info.kv ? "tensors of the first shard" : "columns (the first file's tensors)";
+    if (no_index)
+        fprintf(stderr, "%s: %s: the tensor index is unusable (%s); showing the shards' headers instead (rebuild it with: sts index %s)\n",
+                prog_cmd, dir, why.message, dir);
     if (json) {
         printf("{\"path\": ");
         put_name(stdout, dir, strlen(dir), 1);
-        printf(", \"manifest\": %s, \"index\": %s, \"index_stale\": %s, \"mode\": \"%s\", \"files\": %zu, ",
-               info.has_manifest ? "true" : "false", info.has_index ? "true" : "false", info.index_stale ? "true" : "false",
-               info.has_manifest ? (info.kv ? "kv" : "batch") : "files", info.files);
-        if (info.has_manifest) printf("\"total_samples\": %llu, \"total_bytes\": %llu, \"columns\": [", (unsigned long long)info.total_samples, (unsigned long long)info.total_bytes);
-        else printf("\"total_samples\": null, \"total_bytes\": null, \"columns\": [");
-        for (i = 0; i < info.columns && i < 1000; i++) {
-            const sts_view *c = sts_dataset_column(ds, i);
+        printf(", \"manifest\": %s, \"index\": %s, \"index_stale\": %s, \"index_error\": ",
+               info.has_manifest ? "true" : "false", info.has_index ? "true" : "false", info.index_stale ? "true" : "false");
+        if (no_index) put_name(stdout, why.message, strlen(why.message), 1);
+        else printf("null");
+        printf(", \"mode\": \"%s\", \"files\": %zu, ", info.has_manifest ? (info.kv ? "kv" : "batch") : "files", info.files);
+        if (info.has_manifest) printf("\"total_samples\": %llu, \"total_bytes\": %llu, ", (unsigned long long)info.total_samples, (unsigned long long)info.total_bytes);
+        else printf("\"total_samples\": null, \"total_bytes\": null, ");
+        printf("\"schema_from\": \"%s\", \"columns\": [", from_manifest ? "manifest" : info.has_manifest && info.kv ? "first_shard" : "first_file");
+        for (i = 0; i < ncols; i++) {
+            const sts_view *c = from_manifest ? sts_dataset_manifest_column(ds, i) : sts_dataset_column(ds, i);
             if (i) printf(", ");
             printf("{\"name\": ");
             put_name(stdout, c->key, c->key_len, 1);
             printf(", \"dtype\": \"%s\", \"shape\": ", sts_dtype_name(c->dtype));
-            put_shape(stdout, c->shape, c->rank);
+            put_dims(stdout, c->shape, c->rank);
             printf("}");
         }
         printf("], \"shards\": [");
     } else {
-        printf("%s: %s, %zu files", dir, info.has_manifest ? (info.kv ? "KV-mode dataset" : "batch-mode dataset") : "folder of safetensors files", info.files);
+        printf("%s: %s, %zu file%s", dir, info.has_manifest ? (info.kv ? "KV-mode dataset" : "batch-mode dataset") : "folder of safetensors files",
+               info.files, info.files == 1 ? "" : "s");
         if (info.has_manifest) printf(", %llu samples, %llu bytes", (unsigned long long)info.total_samples, (unsigned long long)info.total_bytes);
-        printf(info.has_index ? ", with _tensor_index\n" : info.index_stale ? ", stale _tensor_index (another dataset_id: rebuild it with sts index)\n" : ", no index\n");
-        printf("%s: %zu\n", info.has_manifest && info.kv ? "tensors of the first shard" : "columns (the first file's tensors)", info.columns);
-        for (i = 0; i < info.columns && i < 20; i++) {
-            const sts_view *c = sts_dataset_column(ds, i);
+        if (no_index) printf(", unusable _tensor_index (rebuild it with sts index %s)\n", dir);
+        else printf(info.has_index ? ", with _tensor_index\n" : info.index_stale ? ", stale _tensor_index (another dataset_id: rebuild it with sts index)\n" : ", no index\n");
+        printf("%s: %zu\n", cols_title, ncols);
+        for (i = 0; i < ncols && i < 20; i++) {
+            const sts_view *c = from_manifest ? sts_dataset_manifest_column(ds, i) : sts_dataset_column(ds, i);
             printf("  ");
             put_name(stdout, c->key, c->key_len, 0);
             printf("  %s ", sts_dtype_name(c->dtype));
-            put_shape(stdout, c->shape, c->rank);
+            put_dims(stdout, c->shape, c->rank);
             printf("\n");
         }
-        if (info.columns > 20) printf("  ... %zu more\n", info.columns - 20);
-        printf("%-72s %10s %14s\n", "shard", "tensors", "bytes");
+        if (ncols > 20) printf("  ... %zu more\n", ncols - 20);
+        printf("%-72s %10s %10s %14s\n", "shard", "tensors", "samples", "bytes");
     }
-    for (i = 0; i < info.files; i++) {  /* per-shard counts from the headers (8 + N bytes each) */
+    for (i = 0; i < info.files; i++) {  /* per-shard counts from the headers (8 + N bytes each); samples from the manifest */
         sts_file *f;
         sts_options o;
-        char path[4096];
+        const char *name = sts_dataset_file(ds, i);
+        uint64_t samples = sts_dataset_file_samples(ds, i);
+        char *path = path_join(dir, name);
+        sts_result r;
+        if (!path) { sts_dataset_close(ds); return out_of_memory(); }
         memset(&o, 0, sizeof o);
         o.header_only = 1;
-        snprintf(path, sizeof path, "%s/%s", info.files == 1 && !is_dir(dir) ? "." : dir, sts_dataset_file(ds, i));
-        if (!is_dir(dir)) snprintf(path, sizeof path, "%s", dir);
-        if (sts_open(path, &o, &f, &e) != STS_OK) { sts_dataset_close(ds); return fail(&e, path); }
-        if (json) printf("%s{\"shard_path\": \"%s\", \"tensors\": %zu, \"bytes\": %llu}", i ? ", " : "", sts_dataset_file(ds, i), sts_count(f), (unsigned long long)sts_file_size(f));
-        else printf("%-72s %10zu %14llu\n", sts_dataset_file(ds, i), sts_count(f), (unsigned long long)sts_file_size(f));
+        r = sts_open(path, &o, &f, &e);
+        if (r != STS_OK) { fail(&e, path); free(path); sts_dataset_close(ds); return EXIT_INVALID; }
+        free(path);
+        if (json) {
+            printf("%s{\"shard_path\": ", i ? ", " : "");
+            put_name(stdout, name, strlen(name), 1);
+            printf(", \"tensors\": %zu, \"samples\": ", sts_count(f));
+            if (samples == UINT64_MAX) printf("null");
+            else printf("%llu", (unsigned long long)samples);
+            printf(", \"bytes\": %llu}", (unsigned long long)sts_file_size(f));
+        } else {
+            char sm[24];
+            size_t w = put_name(stdout, name, strlen(name), 0);
+            if (samples == UINT64_MAX) snprintf(sm, sizeof sm, "-");
+            else snprintf(sm, sizeof sm, "%llu", (unsigned long long)samples);
+            printf("%*s %10zu %10s %14llu\n", w < 72 ? (int)(72 - w) : 0, "", sts_count(f), sm, (unsigned long long)sts_file_size(f));
+        }
         sts_close(f);
     }
     if (json) printf("]}\n");
@@ -435,25 +828,37 @@ static int cmd_dump(int argc, char **argv) {
 /* ---- get -------------------------------------------------------------------------------------- */
 static int cmd_get(int argc, char **argv) {
     const char *dir = NULL, *key = NULL, *out = NULL;
-    int i, npy = 0, opts_done = 0;
+    int i, npy = 0, literal = 0, force_tty = 0, code, no_index;
     sts_dataset *ds;
-    sts_read_config rc;
     sts_view v;
-    sts_error e;
+    sts_error e, why;
+    input_set in;
+    out_file o;
+    uint8_t *head = NULL;
+    size_t head_len = 0;
+    /* Options go before or after DIR and KEY; -- makes the next arguments DIR and KEY even when they
+       begin with '-' (options may still follow them). */
     for (i = 1; i < argc; i++) {
-        if (!opts_done && strcmp(argv[i], "--") == 0) { opts_done = 1; continue; }
-        if (!opts_done && (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0)) { if (i + 1 >= argc) return usage_error("%s needs a file", argv[i]); out = argv[++i]; }
-        else if (!opts_done && strcmp(argv[i], "--npy") == 0) npy = 1;
-        else if (!opts_done && argv[i][0] == '-' && argv[i][1]) return usage_error("unknown option %s (a key that begins with '-' goes after --)", argv[i]);
-        else if (!dir) dir = argv[i];
-        else if (!key) key = argv[i];
-        else return usage_error("unexpected argument %s", argv[i]);
+        const char *a = argv[i];
+        if (!literal && strcmp(a, "--") == 0) { literal = 1; continue; }
+        if (!literal && a[0] == '-' && a[1]) {
+            if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) { if (i + 1 >= argc) return usage_error("%s needs a file (or - for standard output)", a); out = argv[++i]; }
+            else if (strcmp(a, "--npy") == 0) npy = 1;
+            else if (strcmp(a, "--force-tty") == 0) force_tty = 1;
+            else return usage_error("unknown option %s (a key that begins with '-' goes after --)", a);
+            continue;
+        }
+        if (!dir) dir = a;
+        else if (!key) key = a;
+        else return usage_error("unexpected argument %s", a);
+        if (key) literal = 0;
     }
-    if (!dir || !key) return usage_error("%s", "usage: sts get DIR KEY [-o FILE] [--npy]");
-    if (npy && !out) return usage_error("%s", "--npy writes a file: give -o FILE");
-    memset(&rc, 0, sizeof rc);
-    rc.infer_schema = 1;
-    if (sts_dataset_open(dir, &rc, NULL, &ds, &e) != STS_OK) return fail(&e, dir);
+    if (!dir || !key) return usage_error("%s", "usage: sts get DIR KEY [-o FILE|-] [--npy] [--force-tty]");
+    if (npy && !out) return usage_error("%s", "--npy writes a file: give -o FILE (or -o - for standard output)");
+    if (open_dataset(dir, &ds, &why, &no_index, &e) != STS_OK) return fail(&e, dir);
+    if (no_index)
+        fprintf(stderr, "%s: %s: the tensor index is unusable (%s); looked up through the shards' headers instead (rebuild it with: sts index %s)\n",
+                prog_cmd, dir, why.message, dir);
     if (sts_dataset_get(ds, key, strlen(key), 1, &v, &e) != STS_OK) {
         sts_dataset_info info = sts_dataset_describe(ds);
         int batch = info.has_manifest && !info.kv;
@@ -462,24 +867,27 @@ static int cmd_get(int argc, char **argv) {
         if (batch && e.code == STS_ERR_NOT_FOUND)
             fprintf(stderr, "(a batch-mode dataset keys its tensors as <shard file>/<column>, e.g. %s/<column>; sts inspect lists the shards)\n",
                     "part-00000-0000-<uuid>.safetensors");
+        if (e.rule == STS_RULE_DATASET_INDEX) fprintf(stderr, "(rebuild the index from the shards' headers with: sts index %s)\n", dir);
         return EXIT_INVALID;
     }
     if (npy) {
-        char err[600];
-        if (npy_save(out, v.dtype, v.rank, v.shape, v.data, v.nbytes, err, sizeof err) != 0) {
-            fprintf(stderr, "sts get: %s\n", err);
+        char *msg;
+        if (!(head = npy_header(v.dtype, v.rank, v.shape, &head_len, &msg))) {
+            if (msg) fprintf(stderr, "%s: %s: %s\n", prog_cmd, out, msg);
+            free(msg);
             sts_dataset_close(ds);
-            return EXIT_INVALID;
+            return msg ? EXIT_INVALID : out_of_memory();
         }
-    } else {
-        FILE *o = out ? fopen(out, "wb") : stdout;
-        if (!o || (v.nbytes && fwrite(v.data, 1, (size_t)v.nbytes, o) != (size_t)v.nbytes) || (out && fclose(o) != 0)) {
-            fprintf(stderr, "sts get: cannot write %s\n", out ? out : "standard output");
-            sts_dataset_close(ds);
-            return EXIT_INVALID;
-        }
-        if (!out) fflush(stdout);
     }
+    memset(&in, 0, sizeof in);
+    if (inputs_add_dataset(&in, dir, ds)) { free(head); inputs_free(&in); sts_dataset_close(ds); return out_of_memory(); }
+    code = out_open(&o, out ? out : "-", &in, force_tty, npy ? "a .npy file is" : "the tensor's raw bytes are");
+    inputs_free(&in);
+    if (code) { free(head); sts_dataset_close(ds); return code; }
+    if (head) out_write(&o, head, head_len);
+    if (v.nbytes) out_write(&o, v.data, (size_t)v.nbytes);
+    free(head);
+    if ((code = out_commit(&o)) != 0) { sts_dataset_close(ds); return code; }
     fprintf(stderr, "%s: %s ", key, sts_dtype_name(v.dtype));
     put_shape(stderr, v.shape, v.rank);
     fprintf(stderr, ", %llu bytes from %s\n", (unsigned long long)v.nbytes, sts_dataset_file(ds, v.file));
@@ -487,9 +895,87 @@ static int cmd_get(int argc, char **argv) {
     return 0;
 }
 
+/* ---- conversions: one default rounding, and what did not fit -------------------------------------
+   Every command that converts (pack --dtype, convert) rounds F16/BF16 to nearest even by default,
+   as numpy and PyTorch do, takes --rounding truncate|nearest_even, and says in its summary which
+   rounding it used and how many values did not fit the target (the library's own default stays the
+   connector's truncate). */
+#define CLI_ROUNDING STS_ROUND_NEAREST_EVEN
+static const char *rounding_name(sts_rounding r) { return r == STS_ROUND_TRUNCATE ? "truncate" : "nearest_even"; }
+static int dtype_is_int(sts_dtype d) {
+    return d == STS_DTYPE_U8 || d == STS_DTYPE_I8 || d == STS_DTYPE_U16 || d == STS_DTYPE_I16 || d == STS_DTYPE_U32 ||
+           d == STS_DTYPE_I32 || d == STS_DTYPE_U64 || d == STS_DTYPE_I64;
+}
+static int dtype_is_signed(sts_dtype d) { return d == STS_DTYPE_I8 || d == STS_DTYPE_I16 || d == STS_DTYPE_I32 || d == STS_DTYPE_I64; }
+/* A value out of range for the target saturates (integers, NaN -> 0; F16/BF16 under truncate: the
+   largest finite value) or becomes infinite (float targets rounding to nearest). */
+static int overflow_is_inf(sts_dtype to, sts_rounding r) {
+    return !dtype_is_int(to) && !(r == STS_ROUND_TRUNCATE && (to == STS_DTYPE_F16 || to == STS_DTYPE_BF16));
+}
+static void sb_out_of_range(sbuf *b, uint64_t n, sts_dtype to, sts_rounding r) {
+    if (!n) return;
+    sb_str(b, ", ");
+    sb_u64(b, n);
+    sb_str(b, n == 1 ? " value " : " values ");
+    sb_str(b, overflow_is_inf(to, r) ? "overflowed to inf" : "saturated");
+    sb_str(b, " (out of ");
+    sb_str(b, sts_dtype_name(to));
+    sb_str(b, "'s range)");
+}
+/* How many of the n values at src (little-endian, dtype from) do not fit dtype to: they saturate
+   or become infinite when sts_convert encodes them (NaN into an integer counts: it becomes 0). */
+static uint64_t count_out_of_range(const void *src, sts_dtype from, uint64_t n, sts_dtype to, sts_rounding rnd) {
+    const uint8_t *p = (const uint8_t *)src;
+    unsigned sb = sts_dtype_bits(from) / 8, db = sts_dtype_bits(to);
+    int d_int = dtype_is_int(to), d_signed = dtype_is_signed(to);
+    int trunc_mode = !d_int && rnd == STS_ROUND_TRUNCATE && (to == STS_DTYPE_F16 || to == STS_DTYPE_BF16);
+    uint64_t hi = !d_int ? 0 : d_signed ? UINT64_MAX >> (65 - db) : UINT64_MAX >> (64 - db), count = 0, i, k;
+    double fmax, finf;  /* float targets: the largest finite value, and where nearest rounding reaches inf */
+    if (from == to || sb == 0) return 0;
+    switch (to) {
+    case STS_DTYPE_F16: fmax = 65504.0; finf = 65520.0; break;
+    case STS_DTYPE_BF16: fmax = 0x1.fep127; finf = 0x1.ffp127; break;
+    case STS_DTYPE_F32: fmax = 0x1.fffffep127; finf = 0x1.ffffffp127; break;
+    default: if (!d_int) return 0; fmax = finf = 0; break;  /* F64 holds every source */
+    }
+    if (dtype_is_int(from) || from == STS_DTYPE_BOOL) {
+        for (i = 0; i < n; i++) {
+            uint64_t u = 0;
+            int neg = 0;
+            for (k = sb; k-- > 0;) u = u << 8 | p[i * sb + k];
+            if (from == STS_DTYPE_BOOL) u = u != 0;
+            else if (dtype_is_signed(from) && (u >> (8 * sb - 1) & 1)) {
+                neg = 1;
+                if (sb < 8) u |= UINT64_MAX << (8 * sb);  /* sign-extended: u is the two's complement */
+            }
+            if (d_int) count += neg ? (!d_signed || (int64_t)u < -(int64_t)hi - 1) : u > hi;
+            else {
+                double m = neg ? (double)(0 - u) : (double)u;  /* the magnitude (0 - u: 2^63 for INT64_MIN) */
+                count += trunc_mode ? m > fmax : m >= finf;
+            }
+        }
+        return count;
+    }
+    for (i = 0; i < n;) {  /* floats: decoded exactly to F64, a piece at a time */
+        uint8_t buf[8 * 1024];
+        size_t m = n - i < 1024 ? (size_t)(n - i) : 1024, j;
+        if (sts_convert(buf, STS_DTYPE_F64, p + i * sb, from, m, STS_ROUND_NEAREST_EVEN) != STS_OK) return count;
+        for (j = 0; j < m; j++) {
+            double x = le_f64(buf + 8 * j), ax = x < 0 ? -x : x;
+            if (x != x) count += d_int;
+            else if (d_int) {
+                if (db == 64) count += d_signed ? x < -0x1p63 || x >= 0x1p63 : x <= -1.0 || x >= 0x1p64;
+                else count += x <= (d_signed ? -(double)hi - 2.0 : -1.0) || x >= (double)hi + 1.0;  /* truncation toward zero first */
+            } else if (ax <= 0x1.fffffffffffffp1023) count += trunc_mode ? ax > fmax : ax >= finf;  /* Inf stays Inf */
+        }
+        i += m;
+    }
+    return count;
+}
+
 /* ---- pack ------------------------------------------------------------------------------------- */
 typedef struct pack_col {
-    char name[256];
+    char *name;           /* allocated */
     npy_array a;
     uint64_t row_bytes, rows;
     uint8_t *conv;        /* --dtype with an element type arrays cannot hold: the column, converted */
@@ -500,22 +986,6 @@ static int pack_elem_ok(sts_dtype d) {  /* element types a numeric-array cell ho
     return d == STS_DTYPE_F32 || d == STS_DTYPE_F64 || d == STS_DTYPE_I32 || d == STS_DTYPE_I64 ||
            d == STS_DTYPE_I16 || d == STS_DTYPE_I8 || d == STS_DTYPE_U8;
 }
-/* JSON string body for a column name (quotes and backslashes escaped, controls as \u00XX). */
-static size_t json_escape(char *dst, size_t cap, const char *s) {
-    size_t o = 0;
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        char tmp[8];
-        const char *piece = tmp;
-        if (c == '"') piece = "\\\"";
-        else if (c == '\\') piece = "\\\\";
-        else if (c < 0x20) snprintf(tmp, sizeof tmp, "\\u%04x", c);
-        else { tmp[0] = (char)c; tmp[1] = 0; }
-        o += (size_t)snprintf(dst + (o < cap ? o : cap), o < cap ? cap - o : 0, "%s", piece);
-    }
-    return o;
-}
-
 static void progress(uint64_t done, uint64_t total, double t0) {
     int width = 40, filled = total ? (int)(width * done / total) : width, i;
     double el = now_s() - t0;
@@ -524,41 +994,93 @@ static void progress(uint64_t done, uint64_t total, double t0) {
     fprintf(stderr, "] %llu/%llu rows %.1fs", (unsigned long long)done, (unsigned long long)total, el);
     if (done == total) fputc('\n', stderr);
 }
+/* A file of an existing output folder that the commit may replace or remove: its manifest, its
+   index, a shard. None of them may be an input (--overwrite would destroy what is being read). */
+static int pack_check_out(const char *out, const input_set *in) {
+    DIR *d = opendir(out);
+    struct dirent *de;
+    int code = 0;
+    if (!d) return 0;  /* the library reports an unusable folder */
+    while (!code && (de = readdir(d)) != NULL) {
+        const char *n = de->d_name;
+        size_t len = strlen(n);
+        struct stat st;
+        char *p;
+        if (strcmp(n, "dataset_manifest.json") != 0 && strcmp(n, "_tensor_index.json") != 0 && strcmp(n, "_tensor_index.csv") != 0 &&
+            !(len > 12 && strcmp(n + len - 12, ".safetensors") == 0))
+            continue;
+        if (!(p = path_join(out, n))) { code = out_of_memory(); break; }
+        if (stat(p, &st) == 0) {
+            const file_id *m = inputs_match(in, &st);
+            if (m) {
+                fprintf(stderr, "%s: the input %s is %s, a file of the dataset in %s that this pack would replace: refused, nothing written\n",
+                        prog_cmd, m->path, p, out);
+                code = EXIT_INVALID;
+            }
+        }
+        free(p);
+    }
+    closedir(d);
+    return code;
+}
+static int key_dtype_ok(sts_dtype d) { return dtype_is_int(d); }
+
 static int cmd_pack(int argc, char **argv) {
     const char *out = NULL, *keys_file = NULL, *name_col = NULL, *dtype = NULL;
     pack_col cols[64];
     size_t ncols = 0, c;
-    uint64_t rows = 0, r;
+    uint64_t rows = 0, r, kept, out_of_range = 0;
     sts_write_config cfg;
     sts_column schema[65];
     sts_error e;
     char *keys_text = NULL, **keys = NULL, *msg;
-    size_t msg_len, kc = 0;
-    int i, code = 0, key_col = -1, tty = isatty(2), created = 0;
+    size_t msg_len, keys_len = 0;
+    int i, code = 0, key_col = -1, tty = isatty(2), created = 0, literal = 0;
     sts_task_writer *w;
     sts_dataset_summary sum;
+    sbuf cols_opt, shapes, line;
+    input_set in;
     double t0 = now_s();
     memset(&cfg, 0, sizeof cfg);
+    memset(&in, 0, sizeof in);
+    memset(&cols_opt, 0, sizeof cols_opt);
+    memset(&shapes, 0, sizeof shapes);
+    memset(&line, 0, sizeof line);
+    cfg.rounding = CLI_ROUNDING;
     for (i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         const char *opt = NULL;
+        if (!literal && strcmp(a, "--") == 0) { literal = 1; continue; }
+        if (literal || a[0] != '-' || !a[1]) {
+            if (out) { code = usage_error("one output folder, got another: %s", a); goto done; }
+            out = a;
+            literal = 0;  /* -- covers OUT_DIR; options may follow it */
+            continue;
+        }
         if (strcmp(a, "--column") == 0 || strcmp(a, "-c") == 0) {
             const char *eq;
-            if (!v || !(eq = strchr(v, '=')) || eq == v) return usage_error("--column takes NAME=FILE.npy, got %s", v ? v : "nothing");
-            if (ncols == 64) return usage_error("%s", "at most 64 columns");
-            if ((size_t)(eq - v) >= sizeof cols[0].name) return usage_error("column name too long: %s", v);
-            if (memchr(v, ',', (size_t)(eq - v))) return usage_error("column names cannot hold ',' (the columns option is a comma-separated list): %s", v);
+            char *err;
+            size_t nl;
+            if (!v || !(eq = strchr(v, '=')) || eq == v) { code = usage_error("--column takes NAME=FILE.npy, got %s", v ? v : "nothing"); goto done; }
+            if (ncols == 64) { code = usage_error("%s", "at most 64 columns"); goto done; }
+            if (memchr(v, ',', (size_t)(eq - v))) { code = usage_error("column names cannot hold ',' (the columns option is a comma-separated list): %s", v); goto done; }
             memset(&cols[ncols], 0, sizeof cols[ncols]);
-            memcpy(cols[ncols].name, v, (size_t)(eq - v));
-            {
-                char err[600];
-                if (npy_load(eq + 1, &cols[ncols].a, err, sizeof err) != 0) { fprintf(stderr, "sts pack: %s\n", err); code = EXIT_INVALID; goto done; }
-            }
+            nl = (size_t)(eq - v);
+            if (!(cols[ncols].name = (char *)malloc(nl + 1))) { code = out_of_memory(); goto done; }
+            memcpy(cols[ncols].name, v, nl);
+            cols[ncols].name[nl] = 0;
             ncols++;
+            if (npy_load(eq + 1, &cols[ncols - 1].a, &err) != 0) {
+                if (err) fprintf(stderr, "sts pack: %s\n", err);
+                code = err ? EXIT_INVALID : out_of_memory();
+                free(err);
+                goto done;
+            }
+            if (inputs_add(&in, eq + 1)) { code = out_of_memory(); goto done; }
             i++;
             continue;
         }
-        if (strcmp(a, "--keys") == 0) { if (!v) return usage_error("%s", "--keys needs a text file"); keys_file = v; i++; continue; }
+        if (strcmp(a, "--keys") == 0) { if (!v) { code = usage_error("%s", "--keys needs a text file (- for standard input)"); goto done; } keys_file = v; i++; continue; }
         if (strcmp(a, "--generate-index") == 0) { sts_write_config_set(&cfg, "generate_index", "true", &e); continue; }
         if (strcmp(a, "--overwrite") == 0) { sts_write_config_set(&cfg, "mode", "overwrite", &e); continue; }
         if (strcmp(a, "--no-fsync") == 0) { sts_write_config_set(&cfg, "durable", "false", &e); continue; }
@@ -571,43 +1093,55 @@ static int cmd_pack(int argc, char **argv) {
         else if (strcmp(a, "--tail") == 0) opt = "tail_strategy";
         else if (strcmp(a, "--target-shard-size-mb") == 0) opt = "target_shard_size_mb";
         if (opt) {
-            if (!v) return usage_error("%s needs a value", a);
+            if (!v) { code = usage_error("%s needs a value", a); goto done; }
             if (strcmp(opt, "name_col") == 0) { name_col = v; i++; continue; }
             if (strcmp(opt, "dtype") == 0) dtype = v;
             if (sts_write_config_set(&cfg, opt, v, &e) != STS_OK) {
                 fprintf(stderr, "sts pack: %s %s: %s\n(try: sts pack --help)\n", a, v, e.message);
-                return EXIT_USAGE;
+                code = EXIT_USAGE;
+                goto done;
             }
             i++;
             continue;
         }
-        if (a[0] == '-' && a[1]) return usage_error("unknown option %s", a);
-        if (out) return usage_error("one output folder, got another: %s", a);
-        out = a;
+        code = usage_error("unknown option %s", a);
+        goto done;
     }
-    if (!out) return usage_error("%s", "usage: sts pack OUT_DIR --column NAME=FILE.npy ... (--batch-size N | --keys FILE | --name-col COL)");
-    if (!ncols) return usage_error("%s", "give at least one --column NAME=FILE.npy");
-    if ((keys_file != NULL) + (name_col != NULL) + (cfg.batch_size != 0) != 1) return usage_error("%s", "give exactly one of --batch-size, --keys or --name-col");
+    if (!out) { code = usage_error("%s", "usage: sts pack OUT_DIR --column NAME=FILE.npy ... (--batch-size N | --keys FILE | --name-col COL)"); goto done; }
+    if (!ncols) { code = usage_error("%s", "give at least one --column NAME=FILE.npy"); goto done; }
+    if ((keys_file != NULL) + (name_col != NULL) + (cfg.batch_size != 0) != 1) { code = usage_error("%s", "give exactly one of --batch-size, --keys or --name-col"); goto done; }
     for (c = 0; c < ncols; c++) {  /* the first axis is rows */
         npy_array *a = &cols[c].a;
         uint32_t d;
         if (a->rank == 0) { fprintf(stderr, "sts pack: column %s is a scalar; its first axis must count rows\n", cols[c].name); code = EXIT_INVALID; goto done; }
         cols[c].rows = a->shape[0];
-        cols[c].row_bytes = a->shape[0] ? a->nbytes / a->shape[0] : 0;
         for (d = 1, cols[c].row_bytes = sts_dtype_bits(a->dtype) / 8; d < a->rank; d++) cols[c].row_bytes *= a->shape[d];
         if (c && cols[c].rows != rows) { fprintf(stderr, "sts pack: column %s has %llu rows, %s has %llu\n", cols[c].name, (unsigned long long)cols[c].rows, cols[0].name, (unsigned long long)rows); code = EXIT_INVALID; goto done; }
         rows = cols[c].rows;
         if (name_col && strcmp(cols[c].name, name_col) == 0) key_col = (int)c;
     }
     if (name_col && key_col < 0) { fprintf(stderr, "sts pack: --name-col %s is not one of the columns\n", name_col); code = EXIT_USAGE; goto done; }
-    if (key_col >= 0 && (cols[key_col].a.rank != 1 || (cols[key_col].a.dtype != STS_DTYPE_I64 && cols[key_col].a.dtype != STS_DTYPE_I32 && cols[key_col].a.dtype != STS_DTYPE_U32 && cols[key_col].a.dtype != STS_DTYPE_U64))) {
-        fprintf(stderr, "sts pack: --name-col %s must be a 1-D integer column (its values become the keys)\n", name_col); code = EXIT_INVALID; goto done;
+    if (key_col >= 0) {  /* keys come from a 1-D integer column, one value per row */
+        const npy_array *a = &cols[key_col].a;
+        if (!key_dtype_ok(a->dtype)) {
+            fprintf(stderr, "sts pack: --name-col %s holds %s values: keys come from an integer column (int8 to int64, uint8 to uint64)\n",
+                    name_col, sts_dtype_name(a->dtype));
+            code = EXIT_INVALID; goto done;
+        }
+        if (a->rank != 1) {
+            fprintf(stderr, "sts pack: --name-col %s has %u axes: keys come from a 1-D column, one integer per row\n", name_col, (unsigned)a->rank);
+            code = EXIT_INVALID; goto done;
+        }
     }
+    kept = cfg.batch_size && cfg.tail == STS_TAIL_DROP ? rows - rows % cfg.batch_size : rows;  /* rows that will be written */
     for (c = 0; dtype && c < ncols; c++) {  /* --dtype: element types arrays cannot hold are converted first */
         npy_array *a = &cols[c].a;
         uint64_t n = a->rank ? a->nbytes / (sts_dtype_bits(a->dtype) / 8) : 0;
         sts_result cr;
-        if ((int)c == key_col || pack_elem_ok(a->dtype)) continue;
+        if ((int)c == key_col) continue;
+        if (a->dtype != STS_DTYPE_C64 && rows)
+            out_of_range += count_out_of_range(a->data, a->dtype, n / rows * kept, cfg.dtype, (sts_rounding)cfg.rounding);
+        if (pack_elem_ok(a->dtype)) continue;
         if (a->dtype == STS_DTYPE_C64 || !sts_convert_supported(cfg.dtype, a->dtype)) {  /* C64 would need two values each */
             fprintf(stderr, "sts pack: --dtype %s: column %s holds %s, which cannot be converted to %s (pack it without --dtype to keep it as it is)\n",
                     dtype, cols[c].name, sts_dtype_name(a->dtype), sts_dtype_name(cfg.dtype));
@@ -620,61 +1154,74 @@ static int cmd_pack(int argc, char **argv) {
         if (cr != STS_OK) { code = fail(&e, cols[c].name); goto done; }
         cols[c].row_bytes = cols[c].row_bytes / (sts_dtype_bits(a->dtype) / 8) * (sts_dtype_bits(cfg.dtype) / 8);
     }
-    if (keys_file) {  /* one key per line */
-        FILE *kf = fopen(keys_file, "rb");
-        long sz;
-        size_t k;
-        if (!kf) { fprintf(stderr, "sts pack: --keys %s: %s\n", keys_file, strerror(errno)); code = EXIT_INVALID; goto done; }
-        fseek(kf, 0, SEEK_END); sz = ftell(kf); fseek(kf, 0, SEEK_SET);
-        keys_text = (char *)malloc((size_t)sz + 1);
-        keys = (char **)malloc(((size_t)rows + 1) * sizeof *keys);
-        if (!keys_text || !keys || fread(keys_text, 1, (size_t)sz, kf) != (size_t)sz) { fclose(kf); fprintf(stderr, "sts pack: cannot read %s\n", keys_file); code = EXIT_INVALID; goto done; }
-        fclose(kf);
-        keys_text[sz] = 0;
-        for (k = 0, kc = 0; k < (size_t)sz && kc <= rows;) {
-            char *line = keys_text + k, *nl = strchr(line, '\n');
-            if (nl) { *nl = 0; if (nl > line && nl[-1] == '\r') nl[-1] = 0; k = (size_t)(nl - keys_text) + 1; } else k = (size_t)sz;
-            if (kc < rows) keys[kc] = line;
-            kc++;
+    if (keys_file) {  /* one key per line (LF or CR LF; a last line without a newline counts) */
+        size_t k, nkeys = 0, line_no;
+        if ((code = read_whole("--keys", keys_file, &in, &keys_text, &keys_len)) != 0) goto done;
+        for (k = 0, line_no = 1; k < keys_len; line_no++) {
+            const char *nl = (const char *)memchr(keys_text + k, '\n', keys_len - k);
+            size_t end = nl ? (size_t)(nl - keys_text) : keys_len;
+            if (memchr(keys_text + k, 0, end - k)) {
+                fprintf(stderr, "sts pack: --keys %s: line %zu holds a NUL byte (a key is text without NUL)\n", keys_file, line_no);
+                code = EXIT_INVALID; goto done;
+            }
+            nkeys++;
+            k = end + 1;
         }
-        if (kc != rows) { fprintf(stderr, "sts pack: %s has %zu keys, the columns have %llu rows\n", keys_file, kc, (unsigned long long)rows); code = EXIT_INVALID; goto done; }
+        if (nkeys != rows) {
+            fprintf(stderr, "sts pack: %s has %zu key%s, the columns have %llu row%s\n", keys_file, nkeys, nkeys == 1 ? "" : "s",
+                    (unsigned long long)rows, rows == 1 ? "" : "s");
+            code = EXIT_INVALID; goto done;
+        }
+        if (!(keys = (char **)malloc(((size_t)rows + 1) * sizeof *keys))) { code = out_of_memory(); goto done; }
+        for (k = 0, nkeys = 0; k < keys_len; nkeys++) {
+            char *nl = (char *)memchr(keys_text + k, '\n', keys_len - k);
+            size_t end = nl ? (size_t)(nl - keys_text) : keys_len;
+            keys_text[end] = 0;  /* keys_text[keys_len] is the terminator read_whole added */
+            if (end > k && keys_text[end - 1] == '\r') keys_text[end - 1] = 0;
+            keys[nkeys] = keys_text + k;
+            k = end + 1;
+        }
     }
+    if (is_dir(out) && (code = pack_check_out(out, &in)) != 0) goto done;
     /* schema: the key (KV), then each column; with --dtype columns are numeric arrays encoded to it */
     {
         size_t s = 0;
         const char *kv_name = name_col ? name_col : "__key";
-        char cols_opt[64 * 260];
-        size_t co = 0;
         if (keys_file || name_col) {
             schema[s].name = kv_name; schema[s].kind = STS_VALUE_STRING; schema[s].elem = STS_DTYPE_U8; s++;
             if (sts_write_config_set(&cfg, "name_col", kv_name, &e) != STS_OK) { fprintf(stderr, "sts pack: %s\n", e.message); code = EXIT_USAGE; goto done; }
         }
-        cols_opt[0] = 0;
         for (c = 0; c < ncols; c++) {
             if ((int)c == key_col) continue;
             schema[s].name = cols[c].name;
             schema[s].kind = dtype && !cols[c].conv ? STS_VALUE_ARRAY : STS_VALUE_TENSOR;
             schema[s].elem = cols[c].conv ? cols[c].conv_dtype : cols[c].a.dtype;
             s++;
-            co += (size_t)snprintf(cols_opt + co, sizeof cols_opt - co, "%s%s", co ? "," : "", cols[c].name);
+            if (cols_opt.n) sb_str(&cols_opt, ",");
+            sb_str(&cols_opt, cols[c].name);
         }
         if (dtype) {  /* per-sample shapes of the array columns */
-            static char shapes[64 * (256 * 6 + 8 + 32 * 22)];
-            size_t so = 0;
-            so += (size_t)snprintf(shapes + so, sizeof shapes - so, "{");
+            int first = 1;
+            sb_str(&shapes, "{");
             for (c = 0; c < ncols; c++) {
                 uint32_t d;
-                char esc[256 * 6 + 1];
                 if ((int)c == key_col || cols[c].conv) continue;
-                json_escape(esc, sizeof esc, cols[c].name);
-                so += (size_t)snprintf(shapes + so, sizeof shapes - so, "%s\"%s\": [", so > 1 ? ", " : "", esc);
-                for (d = 1; d < cols[c].a.rank; d++) so += (size_t)snprintf(shapes + so, sizeof shapes - so, d > 1 ? ", %llu" : "%llu", (unsigned long long)cols[c].a.shape[d]);
-                so += (size_t)snprintf(shapes + so, sizeof shapes - so, "]");
+                sb_str(&shapes, first ? "\"" : ", \"");
+                first = 0;
+                sb_json_body(&shapes, cols[c].name);
+                sb_str(&shapes, "\": [");
+                for (d = 1; d < cols[c].a.rank; d++) {
+                    if (d > 1) sb_str(&shapes, ", ");
+                    sb_u64(&shapes, cols[c].a.shape[d]);
+                }
+                sb_str(&shapes, "]");
             }
-            snprintf(shapes + so, sizeof shapes - so, "}");
-            if (sts_write_config_set(&cfg, "shapes", shapes, &e) != STS_OK) { fprintf(stderr, "sts pack: %s\n", e.message); code = EXIT_USAGE; goto done; }
+            sb_str(&shapes, "}");
+            if (shapes.oom) { code = out_of_memory(); goto done; }
+            if (sts_write_config_set(&cfg, "shapes", shapes.p, &e) != STS_OK) { fprintf(stderr, "sts pack: %s\n", e.message); code = EXIT_USAGE; goto done; }
         }
-        if (sts_write_config_set(&cfg, "columns", cols_opt, &e) != STS_OK) { fprintf(stderr, "sts pack: %s\n", e.message); code = EXIT_USAGE; goto done; }
+        if (cols_opt.oom) { code = out_of_memory(); goto done; }
+        if (sts_write_config_set(&cfg, "columns", cols_opt.p ? cols_opt.p : "", &e) != STS_OK) { fprintf(stderr, "sts pack: %s\n", e.message); code = EXIT_USAGE; goto done; }
         created = !is_dir(out);
         if (sts_dataset_prepare(out, &cfg, schema, s, NULL, &e) != STS_OK) {
             code = fail(&e, out);
@@ -689,14 +1236,15 @@ static int cmd_pack(int argc, char **argv) {
             size_t k = 0;
             memset(row, 0, sizeof row);
             if (keys_file) { row[k].data = keys[r]; row[k].size = strlen(keys[r]); k++; }
-            else if (key_col >= 0) {
+            else if (key_col >= 0) {  /* the integer, in decimal: 1, 2, 4 or 8 little-endian bytes, signed or not */
                 const uint8_t *p = cols[key_col].a.data + r * cols[key_col].row_bytes;
                 unsigned long long kvv = 0;
                 int b, wdt = (int)cols[key_col].row_bytes;
                 for (b = wdt - 1; b >= 0; b--) kvv = kvv << 8 | p[b];
-                if (cols[key_col].a.dtype == STS_DTYPE_I64 && (kvv >> 63)) snprintf(kbuf, sizeof kbuf, "%lld", (long long)kvv);
-                else if (cols[key_col].a.dtype == STS_DTYPE_I32 && (kvv >> 31)) snprintf(kbuf, sizeof kbuf, "%d", (int)(int32_t)(uint32_t)kvv);
-                else snprintf(kbuf, sizeof kbuf, "%llu", kvv);
+                if (dtype_is_signed(cols[key_col].a.dtype) && (kvv >> (8 * wdt - 1) & 1)) {
+                    if (wdt < 8) kvv |= ~0ull << (8 * wdt);
+                    snprintf(kbuf, sizeof kbuf, "-%llu", 0 - kvv);
+                } else snprintf(kbuf, sizeof kbuf, "%llu", kvv);
                 row[k].data = kbuf; row[k].size = strlen(kbuf); k++;
             }
             for (c = 0; c < ncols; c++) {
@@ -725,15 +1273,57 @@ static int cmd_pack(int argc, char **argv) {
         if (sts_task_commit(w, &msg, &msg_len, &e) != STS_OK) { code = fail(&e, out); sts_task_close(w); goto done; }
         sts_task_close(w);
         if (sts_dataset_commit(out, &cfg, (const char *const *)&msg, &msg_len, 1, NULL, &sum, &e) != STS_OK) code = fail(&e, out);
-        else printf("%s: %llu shard%s, %llu samples, %llu tensors, %llu bytes in %.2fs\n", out, (unsigned long long)sum.shards, sum.shards == 1 ? "" : "s",
-                    (unsigned long long)sum.samples, (unsigned long long)sum.tensors, (unsigned long long)sum.bytes, now_s() - t0);
+        else {
+            char t[64];
+            sb_str(&line, out);
+            sb_str(&line, ": ");
+            sb_u64(&line, sum.shards);
+            sb_str(&line, sum.shards == 1 ? " shard, " : " shards, ");
+            sb_u64(&line, sum.samples);
+            sb_str(&line, " samples, ");
+            sb_u64(&line, sum.tensors);
+            sb_str(&line, " tensors, ");
+            sb_u64(&line, sum.bytes);
+            snprintf(t, sizeof t, " bytes in %.2fs", now_s() - t0);
+            sb_str(&line, t);
+            if (dtype) {
+                sb_str(&line, "; values encoded to ");
+                sb_str(&line, sts_dtype_name(cfg.dtype));
+                if (dtype_is_int(cfg.dtype)) sb_str(&line, " (floats truncated toward zero)");
+                else {
+                    sb_str(&line, " (rounding ");
+                    sb_str(&line, cfg.dtype == STS_DTYPE_F16 || cfg.dtype == STS_DTYPE_BF16 ? rounding_name((sts_rounding)cfg.rounding) : "nearest_even");
+                    sb_str(&line, ")");
+                }
+                sb_out_of_range(&line, out_of_range, cfg.dtype, (sts_rounding)cfg.rounding);
+            }
+            if (kept < rows) {
+                char t2[160];
+                if (kept == 0)
+                    snprintf(t2, sizeof t2, "; --tail drop dropped all %llu rows (fewer than one batch of %llu): the dataset is empty",
+                             (unsigned long long)rows, (unsigned long long)cfg.batch_size);
+                else
+                    snprintf(t2, sizeof t2, "; --tail drop dropped the last %llu row%s (a partial batch)", (unsigned long long)(rows - kept),
+                             rows - kept == 1 ? "" : "s");
+                sb_str(&line, t2);
+            }
+            if (line.oom) code = out_of_memory();
+            else printf("%s\n", line.p);
+            if (kept == 0 && rows)
+                fprintf(stderr, "sts pack: warning: --tail drop dropped every row (%llu rows, batch size %llu): %s holds no samples\n",
+                        (unsigned long long)rows, (unsigned long long)cfg.batch_size, out);
+        }
         sts_free(NULL, msg, msg_len + 1);
     }
 done:
     if (code && created && out) rmdir(out);  /* a folder this run created goes again when empty */
-    for (c = 0; c < ncols; c++) { npy_free(&cols[c].a); free(cols[c].conv); }
+    for (c = 0; c < ncols; c++) { npy_free(&cols[c].a); free(cols[c].conv); free(cols[c].name); }
     free(keys_text);
     free(keys);
+    free(cols_opt.p);
+    free(shapes.p);
+    free(line.p);
+    inputs_free(&in);
     return code;
 }
 
@@ -773,14 +1363,17 @@ static int cmd_check(int argc, char **argv) {
     memset(&strict, 0, sizeof strict);
     strict.strict = 1;
     for (i = 0; i < info.files; i++) {  /* every shard valid, strictly */
-        char path[4096];
+        char *path;
         sts_file *f;
+        sts_result r;
         uint64_t s = sts_dataset_file_samples(ds, i);
         const char *name = sts_dataset_file(ds, i);
-        if (single || !name) snprintf(path, sizeof path, "%s", dir);
-        else snprintf(path, sizeof path, "%s/%s", dir, name);
+        if (!(path = single || !name ? path_join(dir, "") : path_join(dir, name))) { sts_dataset_close(ds); return out_of_memory(); }
+        if (single || !name) path[strlen(dir)] = 0;  /* the file itself (paths are never cut) */
         if (s != UINT64_MAX) samples += s;
-        if (sts_open(path, &strict, &f, &e) != STS_OK) { printf("FAIL %s: %s: %s\n", sts_dataset_file(ds, i), sts_result_name(e.code), e.message); problems++; continue; }
+        r = sts_open(path, &strict, &f, &e);
+        free(path);
+        if (r != STS_OK) { printf("FAIL %s: %s: %s\n", sts_dataset_file(ds, i), sts_result_name(e.code), e.message); problems++; continue; }
         bytes += sts_file_size(f);
         sts_close(f);
     }
@@ -826,7 +1419,7 @@ static int cmd_check(int argc, char **argv) {
 }
 
 /* ---- convert ---------------------------------------------------------------------------------- */
-typedef struct conv { const sts_file *f; const sts_tensor *t; sts_dtype to; sts_rounding rnd; } conv;
+typedef struct conv { const sts_file *f; const sts_tensor *t; sts_dtype to; sts_rounding rnd; uint64_t *out_of_range; } conv;
 static sts_result conv_produce(void *user, const sts_tensor_spec *spec, sts_stream *out) {  /* streamed in 1 MiB pieces */
     const conv *c = (const conv *)user;
     static uint8_t buf[1 << 20];
@@ -839,23 +1432,39 @@ static sts_result conv_produce(void *user, const sts_tensor_spec *spec, sts_stre
         sts_result r = sts_convert(buf, c->to, src + i * in_sz, c->t->dtype, n, c->rnd);
         if (r == STS_OK) r = sts_stream_write(out, buf, n * out_sz);
         if (r != STS_OK) return r;
+        *c->out_of_range += count_out_of_range(src + i * in_sz, c->t->dtype, n, c->to, c->rnd);
         i += n;
     }
     return STS_OK;
 }
+static sts_result stdout_sink(void *user, const void *bytes, size_t len) {
+    out_file *o = (out_file *)user;
+    out_write(o, bytes, len);
+    return o->err ? STS_ERR_IO : STS_OK;
+}
 static int cmd_convert(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
     sts_dtype to = STS_DTYPE_COUNT;
-    sts_rounding rnd = STS_ROUND_NEAREST_EVEN;
+    sts_rounding rnd = CLI_ROUNDING;
     sts_file *f;
     sts_error e;
     sts_tensor_spec *specs;
     conv *cv;
     sts_kv *meta = NULL;
     size_t i, n, converted = 0;
-    int k;
+    uint64_t out_of_range = 0;
+    int k, literal = 0, force_tty = 0, exists, code;
+    input_set ins;
+    char *resolved = NULL;
+    sbuf line;
     for (k = 1; k < argc; k++) {
-        if (strcmp(argv[k], "--dtype") == 0) {
+        if (!literal && strcmp(argv[k], "--") == 0) { literal = 1; continue; }
+        if (literal || argv[k][0] != '-' || !argv[k][1]) {
+            if (!in) in = argv[k];
+            else if (!out) out = argv[k];
+            else return usage_error("unexpected argument %s", argv[k]);
+            if (out) literal = 0;  /* -- covers IN and OUT; options may follow them */
+        } else if (strcmp(argv[k], "--dtype") == 0) {
             static const struct { const char *n; sts_dtype d; } fl[4] = { { "F16", STS_DTYPE_F16 }, { "BF16", STS_DTYPE_BF16 }, { "F32", STS_DTYPE_F32 }, { "F64", STS_DTYPE_F64 } };
             int j;
             to = STS_DTYPE_COUNT;
@@ -868,13 +1477,18 @@ static int cmd_convert(int argc, char **argv) {
             else if (strcmp(argv[k + 1], "nearest_even") == 0) rnd = STS_ROUND_NEAREST_EVEN;
             else return usage_error("--rounding takes truncate or nearest_even, got %s", argv[k + 1]);
             k++;
-        } else if (argv[k][0] == '-' && argv[k][1]) return usage_error("unknown option %s", argv[k]);
-        else if (!in) in = argv[k];
-        else if (!out) out = argv[k];
-        else return usage_error("unexpected argument %s", argv[k]);
+        } else if (strcmp(argv[k], "--force-tty") == 0) force_tty = 1;
+        else return usage_error("unknown option %s", argv[k]);
     }
-    if (!in || !out || to == STS_DTYPE_COUNT) return usage_error("%s", "usage: sts convert IN OUT --dtype F16|BF16|F32|F64 [--rounding truncate|nearest_even]");
-    if (sts_open(in, NULL, &f, &e) != STS_OK) return fail(&e, in);
+    if (!in || !out || to == STS_DTYPE_COUNT) return usage_error("%s", "usage: sts convert IN OUT|- --dtype F16|BF16|F32|F64 [--rounding truncate|nearest_even] [--force-tty]");
+    /* the output: never the input (the same file under any name), never a FIFO or device */
+    memset(&ins, 0, sizeof ins);
+    if (inputs_add(&ins, in)) return out_of_memory();
+    code = strcmp(out, "-") == 0 ? (out_stdout_ok(force_tty, "a safetensors file is") ? 0 : EXIT_USAGE)
+                                 : out_check(out, &ins, NULL, &exists, &resolved);
+    inputs_free(&ins);
+    if (code) return code;
+    if (sts_open(in, NULL, &f, &e) != STS_OK) { free(resolved); return fail(&e, in); }
     n = sts_count(f);
     specs = (sts_tensor_spec *)calloc(n ? n : 1, sizeof *specs);
     cv = (conv *)calloc(n ? n : 1, sizeof *cv);
@@ -882,13 +1496,13 @@ static int cmd_convert(int argc, char **argv) {
         meta = (sts_kv *)calloc(sts_metadata_count(f) + 1, sizeof *meta);
         for (i = 0; meta && i < sts_metadata_count(f); i++) meta[i] = *sts_metadata_at(f, i);
     }
-    if (!specs || !cv || (sts_has_metadata(f) && !meta)) { fprintf(stderr, "sts convert: out of memory\n"); sts_close(f); return EXIT_INVALID; }
+    if (!specs || !cv || (sts_has_metadata(f) && !meta)) { free(specs); free(cv); free(meta); free(resolved); sts_close(f); return out_of_memory(); }
     for (i = 0; i < n; i++) {
         const sts_tensor *t = sts_at(f, i);
         int floating = t->dtype == STS_DTYPE_F16 || t->dtype == STS_DTYPE_BF16 || t->dtype == STS_DTYPE_F32 || t->dtype == STS_DTYPE_F64;
         specs[i].name = t->name; specs[i].name_len = t->name_len; specs[i].rank = t->rank; specs[i].shape = t->shape;
         if (floating && t->dtype != to) {
-            cv[i].f = f; cv[i].t = t; cv[i].to = to; cv[i].rnd = rnd;
+            cv[i].f = f; cv[i].t = t; cv[i].to = to; cv[i].rnd = rnd; cv[i].out_of_range = &out_of_range;
             specs[i].dtype = to;
             specs[i].data_size = sts_tensor_numel(t) * (sts_dtype_bits(to) / 8);
             specs[i].produce = conv_produce;
@@ -900,13 +1514,36 @@ static int cmd_convert(int argc, char **argv) {
             specs[i].data_size = sts_tensor_nbytes(t);
         }
     }
-    if (sts_write_path(out, specs, n, meta, meta ? sts_metadata_count(f) : 0, NULL, &e) != STS_OK) {
-        free(specs); free(cv); free(meta); sts_close(f);
-        return fail(&e, out);
+    if (strcmp(out, "-") == 0) {  /* standard output, through a sink */
+        out_file o;
+        sts_sink sink;
+        memset(&o, 0, sizeof o);
+        o.name = "-";
+        o.fd = 1;
+        sink.write = stdout_sink;
+        sink.user = &o;
+        code = sts_write(specs, n, meta, meta ? sts_metadata_count(f) : 0, &sink, NULL, &e) != STS_OK ? (o.err ? out_commit(&o) : fail(&e, "standard output")) : out_commit(&o);
+    } else {  /* the library's atomic write: a temporary beside OUT (a link's target), fsync, rename */
+        code = sts_write_path(resolved ? resolved : out, specs, n, meta, meta ? sts_metadata_count(f) : 0, NULL, &e) != STS_OK ? fail(&e, out) : 0;
     }
-    printf("%s: %zu of %zu tensors converted to %s (%s)\n", out, converted, n, sts_dtype_name(to), rnd == STS_ROUND_TRUNCATE ? "truncate" : "nearest_even");
-    free(specs); free(cv); free(meta);
+    free(specs); free(cv); free(meta); free(resolved);
     sts_close(f);
+    if (code) return code;
+    memset(&line, 0, sizeof line);
+    sb_str(&line, strcmp(out, "-") == 0 ? "standard output" : out);
+    sb_str(&line, ": ");
+    sb_u64(&line, converted);
+    sb_str(&line, " of ");
+    sb_u64(&line, n);
+    sb_str(&line, " tensors converted to ");
+    sb_str(&line, sts_dtype_name(to));
+    sb_str(&line, " (");
+    sb_str(&line, to == STS_DTYPE_F16 || to == STS_DTYPE_BF16 ? rounding_name(rnd) : "nearest_even");
+    sb_str(&line, ")");
+    sb_out_of_range(&line, out_of_range, to, rnd);
+    if (line.oom) return out_of_memory();
+    fprintf(strcmp(out, "-") == 0 ? stderr : stdout, "%s\n", line.p);
+    free(line.p);
     return 0;
 }
 
@@ -914,7 +1551,7 @@ static int cmd_convert(int argc, char **argv) {
 static int cmd_bench(int argc, char **argv) {
     enum { NT = 10000, REPS = 20 };
     size_t i, cap = (size_t)NT * 140 + 1024, len = 0;
-    char *h = (char *)malloc(cap + 8);
+    char *h;
     uint64_t off = 0, total;
     double best = 1e9, t;
     int rep;
@@ -925,7 +1562,7 @@ static int cmd_bench(int argc, char **argv) {
     uint16_t *dst;
     (void)argv;
     if (argc > 1) return usage_error("unexpected argument %s", argv[1]);
-    if (!h) return EXIT_INVALID;
+    if (!(h = (char *)malloc(cap + 8))) return out_of_memory();
     /* a writer-shaped header of 10,000 BF16 tensors */
     len += (size_t)snprintf(h + 8 + len, cap - len, "{\"__metadata__\":{\"format\":\"pt\"}");
     for (i = 0; i < NT; i++) {
@@ -997,34 +1634,50 @@ static const command commands[] = {
       "same value of its own dtype (F16 and BF16 too); integers exactly. An axis longer than 2N\n"
       "shows its first and last N values (--limit N, numpy's edgeitems, default 3). -- ends the\n"
       "options." },
-    { "get", cmd_get, "sts get DIR KEY [-o FILE] [--npy]",
+    { "get", cmd_get, "sts get DIR KEY [-o FILE|-] [--npy] [--force-tty]",
       "Look KEY up in a dataset (through its tensor index, else its headers) and write the tensor's\n"
       "raw bytes to FILE or standard output, or, with --npy, a .npy file numpy loads. KV datasets\n"
-      "key tensors as <key><separator><column>; batch datasets as <shard file>/<column>. A KEY that\n"
-      "begins with '-' goes after --." },
+      "key tensors as <key><separator><column>; batch datasets as <shard file>/<column>.\n"
+      "  -o FILE, --output FILE   write FILE: through a temporary beside it, renamed over it once\n"
+      "                           complete (an existing FILE is untouched on failure); FILE may not\n"
+      "                           be one of the dataset's files; -o - is standard output (the default)\n"
+      "  --npy                    a .npy file (header, then the data) instead of raw bytes\n"
+      "  --force-tty              write binary to standard output even when it is a terminal\n"
+      "Options go before or after DIR and KEY. -- makes the arguments after it DIR and KEY even when\n"
+      "they begin with '-' (a KEY like -40__x), and options may still follow them. An unusable tensor\n"
+      "index is reported and the lookup goes through the shards' headers." },
     { "pack", cmd_pack, "sts pack OUT_DIR --column NAME=FILE.npy ... (--batch-size N | --keys FILE | --name-col COL) [options]",
       "Build a dataset from .npy files, one per column, whose first axis is rows.\n"
       "  --batch-size N               batch mode: N rows per file\n"
-      "  --keys FILE                  KV mode, one key per line of FILE\n"
-      "  --name-col COL               KV mode, keys from the 1-D integer column COL\n"
+      "  --keys FILE                  KV mode, one key per line of FILE (- for standard input)\n"
+      "  --name-col COL               KV mode, keys from the 1-D integer column COL (int8 to int64,\n"
+      "                               uint8 to uint64)\n"
       "  --kv-separator S             between key and column in tensor names (default __)\n"
       "  --duplicates fail|lastWin    KV mode duplicates (default fail)\n"
       "  --dtype D                    encode every column to D (F16 F32 F64 BF16 U8 I8 U16 I16 U32 I32 U64 I64)\n"
-      "  --rounding truncate|nearest_even   F16/BF16 rounding (default truncate, the connector's)\n"
+      "  --rounding truncate|nearest_even   F16/BF16 rounding (default nearest_even, as numpy and\n"
+      "                               sts convert; the library's own default is the connector's truncate)\n"
       "  --tail drop|pad|write        batch mode: the last, partial batch (default write)\n"
       "  --target-shard-size-mb N     KV mode shard size, 50..1000 (default 300)\n"
       "  --generate-index             write _tensor_index.csv and _tensor_index.json\n"
       "  --overwrite                  replace an existing dataset in OUT_DIR\n"
       "  --no-fsync                   skip fsync (faster, not crash-safe)\n"
-      "A progress bar goes to standard error when it is a terminal." },
+      "The summary line says the dtype and rounding used and how many values did not fit it\n"
+      "(saturated, or overflowed to inf), and the rows --tail drop dropped. An input that is a file\n"
+      "of the dataset in OUT_DIR is refused. A progress bar goes to standard error when it is a\n"
+      "terminal." },
     { "index", cmd_index, "sts index DIR",
       "Rebuild _tensor_index.csv and _tensor_index.json from the dataset's shard headers." },
     { "check", cmd_check, "sts check DIR|FILE",
       "Verify a whole dataset: every shard valid (strict), the manifest's counts and sizes match,\n"
       "and the index belongs to the manifest and agrees with the headers. Exit 1 on any problem." },
-    { "convert", cmd_convert, "sts convert IN OUT --dtype F16|BF16|F32|F64 [--rounding truncate|nearest_even]",
+    { "convert", cmd_convert, "sts convert IN OUT|- --dtype F16|BF16|F32|F64 [--rounding truncate|nearest_even] [--force-tty]",
       "Convert every floating tensor (F16, BF16, F32, F64) of IN to the dtype and write OUT (other\n"
-      "tensors and the metadata are copied). Default rounding: nearest_even, as PyTorch does." },
+      "tensors and the metadata are copied). Default rounding: nearest_even, as numpy and PyTorch\n"
+      "do (every sts command that converts rounds the same way). The summary line says the rounding\n"
+      "used and how many values did not fit the dtype (saturated, or overflowed to inf). OUT is\n"
+      "written through a temporary renamed over it once complete, and may not be IN; - is standard\n"
+      "output (not a terminal, unless --force-tty; the summary then goes to standard error)." },
     { "bench", cmd_bench, "sts bench",
       "Quick benchmarks on this machine: header parsing and the F32 -> BF16 codec beside memcpy." },
     { "rules", cmd_rules, "sts rules", "Print the validation-rule table (rule, result code, reference variant)." },
@@ -1049,7 +1702,7 @@ int main(int argc, char **argv) {
             static char name[64];
             snprintf(name, sizeof name, "sts %s", commands[i].name);
             prog_cmd = name;
-            for (k = 2; k < argc; k++)
+            for (k = 2; k < argc && strcmp(argv[k], "--") != 0; k++)  /* after --, "-h" may be a key or a file */
                 if (strcmp(argv[k], "--help") == 0 || strcmp(argv[k], "-h") == 0) { printf("usage: %s\n\n%s\n", commands[i].usage, commands[i].help); return 0; }
             return commands[i].run(argc - 1, argv + 1);
         }

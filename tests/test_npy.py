@@ -12,7 +12,10 @@ without --dtype; `sts get --npy` writes tensors back and numpy reads them and co
 other float targets nearest even; float -> integer truncates toward zero and saturates, NaN -> 0;
 integer -> integer saturates). BF16 has no numpy type: `sts get --npy` must refuse it clearly,
 and `sts convert --dtype F32` followed by get must work. Fortran-order, big-endian, object and
-structured arrays must be refused by `sts pack` with a clear message and exit 1.
+structured arrays must be refused by `sts pack` with a clear message and exit 1. The summary line
+of each --dtype pack must count exactly the values the model says do not fit the target (saturated,
+or overflowed to inf) and name the rounding; the CLI's default rounding is nearest_even. --name-col
+takes key columns of every integer type, --keys - reads standard input, get -o - equals get -o FILE.
 
 Every check runs; each failure is printed; the exit code is 1 if any check failed.
 """
@@ -86,7 +89,7 @@ def describe(got, want):
 
 def get_npy(ds, key, out):
     """sts get DS KEY -o OUT --npy; numpy loads OUT. Returns (array or None, message)."""
-    rc, _, err = sts("get", ds, key, "-o", out, "--npy")
+    rc, _, err = sts("get", ds, key, "-o", out, "--npy") if not key.startswith("-") else sts("get", ds, "--", key, "-o", out, "--npy")
     if rc != 0:
         return None, "sts get %s %s: exit %d: %s" % (ds, key, rc, err.strip())
     try:
@@ -207,6 +210,9 @@ def main():
     # 7. what numpy can write but sts must refuse -------------------------------------------------
     refusal_tests()
 
+    # 8. --name-col from every integer type; keys from standard input; get -o - ---------------------
+    key_tests()
+
     print("test_npy: %d checks, %d failed (%.1fs)" % (checks, len(failures), time.time() - t0))
     return 1 if failures else 0
 
@@ -271,8 +277,40 @@ def model(values, target, nearest):
 # sources the dataset writer takes as array elements today, and the other numeric types
 DTYPE_SOURCES = ["int8", "uint8", "int16", "int32", "int64", "float32", "float64",
                  "float16", "uint16", "uint32", "uint64", "bool"]
-DTYPE_TARGETS = [("F32", None), ("F64", None), ("F16", "truncate"), ("F16", "nearest_even"),
-                 ("BF16", "truncate"), ("BF16", "nearest_even"), ("I16", None), ("U8", None), ("I64", None)]
+DTYPE_TARGETS = [("F32", None), ("F64", None), ("F16", "truncate"), ("F16", "nearest_even"), ("F16", None),
+                 ("BF16", "truncate"), ("BF16", "nearest_even"), ("BF16", None), ("I16", None), ("U8", None), ("I64", None)]
+
+
+def out_of_range(values, target, nearest):
+    """How many values the documented conversion cannot hold: integers saturate (NaN and +-Inf
+    too); F16/BF16 under truncate saturate at the largest finite value; float targets rounding to
+    nearest overflow to inf. NaN and Inf into a float target are kept, not counted."""
+    n = 0
+    for v in values.ravel().tolist():
+        if isinstance(v, bool):
+            v = int(v)
+        if target in FLOAT_FORMATS:
+            if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+                continue
+            near = nearest or target in ("F32", "F64")
+            r = round_to(Fraction(v), target, near)
+            p, emin, emax = FLOAT_FORMATS[target]
+            top = (2 - Fraction(2) ** (1 - p)) * Fraction(2) ** emax
+            n += (r in (float("inf"), float("-inf"))) if near else abs(Fraction(v)) > top
+        else:
+            lo, hi = INT_RANGES[target]
+            if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+                n += 1
+            else:
+                n += not lo <= int(v) <= hi
+    return n
+
+
+def summary_count(out):
+    """The N of "N value(s) saturated" / "N value(s) overflowed to inf" in a summary line (0 if absent)."""
+    import re
+    m = re.search(r", (\d+) values? (saturated|overflowed to inf)", out)
+    return int(m.group(1)) if m else 0
 
 
 def dtype_tests():
@@ -292,12 +330,18 @@ def dtype_tests():
         target, rounding, sources, tag = job
         ds = "dt_%s_%s_%s" % (target, rounding or "x", tag)
         opts = ["--batch-size", "2", "--dtype", target] + (["--rounding", rounding] if rounding else [])
-        rc, _, err = pack(ds, ["d_" + s for s in sources], *opts)
+        rc, out, err = pack(ds, ["d_" + s for s in sources], *opts)
         label = "--dtype %s%s" % (target, " --rounding " + rounding if rounding else "")
         if rc != 0:
             with lock:
                 refused.setdefault(tag, []).append((label, "exit %d: %s" % (rc, err.strip())))
             return
+        nearest = rounding != "truncate"   # the CLI's default is nearest_even
+        want_n = sum(out_of_range(src[s], target, nearest) for s in sources)
+        check(summary_count(out) == want_n, "%s of %s: the summary counts the %d values out of range" % (label, "/".join(sources), want_n),
+              out.strip())
+        check(target not in ("F16", "BF16") or ("rounding %s" % (rounding or "nearest_even")) in out,
+              "%s: the summary names the rounding used" % label, out.strip())
         shard = os.path.join(ds, manifest(ds)["shards"][0]["shard_path"])
         if target == "BF16":   # no numpy type: through sts convert --dtype F32 (exact)
             conv = ds + "_f32.safetensors"
@@ -307,7 +351,7 @@ def dtype_tests():
             shard = conv
         for s in sources:
             got, msg = get_npy(shard, "d_" + s, ds + "_" + s + ".npy")
-            want = model(src[s], target, rounding == "nearest_even")
+            want = model(src[s], target, rounding != "truncate")
             check(got is not None and same(got, want), "%s: %s column" % (label, s), msg or describe(got, want))
 
     jobs = []
@@ -353,8 +397,8 @@ def bf16_tests():
     rc, out, err = sts("convert", shard, "bf32/all.safetensors", "--dtype", "F32")
     if check(rc == 0, "convert --dtype F32 of the BF16 shard", err):
         got, msg = get_npy("bf32", "k1__w", "bf32_out.npy")
-        want = model(a[1], "BF16", False)   # pack's default rounding: truncate
-        check(got is not None and same(got, want), "BF16 -> convert F32 -> get --npy equals the truncated values", msg or describe(got, want))
+        want = model(a[1], "BF16", True)   # the CLI's one default rounding: nearest_even (pack as convert)
+        check(got is not None and same(got, want), "BF16 -> convert F32 -> get --npy equals the values rounded to nearest even", msg or describe(got, want))
         raw = np.frombuffer(open(path("bf_raw.bin"), "rb").read(), "<u2").astype(np.uint32) << 16
         check(got is not None and raw.view(np.float32).tobytes() == got.tobytes(), "convert F32 is exact on the BF16 bits")
     f8 = os.path.join(ROOT, "tests", "conformance", "shared", "v_dtype_06_F8_E5M2.safetensors")
@@ -387,6 +431,33 @@ def refusal_tests():
     write_npy("fixed.npy", np.ascontiguousarray(base.astype("<f4")))
     rc, _, err = sts("pack", "ref_fixed", "--no-fsync", "--column", "c=fixed.npy", "--batch-size", "2")
     check(rc == 0, "the C-order little-endian copy packs", err)
+
+
+def key_tests():
+    """--name-col takes any integer column (int8 ... uint64): each value, written as numpy prints it,
+    is a key; --keys - reads standard input; get -o - writes what get -o FILE writes."""
+    data = sample("float32", (6, 2), 11)
+    write_npy("kt_data.npy", data)
+    for dt in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"):
+        info = np.iinfo(dt)
+        ids = np.array([info.min, info.max, 5, 1, info.max - 1, info.min + 1 if info.min else 2], dtype=dt)
+        write_npy("kt_%s.npy" % dt, ids)
+        rc, _, err = sts("pack", "kt_" + dt, "--no-fsync", "--column", "id=kt_%s.npy" % dt, "--column", "v=kt_data.npy",
+                         "--name-col", "id")
+        if not check(rc == 0, "pack --name-col with a %s key column" % dt, err):
+            continue
+        for r, k in enumerate(ids.tolist()):
+            got, msg = get_npy("kt_" + dt, "%d__v" % k, "kt_%s_%d.npy" % (dt, r))
+            check(got is not None and same(got, data[r]), "--name-col %s: key %d finds row %d" % (dt, k, r), msg or describe(got, data[r]))
+    keys = "".join("s%d\n" % r for r in range(6)).encode()
+    p = subprocess.run([STS, "pack", "kt_stdin", "--no-fsync", "--column", "v=kt_data.npy", "--keys", "-"], cwd=WORK, input=keys,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if check(p.returncode == 0, "pack --keys - reads the keys from standard input", p.stderr.decode(errors="replace")):
+        got, msg = get_npy("kt_stdin", "s4__v", "kt_stdin_4.npy")
+        check(got is not None and same(got, data[4]), "--keys -: key s4 finds row 4", msg or describe(got, data[4]))
+        p = subprocess.run([STS, "get", "kt_stdin", "s4__v", "--npy", "-o", "-"], cwd=WORK, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        check(p.returncode == 0 and p.stdout == open(path("kt_stdin_4.npy"), "rb").read(),
+              "get --npy -o - writes the bytes get --npy -o FILE writes", p.stderr.decode(errors="replace"))
 
 
 if __name__ == "__main__":

@@ -78,6 +78,14 @@ def main(out):
     npy(p("id_u32.npy"), "<u4", (6,), pack("I", [7, 8, 9, 4294967295, 11, 12]))
     npy(p("id_dup.npy"), "<i8", (6,), pack("q", [1, 2, 3, 3, 4, 5]))
     npy(p("id_f32.npy"), "<f4", (6,), pack("f", [1, 2, 3, 4, 5, 6]))
+    # key columns of every integer width (--name-col), with each type's extremes
+    npy(p("id_i8.npy"), "|i1", (6,), pack("b", [-128, -1, 0, 1, 2, 127]))
+    npy(p("id_u8.npy"), "|u1", (6,), pack("B", [0, 1, 2, 3, 128, 255]))
+    npy(p("id_i16.npy"), "<i2", (6,), pack("h", [-32768, -1, 0, 1, 2, 32767]))
+    npy(p("id_u16.npy"), "<u2", (6,), pack("H", [0, 1, 2, 3, 32768, 65535]))
+    npy(p("id_bool.npy"), "|b1", (6,), bytes([0, 1, 0, 1, 0, 1]))
+    # values that do not fit U8: 2^40, -3, NaN and 1e300 saturate; 255.9 and -0.5 truncate into range
+    npy(p("sat.npy"), "<f8", (6,), pack("d", [2.0**40, -3.0, float("nan"), 255.9, -0.5, 1e300]))
     npy(p("id_2d.npy"), "<i8", (6, 2), pack("q", list(range(12))))
     npy(p("short.npy"), "<i8", (5,), pack("q", [1, 2, 3, 4, 5]))
     npy(p("scalar.npy"), "<f8", (), pack("d", [2.5]))
@@ -111,6 +119,12 @@ def main(out):
         f.write("".join(k + "\n" for k in keys[:5]))
     with open(p("keys_dup.txt"), "w") as f:
         f.write("a0\na1\na2\na1\na4\na5\n")
+    with open(p("keys_long.txt"), "w") as f:               # 10 keys for 6 rows
+        f.write("".join("a%d\n" % i for i in range(10)))
+    with open(p("keys_nul.txt"), "wb") as f:               # a NUL byte on line 3
+        f.write(b"a0\na1\na\x002\na3\na4\na5\n")
+    with open(p("keys_no_newline.txt"), "w") as f:          # the last line has no newline
+        f.write("a0\na1\na2\na3\na4\na5")
 
     # ---- .safetensors files ----
     safetensors(p("small.safetensors"), [
