@@ -493,7 +493,8 @@ STSDEF const char *sts_convert_isa(void);
 typedef enum sts_value_kind {
     STS_VALUE_TENSOR = 1,   /* bytes + dtype + shape, written as-is (the connector's Tensor Struct) */
     STS_VALUE_ARRAY = 2,    /* numeric elements encoded to the `dtype` option */
-    STS_VALUE_STRING = 3    /* text: only the key column (name_col) of KV mode */
+    STS_VALUE_STRING = 3,   /* text: only the key column (name_col) of KV mode */
+    STS_VALUE_KIND_COUNT    /* one past the last kind (0 is not a kind) */
 } sts_value_kind;
 
 typedef struct sts_column {     /* one column of the input schema */
@@ -511,8 +512,8 @@ typedef struct sts_value {      /* one cell of a row; rows are arrays of cells i
     const uint64_t *shape;      /* tensor only */
 } sts_value;
 
-typedef enum sts_tail { STS_TAIL_WRITE = 0, STS_TAIL_DROP = 1, STS_TAIL_PAD = 2 } sts_tail;
-typedef enum sts_duplicates { STS_DUPLICATES_FAIL = 0, STS_DUPLICATES_LAST_WIN = 1 } sts_duplicates;
+typedef enum sts_tail { STS_TAIL_WRITE = 0, STS_TAIL_DROP = 1, STS_TAIL_PAD = 2, STS_TAIL_COUNT } sts_tail;
+typedef enum sts_duplicates { STS_DUPLICATES_FAIL = 0, STS_DUPLICATES_LAST_WIN = 1, STS_DUPLICATES_COUNT } sts_duplicates;
 
 typedef struct sts_shape_option {   /* per-sample shape of a numeric-array column */
     const char *column;
@@ -529,14 +530,16 @@ typedef struct sts_write_config {   /* zero = every default; strings are borrowe
     uint32_t target_shard_size_mb;  /* 0 = 300; 50..1000; checked in batch mode too */
     int has_dtype;                  /* dtype below is set */
     sts_dtype dtype;                /* encoding of numeric-array columns: one of the 12 seed dtypes */
-    int rounding;                   /* sts_rounding for F16/BF16 targets: 0 truncate (default), 1 nearest-even */
+    sts_rounding rounding;          /* F16/BF16 targets: STS_ROUND_TRUNCATE (0, default) or STS_ROUND_NEAREST_EVEN */
     const char *columns;            /* comma-separated columns to write; NULL = all but name_col */
     const char *shapes;             /* JSON object {"col": [d0, ...]}, the connector's form */
     const sts_shape_option *shape_list; /* or the same, typed */
     size_t n_shapes;
     sts_tail tail;                  /* batch mode: what to do with a last, partial batch */
     int overwrite;                  /* replace an existing dataset at commit; default: refuse a non-empty folder */
-    int no_fsync;                   /* durable = 0: skip every fsync (fast, not crash-safe) */
+    int no_fsync;                   /* durable = 0: skip every fsync (fast, not crash-safe). sts_options.no_fsync
+                                       does the same: either one turns fsync off, in prepare, the task
+                                       writers, the dataset commit and reindex alike */
     int no_io_thread;               /* io_thread = 0: the caller's thread makes every write itself
                                        (default: one I/O thread per task writer, see sts_task_open) */
 } sts_write_config;
@@ -4162,6 +4165,12 @@ STS__PRIVATE int sts__elem_ok(sts_dtype d) {  /* C element types an array cell m
     return d == STS_DTYPE_F32 || d == STS_DTYPE_F64 || d == STS_DTYPE_I32 || d == STS_DTYPE_I64 ||
            d == STS_DTYPE_I16 || d == STS_DTYPE_I8 || d == STS_DTYPE_U8;
 }
+/* Durability, the one rule for every step of a job (prepare, task writers, dataset commit,
+   reindex): fsync unless sts_write_config.no_fsync or sts_options.no_fsync is set (either turns
+   it off; both fields stay for compatibility). cfg and opts may be NULL. */
+STS__PRIVATE int sts__durable(const sts_write_config *cfg, const sts_options *opts) {
+    return !(cfg && cfg->no_fsync) && !(opts && opts->no_fsync);
+}
 STS__PRIVATE sts_result sts__bad_option(sts_error *err, const char *option, const char *value, const char *expect) {
     return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "%s must be %s, got: %q", option, expect, value, strlen(value));
 }
@@ -4406,9 +4415,12 @@ STS__PRIVATE sts_result sts__wcfg_make(sts__wcfg *c, const sts_write_config *cfg
     if (!c->sep_len) return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "kv_separator must not be empty (an empty one makes keys ambiguous)");
     if (sts__utf8_check((const uint8_t *)c->sep, c->sep_len) != c->sep_len)
         return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "kv_separator must be UTF-8, got: %q", c->sep, c->sep_len);
-    if ((unsigned)cfg->duplicates > 1u) return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "duplicatesStrategy must be fail or lastWin, got: %d", (int)cfg->duplicates);
-    if ((unsigned)cfg->tail > 2u) return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "tail_strategy must be drop, pad or write, got: %d", (int)cfg->tail);
-    if ((unsigned)cfg->rounding > 1u) return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "rounding must be truncate or nearest_even, got: %d", (int)cfg->rounding);
+    if ((unsigned)cfg->duplicates >= (unsigned)STS_DUPLICATES_COUNT)
+        return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "duplicatesStrategy must be fail or lastWin, got: %d", (int)cfg->duplicates);
+    if ((unsigned)cfg->tail >= (unsigned)STS_TAIL_COUNT)
+        return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "tail_strategy must be drop, pad or write, got: %d", (int)cfg->tail);
+    if ((unsigned)cfg->rounding >= (unsigned)STS_ROUNDING_COUNT)
+        return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "rounding must be truncate or nearest_even, got: %d", (int)cfg->rounding);
     if (cfg->has_dtype && !sts__dtype_seed(cfg->dtype))
         return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "dtype must be one of F16 F32 F64 BF16 U8 I8 U16 I16 U32 I32 U64 I64, got: %s", sts_dtype_name(cfg->dtype));
     if (cfg->shapes && cfg->shape_list)
@@ -4416,12 +4428,12 @@ STS__PRIVATE sts_result sts__wcfg_make(sts__wcfg *c, const sts_write_config *cfg
     c->dup = cfg->duplicates;
     c->index = cfg->generate_index != 0;
     c->overwrite = cfg->overwrite != 0;
-    c->durable = !cfg->no_fsync;
+    c->durable = sts__durable(cfg, opts);
     c->io_thread = !cfg->no_io_thread;
     c->tail = cfg->tail;
     c->has_dtype = cfg->has_dtype;
     c->dtype = cfg->dtype;
-    c->rounding = (sts_rounding)cfg->rounding;
+    c->rounding = cfg->rounding;
     c->ncells = ncols;
     /* schema: names non-empty, UTF-8 without NUL, unique; kinds and element types valid */
     if (!sts__mulsz(ncols, sizeof *hashes, &hbytes) || !(hashes = (uint64_t *)sts__alloc(&c->mem, hbytes)) ||
@@ -4434,7 +4446,7 @@ STS__PRIVATE sts_result sts__wcfg_make(sts__wcfg *c, const sts_write_config *cfg
                 r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "schema column %z needs a non-empty UTF-8 name", i);
                 goto done;
             }
-            if (col->kind != STS_VALUE_TENSOR && col->kind != STS_VALUE_ARRAY && col->kind != STS_VALUE_STRING) {
+            if ((unsigned)col->kind - (unsigned)STS_VALUE_TENSOR >= (unsigned)STS_VALUE_KIND_COUNT - (unsigned)STS_VALUE_TENSOR) {
                 r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "schema column %q has an unknown kind %d", col->name, n, (int)col->kind);
                 goto done;
             }

@@ -214,7 +214,7 @@ static void test_config_set_refused(void **state) {
         sts_result r;
         memset(&c, 0, sizeof c);
         c.batch_size = 9; c.target_shard_size_mb = 77; c.tail = STS_TAIL_PAD; c.duplicates = STS_DUPLICATES_LAST_WIN;
-        c.generate_index = 1; c.has_dtype = 1; c.dtype = STS_DTYPE_I16; c.overwrite = 1; c.rounding = 1; c.kv_separator = "::";
+        c.generate_index = 1; c.has_dtype = 1; c.dtype = STS_DTYPE_I16; c.overwrite = 1; c.rounding = STS_ROUND_NEAREST_EVEN; c.kv_separator = "::";
         before = c;
         snprintf(label, sizeof label, "set %s=%s", cases[i].key, cases[i].value);
         r = sts_write_config_set(&c, cases[i].key, cases[i].value, &e);
@@ -290,7 +290,7 @@ static int combo_case(int k, combo *cs, sts_write_config *c, sts_column *schema,
     CASE(30, "target_shard_size_mb 1001 (batch mode too)", "target_shard_size_mb", "1001") batch_config(c); c->target_shard_size_mb = 1001; break;
     CASE(31, "duplicatesStrategy out of range", "duplicatesStrategy", "2") c->duplicates = (sts_duplicates)2; break;
     CASE(32, "tail_strategy out of range", "tail_strategy", "3") batch_config(c); c->tail = (sts_tail)3; break;
-    CASE(33, "rounding out of range", "rounding", "2") c->rounding = 2; break;
+    CASE(33, "rounding out of range", "rounding", "2") c->rounding = (sts_rounding)2; break;
     CASE(34, "dtype F4", "dtype", "F4") c->dtype = STS_DTYPE_F4; break;
     CASE(35, "dtype BOOL", "dtype", "BOOL") c->dtype = STS_DTYPE_BOOL; break;
     CASE(36, "dtype C64", "dtype", "C64") c->dtype = STS_DTYPE_C64; break;
@@ -874,6 +874,53 @@ static void test_reserved_column_name(void **state) {
 }
 
 /* ================================================================================================
+   durability: sts_write_config.no_fsync and sts_options.no_fsync each turn every fsync of a task
+   writer off (one rule, sts__durable); with neither, its shards and folder are fsynced */
+static int count_fsync(void *user, const char *op) {
+    if (strcmp(op, "fsync") == 0) ++*(long *)user;
+    return 0;
+}
+static void test_durability_switches(void **state) {
+    char root[64];
+    int k;
+    (void)state;
+    tf_tmpdir(root, sizeof root);
+    for (k = 0; k < 8; k++) {
+        int cfg_off = k & 1, opts_off = k >> 1 & 1, batch = k >> 2 & 1, i;
+        char dir[128], label[96];
+        sts_write_config c;
+        sts_options o;
+        sts_task_writer *w;
+        sts_error e;
+        long fsyncs = 0;
+        char *msg;
+        size_t len;
+        snprintf(dir, sizeof dir, "%s/d%d", root, k);
+        snprintf(label, sizeof label, "%s, config no_fsync=%d, options no_fsync=%d", batch ? "batch" : "KV", cfg_off, opts_off);
+        if (batch) batch_config(&c); else kv_config(&c);
+        c.no_fsync = cfg_off;
+        memset(&o, 0, sizeof o);
+        o.no_fsync = opts_off;
+        o.io_fault = count_fsync;
+        o.io_fault_user = &fsyncs;
+        DU_OK(label, sts_dataset_prepare(dir, &c, SCHEMA, 5, &o, &e), e);
+        DU_OK(label, sts_task_open(dir, 0, &c, SCHEMA, 5, &o, &w, &e), e);
+        for (i = 0; i < 4; i++) {
+            row_buf b;
+            char key[16];
+            snprintf(key, sizeof key, "k%d", i);
+            DU_OK(label, sts_task_write(w, make_row(&b, key, i), &e), e);
+        }
+        DU_OK(label, sts_task_commit(w, &msg, &len, &e), e);
+        sts_task_close(w);
+        sts_free(NULL, msg, len + 1);
+        if ((cfg_off || opts_off) && fsyncs) fail_msg("%s: %ld fsync calls, expected none", label, fsyncs);
+        if (!cfg_off && !opts_off && fsyncs < 1) fail_msg("%s: no fsync call, expected the shard's", label);
+    }
+    tf_rmtree(root);
+}
+
+/* ================================================================================================
    uuids: version 4, RFC 4122 variant, lowercase, one per task writer, never repeated, and
    random in every free digit (a clock or a counter would leave most digits constant) */
 static int uuid_cmp(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
@@ -931,6 +978,7 @@ int main(void) {
         cmocka_unit_test(test_commit_arguments),
         cmocka_unit_test(test_uuids),
         cmocka_unit_test(test_reserved_column_name),
+        cmocka_unit_test(test_durability_switches),
     };
     if (getenv("STS_TEST_FILTER")) cmocka_set_test_filter(getenv("STS_TEST_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);
