@@ -4378,28 +4378,35 @@ STS__PRIVATE void sts__wcfg_free(sts__wcfg *c) {
     sts__free(&c->mem, c->store, c->store_size);
     memset(c, 0, sizeof *c);
 }
-STS__PRIVATE size_t sts__schema_find(const sts_column *schema, size_t ncols, const char *name, size_t len) {
-    size_t i;
-    for (i = 0; i < ncols; i++)
-        if (strlen(schema[i].name) == len && memcmp(schema[i].name, name, len) == 0) return i;
+/* sts__wcfg_make's working state, filled phase by phase and freed by it. */
+typedef struct sts__wmake {
+    const sts_write_config *cfg;
+    const sts_column *schema;
+    size_t ncols;
+    sts__index ix;                  /* the schema's names by hash (sts__wm_find) */
+    uint64_t *hashes;               /* per schema column */
+    size_t hbytes;
+    size_t *sel;                    /* per schema column: 0 = not written, else 1 + its output column */
+    size_t nsel;
+    size_t store;                   /* bytes of the config's storage (names, separator, dims) */
+    sts__jdoc shapes;               /* the shapes option's JSON text, tokenized */
+    char *key;                      /* an escaped shapes key, unescaped */
+    size_t key_cap;
+} sts__wmake;
+
+/* The schema column named (name, len), or (size_t)-1: a hash probe (names are unique by then). */
+STS__PRIVATE size_t sts__wm_find(const sts__wmake *m, const char *name, size_t len) {
+    uint64_t h = sts__hash(name, len, 0x5eed);
+    size_t pos = (size_t)h & m->ix.mask;
+    for (; m->ix.slots[pos] != STS__EMPTY; pos = (pos + 1) & m->ix.mask) {
+        size_t j = m->ix.slots[pos];
+        if (m->hashes[j] == h && strlen(m->schema[j].name) == len && memcmp(m->schema[j].name, name, len) == 0) return j;
+    }
     return (size_t)-1;
 }
-/* Options and schema, checked together before any file is touched. */
-STS__PRIVATE sts_result sts__wcfg_make(sts__wcfg *c, const sts_write_config *cfg, const sts_column *schema, size_t ncols,
-                                       const sts_options *opts, sts_error *err) {
-    sts__jdoc shapes;
-    sts__index ix;
-    uint64_t *hashes = NULL;
-    size_t i, store = 64, nsel = 0, hbytes = 0;
-    unsigned char *sel = NULL;
-    sts_result r = STS_OK;
-    memset(c, 0, sizeof *c);
-    memset(&shapes, 0, sizeof shapes);
-    ix.slots = NULL;
-    c->mem = sts__mem_from(opts);
-    if (!sts__mem_valid(&c->mem)) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "the allocator needs all three hooks or none");
-    if (!cfg || !schema || !ncols) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "a config and a schema of at least one column are needed");
-    /* mode */
+/* Phase 1, the mode and the options that need no schema: batch_size or name_col, the shard
+   target, kv_separator, the strategies, rounding, dtype. Nothing is allocated yet. */
+STS__PRIVATE sts_result sts__wcfg_mode(sts__wcfg *c, const sts_write_config *cfg, const sts_options *opts, sts_error *err) {
     if (cfg->batch_size && cfg->name_col && cfg->name_col[0])
         return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "options batch_size and name_col are mutually exclusive; give one (batch_size=%U, name_col=%q)",
                          cfg->batch_size, cfg->name_col, strlen(cfg->name_col));
@@ -4434,57 +4441,58 @@ STS__PRIVATE sts_result sts__wcfg_make(sts__wcfg *c, const sts_write_config *cfg
     c->has_dtype = cfg->has_dtype;
     c->dtype = cfg->dtype;
     c->rounding = cfg->rounding;
-    c->ncells = ncols;
-    /* schema: names non-empty, UTF-8 without NUL, unique; kinds and element types valid */
-    if (!sts__mulsz(ncols, sizeof *hashes, &hbytes) || !(hashes = (uint64_t *)sts__alloc(&c->mem, hbytes)) ||
-        !sts__index_init(&c->mem, &ix, ncols)) { r = sts__nomem(err, "the schema index"); goto done; }
-    {
-        for (i = 0; i < ncols; i++) {
-            const sts_column *col = &schema[i];
-            size_t n = col->name ? strlen(col->name) : 0, pos, j;
-            if (!n || sts__utf8_check((const uint8_t *)col->name, n) != n) {
-                r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "schema column %z needs a non-empty UTF-8 name", i);
-                goto done;
-            }
-            if ((unsigned)col->kind - (unsigned)STS_VALUE_TENSOR >= (unsigned)STS_VALUE_KIND_COUNT - (unsigned)STS_VALUE_TENSOR) {
-                r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "schema column %q has an unknown kind %d", col->name, n, (int)col->kind);
-                goto done;
-            }
-            if (col->kind == STS_VALUE_ARRAY && !sts__elem_ok(col->elem)) {
-                r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "schema column %q: array elements must be F32, F64, I32, I64, I16, I8 or U8 (C float, double, int32, int64, int16, int8, uint8), got: %s",
-                              col->name, n, sts_dtype_name(col->elem));
-                goto done;
-            }
-            /* names are C strings here: probe by comparing against earlier columns with equal hash */
-            hashes[i] = sts__hash(col->name, n, 0x5eed);
-            pos = (size_t)hashes[i] & ix.mask;
-            for (; ix.slots[pos] != STS__EMPTY; pos = (pos + 1) & ix.mask) {
-                j = ix.slots[pos];
-                if (hashes[j] == hashes[i] && strcmp(schema[j].name, col->name) == 0) {
-                    r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "schema column %q appears twice", col->name, n);
-                    goto done;
-                }
-            }
-            ix.slots[pos] = (uint32_t)i;
-            store += n + 1;
+    return STS_OK;
+}
+/* Phase 2, the schema: names non-empty and UTF-8 (C strings: no NUL), unique; kinds and element
+   types valid. Builds the name index the later phases look names up in. */
+STS__PRIVATE sts_result sts__wcfg_schema(sts__wcfg *c, sts__wmake *m, sts_error *err) {
+    size_t i;
+    if (!sts__mulsz(m->ncols, sizeof *m->hashes, &m->hbytes) || !(m->hashes = (uint64_t *)sts__alloc(&c->mem, m->hbytes)) ||
+        !sts__index_init(&c->mem, &m->ix, m->ncols)) return sts__nomem(err, "the schema index");
+    for (i = 0; i < m->ncols; i++) {
+        const sts_column *col = &m->schema[i];
+        size_t n = col->name ? strlen(col->name) : 0, pos, j;
+        if (!n || sts__utf8_check((const uint8_t *)col->name, n) != n)
+            return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "schema column %z needs a non-empty UTF-8 name", i);
+        if ((unsigned)col->kind - (unsigned)STS_VALUE_TENSOR >= (unsigned)STS_VALUE_KIND_COUNT - (unsigned)STS_VALUE_TENSOR)
+            return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "schema column %q has an unknown kind %d", col->name, n, (int)col->kind);
+        if (col->kind == STS_VALUE_ARRAY && !sts__elem_ok(col->elem))
+            return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "schema column %q: array elements must be F32, F64, I32, I64, I16, I8 or U8 (C float, double, int32, int64, int16, int8, uint8), got: %s",
+                             col->name, n, sts_dtype_name(col->elem));
+        /* names are C strings here: probe by comparing against earlier columns with equal hash */
+        m->hashes[i] = sts__hash(col->name, n, 0x5eed);
+        pos = (size_t)m->hashes[i] & m->ix.mask;
+        for (; m->ix.slots[pos] != STS__EMPTY; pos = (pos + 1) & m->ix.mask) {
+            j = m->ix.slots[pos];
+            if (m->hashes[j] == m->hashes[i] && strcmp(m->schema[j].name, col->name) == 0)
+                return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "schema column %q appears twice", col->name, n);
         }
+        m->ix.slots[pos] = (uint32_t)i;
+        m->store += n + 1;
     }
-    /* name_col */
+    c->ncells = m->ncols;
+    return STS_OK;
+}
+/* Phase 3, name_col (KV mode): a string column of the schema. */
+STS__PRIVATE sts_result sts__wcfg_name_col(sts__wcfg *c, const sts__wmake *m, sts_error *err) {
+    const char *name = m->cfg->name_col;
     c->key_in = (size_t)-1;
-    if (c->kv) {
-        c->key_in = sts__schema_find(schema, ncols, cfg->name_col, strlen(cfg->name_col));
-        if (c->key_in == (size_t)-1) {
-            r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "name_col %q is not a column of the schema", cfg->name_col, strlen(cfg->name_col));
-            goto done;
-        }
-        if (schema[c->key_in].kind != STS_VALUE_STRING) {
-            r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "name_col %q must be a string column", cfg->name_col, strlen(cfg->name_col));
-            goto done;
-        }
-    }
-    /* columns: which cells become tensors */
-    if (!(sel = (unsigned char *)sts__alloc(&c->mem, ncols))) { r = sts__nomem(err, "the column selection"); goto done; }
-    memset(sel, 0, ncols);
+    if (!c->kv) return STS_OK;
+    c->key_in = sts__wm_find(m, name, strlen(name));
+    if (c->key_in == (size_t)-1)
+        return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "name_col %q is not a column of the schema", name, strlen(name));
+    if (m->schema[c->key_in].kind != STS_VALUE_STRING)
+        return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "name_col %q must be a string column", name, strlen(name));
+    return STS_OK;
+}
+/* Phase 4, the columns option: which cells become tensors (default: all but name_col), each
+   written column fit to be one. */
+STS__PRIVATE sts_result sts__wcfg_select(sts__wcfg *c, sts__wmake *m, sts_error *err) {
+    const sts_write_config *cfg = m->cfg;
+    const sts_column *schema = m->schema;
+    size_t i, bytes;
+    if (!sts__mulsz(m->ncols, sizeof *m->sel, &bytes) || !(m->sel = (size_t *)sts__alloc(&c->mem, bytes))) return sts__nomem(err, "the column selection");
+    memset(m->sel, 0, bytes);
     if (cfg->columns) {
         const char *p = cfg->columns;
         for (;;) {
@@ -4493,123 +4501,149 @@ STS__PRIVATE sts_result sts__wcfg_make(sts__wcfg *c, const sts_write_config *cfg
             const char *tok = p;
             sts__trim(&tok, &n);
             if (n) {
-                at = sts__schema_find(schema, ncols, tok, n);
-                if (at == (size_t)-1) { r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "columns names unknown column %q", tok, n); goto done; }
-                if (sel[at]) { r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "columns names %q twice", tok, n); goto done; }
-                if (at == c->key_in) { r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "columns must not include name_col %q: the key is not a tensor", tok, n); goto done; }
-                sel[at] = 1;
-                nsel++;
+                at = sts__wm_find(m, tok, n);
+                if (at == (size_t)-1) return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "columns names unknown column %q", tok, n);
+                if (m->sel[at]) return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "columns names %q twice", tok, n);
+                if (at == c->key_in) return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "columns must not include name_col %q: the key is not a tensor", tok, n);
+                m->sel[at] = 1;
+                m->nsel++;
             }
             if (!comma) break;
             p = comma + 1;
         }
-        if (!nsel) { r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "columns must name at least one column, got: %q", cfg->columns, strlen(cfg->columns)); goto done; }
+        if (!m->nsel) return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "columns must name at least one column, got: %q", cfg->columns, strlen(cfg->columns));
     } else {
-        for (i = 0; i < ncols; i++) if (i != c->key_in) { sel[i] = 1; nsel++; }
-        if (!nsel) { r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "the schema has no column to write besides name_col"); goto done; }
+        for (i = 0; i < m->ncols; i++) if (i != c->key_in) { m->sel[i] = 1; m->nsel++; }
+        if (!m->nsel) return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "the schema has no column to write besides name_col");
     }
-    for (i = 0; i < ncols; i++) {
-        if (!sel[i]) continue;
-        if (schema[i].kind == STS_VALUE_STRING) {
-            r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "columns selects %q, a string column; only the key (name_col) may be a string", schema[i].name, strlen(schema[i].name));
-            goto done;
-        }
-        if (!c->kv && strcmp(schema[i].name, "__metadata__") == 0) {
-            r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "column \"__metadata__\" cannot be written: readers take that name for the metadata");
-            goto done;
-        }
-        if (schema[i].kind == STS_VALUE_ARRAY && !c->has_dtype) {
-            r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "dtype is required because column %q is a numeric array", schema[i].name, strlen(schema[i].name));
-            goto done;
-        }
+    for (i = 0; i < m->ncols; i++) {
+        if (!m->sel[i]) continue;
+        if (schema[i].kind == STS_VALUE_STRING)
+            return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "columns selects %q, a string column; only the key (name_col) may be a string", schema[i].name, strlen(schema[i].name));
+        if (!c->kv && strcmp(schema[i].name, "__metadata__") == 0)
+            return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "column \"__metadata__\" cannot be written: readers take that name for the metadata");
+        if (schema[i].kind == STS_VALUE_ARRAY && !c->has_dtype)
+            return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "dtype is required because column %q is a numeric array", schema[i].name, strlen(schema[i].name));
     }
-    /* shapes (JSON text or typed) */
+    return STS_OK;
+}
+/* Phase 5, the shapes option's JSON text (when given): tokenized, an object, room counted for
+   its dims; the typed list's room too. */
+STS__PRIVATE sts_result sts__wcfg_shapes_read(sts__wcfg *c, sts__wmake *m, sts_error *err) {
+    const sts_write_config *cfg = m->cfg;
+    size_t i;
+    sts_result r;
     if (cfg->shapes) {
-        if ((r = sts__jdoc_parse(&shapes, cfg->shapes, strlen(cfg->shapes), &c->mem, "the shapes option", STS_RULE_OPTION, err)) != STS_OK) goto done;
-        if (shapes.tok[0].type != '{') { r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes must be a JSON object like {\"col\": [28, 28]}, got: %q", cfg->shapes, strlen(cfg->shapes)); goto done; }
-        store += shapes.n * 2 * sizeof(uint64_t) + 8;  /* dims, plus alignment per column */
+        if ((r = sts__jdoc_parse(&m->shapes, cfg->shapes, strlen(cfg->shapes), &c->mem, "the shapes option", STS_RULE_OPTION, err)) != STS_OK) return r;
+        if (m->shapes.tok[0].type != '{')
+            return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes must be a JSON object like {\"col\": [28, 28]}, got: %q", cfg->shapes, strlen(cfg->shapes));
+        m->store += m->shapes.n * 2 * sizeof(uint64_t) + 8;  /* dims, plus alignment per column */
     }
-    for (i = 0; i < cfg->n_shapes; i++) store += (size_t)cfg->shape_list[i].rank * sizeof(uint64_t) + 8;
-    store += c->sep_len + 1;
-    if (!(c->store = (char *)sts__alloc(&c->mem, store))) { r = sts__nomem(err, "the write options"); goto done; }
+    for (i = 0; i < cfg->n_shapes; i++) m->store += (size_t)cfg->shape_list[i].rank * sizeof(uint64_t) + 8;
+    return STS_OK;
+}
+/* Phase 6, the config's own storage (names, separator, room for dims) and the output columns,
+   in schema order. */
+STS__PRIVATE sts_result sts__wcfg_outputs(sts__wcfg *c, sts__wmake *m, sts_error *err) {
+    size_t i, store = m->store + c->sep_len + 1;
+    if (!(c->store = (char *)sts__alloc(&c->mem, store))) return sts__nomem(err, "the write options");
     c->store_size = store;
     c->store_used = 0;
     c->sep = (const char *)sts__store(c, c->sep, c->sep_len + 1);
-    /* output columns, in schema order */
-    if (!(c->cols = (sts__ocol *)sts__alloc(&c->mem, nsel * sizeof *c->cols))) { r = sts__nomem(err, "the output columns"); goto done; }
-    memset(c->cols, 0, nsel * sizeof *c->cols);
-    for (i = 0; i < ncols; i++) {
+    if (!(c->cols = (sts__ocol *)sts__alloc(&c->mem, m->nsel * sizeof *c->cols))) return sts__nomem(err, "the output columns");
+    memset(c->cols, 0, m->nsel * sizeof *c->cols);
+    for (i = 0; i < m->ncols; i++) {
         sts__ocol *o;
-        if (!sel[i]) continue;
+        if (!m->sel[i]) continue;
+        m->sel[i] = c->ncols + 1;
         o = &c->cols[c->ncols++];
-        o->name_len = strlen(schema[i].name);
-        o->name = (const char *)sts__store(c, schema[i].name, o->name_len + 1);
+        o->name_len = strlen(m->schema[i].name);
+        o->name = (const char *)sts__store(c, m->schema[i].name, o->name_len + 1);
         o->in = i;
-        o->kind = schema[i].kind;
-        o->elem = schema[i].elem;
+        o->kind = m->schema[i].kind;
+        o->elem = m->schema[i].elem;
         if (o->kind == STS_VALUE_ARRAY) o->dtype = c->dtype;
     }
-    /* attach shapes to their columns */
-    {
-        uint32_t t = shapes.tok ? 1u : 0u, m;
-        size_t count = shapes.tok ? shapes.tok[0].count : cfg->n_shapes;
-        for (m = 0; m < count; m++) {
-            const char *cname;
-            size_t cn, at, k;
-            sts__ocol *o = NULL;
-            uint64_t *dims;
-            uint32_t rank;
+    return STS_OK;
+}
+/* Phase 7, the shapes (JSON text or typed list) attached to their columns: each names a numeric
+   array column being written, once, with non-negative integer dims. */
+STS__PRIVATE sts_result sts__wcfg_shapes(sts__wcfg *c, sts__wmake *m, sts_error *err) {
+    const sts_write_config *cfg = m->cfg;
+    const sts__jdoc *d = &m->shapes;
+    uint32_t t = d->tok ? 1u : 0u;
+    size_t count = d->tok ? d->tok[0].count : cfg->n_shapes, k;
+    for (k = 0; k < count; k++) {
+        const char *cname;
+        size_t cn, at;
+        sts__ocol *o;
+        uint64_t *dims;
+        uint32_t rank;
+        if (d->tok) {
             char kbuf[256];
-            if (shapes.tok) {
-                if (shapes.tok[t].len > sizeof kbuf) cname = "?", cn = 1;
-                else cname = sts__jdoc_str(&shapes, t, kbuf, &cn);
-            } else {
-                cname = cfg->shape_list[m].column ? cfg->shape_list[m].column : "";
-                cn = strlen(cname);
-            }
-            at = sts__schema_find(schema, ncols, cname, cn);
-            for (k = 0; k < c->ncols; k++) if (c->cols[k].in == at) o = &c->cols[k];
-            if (at == (size_t)-1 || !o) {
-                r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes names %q, which is not a column being written", cname, cn);
-                goto done;
-            }
-            if (o->kind != STS_VALUE_ARRAY) {
-                r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes names %q, a tensor column: its shape comes from its values", cname, cn);
-                goto done;
-            }
-            if (o->has_opt) { r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes names %q twice", cname, cn); goto done; }
-            if (shapes.tok) {
-                uint32_t v = t + 1, d;
-                if (shapes.tok[v].type != '[') {
-                    r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes: the shape of %q must be an array of integers", cname, cn);
-                    goto done;
-                }
-                rank = shapes.tok[v].count;
-                dims = (uint64_t *)(void *)(c->store + ((c->store_used + 7) & ~(size_t)7));
-                c->store_used = (size_t)((char *)(dims + rank) - c->store);
-                for (d = 0, v = v + 1; d < rank; d++, v = sts__jdoc_next(&shapes, v))
-                    if (!sts__jdoc_u64(&shapes, v, &dims[d])) {
-                        r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes: the shape of %q must hold non-negative integers", cname, cn);
-                        goto done;
-                    }
-                t = sts__jdoc_next(&shapes, t + 1);
-            } else {
-                rank = cfg->shape_list[m].rank;
-                if (rank && !cfg->shape_list[m].dims) { r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes: %q has rank %d but no dims", cname, cn, (int)rank); goto done; }
-                dims = (uint64_t *)(void *)(c->store + ((c->store_used + 7) & ~(size_t)7));
-                if (rank) memcpy(dims, cfg->shape_list[m].dims, rank * sizeof *dims);
-                c->store_used = (size_t)((char *)(dims + rank) - c->store);
-            }
-            o->has_opt = 1;
-            o->opt_rank = rank;
-            o->opt_dims = dims;
+            if (d->tok[t].len > sizeof kbuf) cname = "?", cn = 1;
+            else cname = sts__jdoc_str(d, t, kbuf, &cn);
+            at = sts__wm_find(m, cname, cn);
+        } else {
+            cname = cfg->shape_list[k].column ? cfg->shape_list[k].column : "";
+            cn = strlen(cname);
+            at = sts__wm_find(m, cname, cn);
         }
+        o = at != (size_t)-1 && m->sel[at] ? &c->cols[m->sel[at] - 1] : NULL;
+        if (!o) return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes names %q, which is not a column being written", cname, cn);
+        if (o->kind != STS_VALUE_ARRAY)
+            return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes names %q, a tensor column: its shape comes from its values", cname, cn);
+        if (o->has_opt) return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes names %q twice", cname, cn);
+        if (d->tok) {
+            uint32_t v = t + 1, e;
+            if (d->tok[v].type != '[')
+                return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes: the shape of %q must be an array of integers", cname, cn);
+            rank = d->tok[v].count;
+            dims = (uint64_t *)(void *)(c->store + ((c->store_used + 7) & ~(size_t)7));
+            c->store_used = (size_t)((char *)(dims + rank) - c->store);
+            for (e = 0, v = v + 1; e < rank; e++, v = sts__jdoc_next(d, v))
+                if (!sts__jdoc_u64(d, v, &dims[e]))
+                    return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes: the shape of %q must hold non-negative integers", cname, cn);
+            t = sts__jdoc_next(d, t + 1);
+        } else {
+            rank = cfg->shape_list[k].rank;
+            if (rank && !cfg->shape_list[k].dims)
+                return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes: %q has rank %d but no dims", cname, cn, (int)rank);
+            dims = (uint64_t *)(void *)(c->store + ((c->store_used + 7) & ~(size_t)7));
+            if (rank) memcpy(dims, cfg->shape_list[k].dims, rank * sizeof *dims);
+            c->store_used = (size_t)((char *)(dims + rank) - c->store);
+        }
+        o->has_opt = 1;
+        o->opt_rank = rank;
+        o->opt_dims = dims;
     }
-done:
-    sts__jdoc_free(&shapes);
-    sts__index_free(&c->mem, &ix);
-    sts__free(&c->mem, hashes, hbytes);
-    sts__free(&c->mem, sel, ncols);
+    return STS_OK;
+}
+/* Options and schema, checked together before any file is touched, phase by phase. */
+STS__PRIVATE sts_result sts__wcfg_make(sts__wcfg *c, const sts_write_config *cfg, const sts_column *schema, size_t ncols,
+                                       const sts_options *opts, sts_error *err) {
+    sts__wmake m;
+    sts_result r;
+    memset(c, 0, sizeof *c);
+    c->mem = sts__mem_from(opts);
+    if (!sts__mem_valid(&c->mem)) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "the allocator needs all three hooks or none");
+    if (!cfg || !schema || !ncols) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "a config and a schema of at least one column are needed");
+    if ((r = sts__wcfg_mode(c, cfg, opts, err)) != STS_OK) return r;
+    memset(&m, 0, sizeof m);
+    m.cfg = cfg;
+    m.schema = schema;
+    m.ncols = ncols;
+    m.ix.slots = NULL;
+    m.store = 64;
+    if ((r = sts__wcfg_schema(c, &m, err)) == STS_OK && (r = sts__wcfg_name_col(c, &m, err)) == STS_OK &&
+        (r = sts__wcfg_select(c, &m, err)) == STS_OK && (r = sts__wcfg_shapes_read(c, &m, err)) == STS_OK &&
+        (r = sts__wcfg_outputs(c, &m, err)) == STS_OK)
+        r = sts__wcfg_shapes(c, &m, err);
+    sts__jdoc_free(&m.shapes);
+    sts__index_free(&c->mem, &m.ix);
+    sts__free(&c->mem, m.hashes, m.hbytes);
+    sts__free(&c->mem, m.sel, m.ncols * sizeof *m.sel);
+    sts__free(&c->mem, m.key, m.key_cap);
     if (r != STS_OK) sts__wcfg_free(c);
     return r;
 }
