@@ -4579,16 +4579,15 @@ STS__PRIVATE sts_result sts__wcfg_shapes(sts__wcfg *c, sts__wmake *m, sts_error 
         sts__ocol *o;
         uint64_t *dims;
         uint32_t rank;
-        if (d->tok) {
-            char kbuf[256];
-            if (d->tok[t].len > sizeof kbuf) cname = "?", cn = 1;
-            else cname = sts__jdoc_str(d, t, kbuf, &cn);
-            at = sts__wm_find(m, cname, cn);
+        if (d->tok) {  /* a key with escapes is unescaped into memory of its size (never longer than the raw text) */
+            if (d->tok[t].esc && !sts__grow(&c->mem, (void **)&m->key, &m->key_cap, d->tok[t].len ? d->tok[t].len : 1, 1))
+                return sts__nomem(err, "the shapes option");
+            cname = sts__jdoc_str(d, t, m->key, &cn);
         } else {
             cname = cfg->shape_list[k].column ? cfg->shape_list[k].column : "";
             cn = strlen(cname);
-            at = sts__wm_find(m, cname, cn);
         }
+        at = sts__wm_find(m, cname, cn);
         o = at != (size_t)-1 && m->sel[at] ? &c->cols[m->sel[at] - 1] : NULL;
         if (!o) return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes names %q, which is not a column being written", cname, cn);
         if (o->kind != STS_VALUE_ARRAY)

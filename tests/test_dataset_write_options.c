@@ -874,6 +874,76 @@ static void test_reserved_column_name(void **state) {
 }
 
 /* ================================================================================================
+   the shapes option with long column names (issue 10, bug 3: a fixed 256-byte buffer made every
+   key over 256 bytes "?"): a 300-byte name in the schema is found, plain or with JSON escapes; one
+   that is not names the real column, shortened with a visible "..." */
+static void test_shapes_long_names(void **state) {
+    char root[64], name[301], esc_name[301], other[301], json[2048], *o;
+    sts_column schema[4];
+    sts_write_config c;
+    sts_error e;
+    int k, i;
+    (void)state;
+    tf_tmpdir(root, sizeof root);
+    memset(name, 'A', 300); name[300] = 0;
+    memset(other, 'B', 300); other[300] = 0;
+    for (i = 0; i < 300; i++) esc_name[i] = "q\"\\/\xc3\xa9"[i % 6];  /* a quote, a backslash, a slash, U+00E9 */
+    esc_name[300] = 0;
+    schema[0] = SCHEMA[0];
+    schema[1].name = name; schema[1].kind = STS_VALUE_ARRAY; schema[1].elem = STS_DTYPE_F32;
+    schema[2].name = esc_name; schema[2].kind = STS_VALUE_ARRAY; schema[2].elem = STS_DTYPE_F32;
+    schema[3] = SCHEMA[1];
+    for (k = 0; k < 3; k++) {  /* the plain name, the escaped one (both columns), a name not in the schema */
+        const char *col = k == 0 ? name : k == 1 ? esc_name : other;
+        char label[64];
+        sts_task_writer *w;
+        sts_result r;
+        snprintf(label, sizeof label, "shapes naming a 300-byte column, case %d", k);
+        o = json;
+        *o++ = '{'; *o++ = '"';
+        for (i = 0; i < 300; i++) {  /* JSON escapes for everything that may take one */
+            unsigned char ch = (unsigned char)col[i];
+            if (ch == '"' || ch == '\\') { *o++ = '\\'; *o++ = (char)ch; }
+            else if (ch == '/') { memcpy(o, "\\/", 2); o += 2; }
+            else if (ch == 0xc3) { memcpy(o, "\\u00e9", 6); o += 6; i++; }
+            else *o++ = (char)ch;
+        }
+        strcpy(o, "\": [2, 4]}");
+        kv_config(&c);
+        c.columns = NULL;
+        c.shapes = json;
+        r = sts_task_open(root, 0, &c, schema, 4, NULL, &w, &e);
+        if (k < 2) {
+            float emb[8] = { 0 };
+            uint8_t img[4] = { 0 };
+            uint64_t img_shape[1] = { 4 };
+            size_t shaped = k == 0 ? 1 : 2, free_col = k == 0 ? 2 : 1;
+            sts_value row[4];
+            if (r != STS_OK) fail_msg("%s: %s", label, e.message);
+            memset(row, 0, sizeof row);
+            row[0].data = "k"; row[0].size = 1;
+            row[shaped].data = emb; row[shaped].size = 8;
+            row[free_col].data = emb; row[free_col].size = 5;  /* no shapes option: any count */
+            row[3].data = img; row[3].size = 4; row[3].dtype = STS_DTYPE_U8; row[3].rank = 1; row[3].shape = img_shape;
+            DU_OK(label, sts_task_write(w, row, &e), e);
+            row[0].data = "k2"; row[0].size = 2;
+            row[shaped].size = 7;  /* the option is attached to its column: [2, 4] holds 8 */
+            du_err_check(label, sts_task_write(w, row, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_SHAPE, "shapes option", (const char *)NULL);
+            sts_task_close(w);
+        } else {
+            char must[64];
+            snprintf(must, sizeof must, "shapes names \"%.40s", col);
+            du_err_check(label, r, &e, STS_ERR_OPTION, STS_RULE_OPTION, must, "\"...", "not a column being written", (const char *)NULL);
+            /* an escaped name that is not a column is quoted unescaped */
+            c.shapes = "{\"\\u00e9t\\u00e9\": [1]}";
+            du_err_check(label, sts_task_open(root, 0, &c, schema, 4, NULL, &w, &e), &e, STS_ERR_OPTION, STS_RULE_OPTION,
+                         "shapes names \"\xc3\xa9t\xc3\xa9\"", (const char *)NULL);
+        }
+    }
+    tf_rmtree(root);
+}
+
+/* ================================================================================================
    durability: sts_write_config.no_fsync and sts_options.no_fsync each turn every fsync of a task
    writer off (one rule, sts__durable); with neither, its shards and folder are fsynced */
 static int count_fsync(void *user, const char *op) {
@@ -978,6 +1048,7 @@ int main(void) {
         cmocka_unit_test(test_commit_arguments),
         cmocka_unit_test(test_uuids),
         cmocka_unit_test(test_reserved_column_name),
+        cmocka_unit_test(test_shapes_long_names),
         cmocka_unit_test(test_durability_switches),
     };
     if (getenv("STS_TEST_FILTER")) cmocka_set_test_filter(getenv("STS_TEST_FILTER"));
