@@ -5745,18 +5745,31 @@ STS__PRIVATE sts_result sts__kv_keys_reserve(sts_task_writer *w, size_t more, st
     }
     return STS_OK;
 }
-STS__PRIVATE sts_result sts__kv_row(sts_task_writer *w, const sts_value *row, sts_error *err) {
+/* A KV row on its way in: its key, and what its tensors add to the open shard. */
+typedef struct sts__kvrow {
+    const char *key;
+    size_t klen;
+    size_t names;                   /* bytes of the row's tensor names */
+    sts__names kn;                  /* the task's keys, for probes */
+    uint64_t add_fixed, add_data;   /* header bytes without offsets, data bytes */
+    uint32_t cur;                   /* the number the open shard will get */
+    int fresh;                      /* the row adds a sample to the open shard */
+} sts__kvrow;
+/* Row phase 1, the checks: the key, then each cell once (its byte size kept in rspec). Nothing
+   changes. */
+STS__PRIVATE sts_result sts__kv_check(sts_task_writer *w, const sts_value *row, sts__kvrow *x, sts_error *err) {
     const sts_value *kv = &row[w->c.key_in];
-    const char *key = (const char *)kv->data;
-    size_t klen = (size_t)kv->size, i, nc = w->c.ncols, need = 0, pos_end;
-    uint64_t add_fixed = 0, add_data = 0, header;
-    uint32_t cur = (uint32_t)w->nshards;  /* the number the open shard will get */
-    int fresh;                             /* the row adds a sample to the open shard */
-    sts__names kn;
+    size_t i, nc = w->c.ncols, names = 0;
     sts_result r;
+    x->key = (const char *)kv->data;
+    x->klen = (size_t)kv->size;
+    x->names = 0;
+    x->add_fixed = x->add_data = 0;
+    x->cur = (uint32_t)w->nshards;
+    x->fresh = 1;
     if (kv->size && !kv->data) return sts__fail(err, STS_RULE_ROW_VALUE, STS_OFFSET_UNKNOWN, "row %U: the key has %U bytes but no data", w->calls, kv->size);
-    if (kv->size > ((uint64_t)1 << 30) || sts__utf8_check((const uint8_t *)key, klen) != klen || (klen && memchr(key, 0, klen)))
-        return sts__fail(err, STS_RULE_ROW_VALUE, STS_OFFSET_UNKNOWN, "row %U: key %q must be UTF-8 without NUL", w->calls, key, klen);
+    if (kv->size > ((uint64_t)1 << 30) || sts__utf8_check((const uint8_t *)x->key, x->klen) != x->klen || (x->klen && memchr(x->key, 0, x->klen)))
+        return sts__fail(err, STS_RULE_ROW_VALUE, STS_OFFSET_UNKNOWN, "row %U: key %q must be UTF-8 without NUL", w->calls, x->key, x->klen);
     if (!w->rspec) {  /* the per-row arrays, once */
         w->rspec = (sts_tensor_spec *)sts__alloc(&w->c.mem, nc * sizeof *w->rspec);
         w->rhash = (uint64_t *)sts__alloc(&w->c.mem, 3 * nc * sizeof *w->rhash);
@@ -5765,42 +5778,51 @@ STS__PRIVATE sts_result sts__kv_row(sts_task_writer *w, const sts_value *row, st
         w->rfix = w->rhash + nc; w->rcount = w->rhash + 2 * nc;
         w->rpos = w->rrep + nc; w->rord = w->rrep + 3 * nc;
     }
-    for (i = 0; i < nc; i++) {  /* each cell checked once; its byte size kept */
+    for (i = 0; i < nc; i++) {
         sts__ocol *o = &w->c.cols[i];
         if ((r = sts__cell_check(w, o, &row[o->in], &w->rspec[i].data_size, err)) != STS_OK) return r;
-        need += klen + w->c.sep_len + o->name_len;
+        names += x->klen + w->c.sep_len + o->name_len;
     }
-    /* this row's tensor names, and the duplicate check before anything changes */
-    if (need > w->scratch_cap) {
+    x->names = names;
+    return STS_OK;
+}
+/* Row phase 2, the tensor names (key + kv_separator + column, in the scratch buffer): each checked
+   against the reserved name and the task's keys (duplicatesStrategy=fail) before anything
+   changes; the row's entries (rspec, rfix, rhash, rrep) and what they add to the shard. */
+STS__PRIVATE sts_result sts__kv_names(sts_task_writer *w, const sts_value *row, sts__kvrow *x, sts_error *err) {
+    size_t i, nc = w->c.ncols, pos_end;
+    uint64_t add_fixed = 0, add_data = 0;
+    sts_result r;
+    if (x->names > w->scratch_cap) {
         sts__free(&w->c.mem, w->scratch, w->scratch_cap);
         w->scratch_cap = 0;
-        if (!(w->scratch = (char *)sts__alloc(&w->c.mem, need))) return sts__nomem(err, "a row's names");
-        w->scratch_cap = need;
+        if (!(w->scratch = (char *)sts__alloc(&w->c.mem, x->names))) return sts__nomem(err, "a row's names");
+        w->scratch_cap = x->names;
     }
     if ((r = sts__kv_keys_reserve(w, nc, err)) != STS_OK) return sts__task_fail(w, r);
-    kn = sts__key_names(w);
+    x->kn = sts__key_names(w);
     for (i = 0, pos_end = 0; i < nc; i++) {
         sts__ocol *o = &w->c.cols[i];
         const sts_value *v = &row[o->in];
         sts_tensor_spec *e = &w->rspec[i];
         char *n = w->scratch + pos_end;
-        size_t nl = klen + w->c.sep_len + o->name_len, pos;
+        size_t nl = x->klen + w->c.sep_len + o->name_len, pos;
         uint64_t b = e->data_size;
         uint32_t slot;
-        memcpy(n, key, klen);
-        memcpy(n + klen, w->c.sep, w->c.sep_len);
-        memcpy(n + klen + w->c.sep_len, o->name, o->name_len);
+        memcpy(n, x->key, x->klen);
+        memcpy(n + x->klen, w->c.sep, w->c.sep_len);
+        memcpy(n + x->klen + w->c.sep_len, o->name, o->name_len);
         pos_end += nl;
         if (nl == 12 && memcmp(n, "__metadata__", 12) == 0)
             return sts__fail(err, STS_RULE_ROW_VALUE, STS_OFFSET_UNKNOWN, "row %U: key %q and column %q make the tensor name \"__metadata__\", which readers take for the metadata",
-                             w->calls, key, klen, o->name, o->name_len);
+                             w->calls, x->key, x->klen, o->name, o->name_len);
         w->rhash[i] = sts__hash(n, nl, 0x6b657973u);
-        pos = sts__index_probe(&w->kindex, &kn, w->rhash[i], n, nl);
+        pos = sts__index_probe(&w->kindex, &x->kn, w->rhash[i], n, nl);
         slot = w->kindex.slots[pos];
         if (slot != STS__EMPTY && w->c.dup == STS_DUPLICATES_FAIL)
             return sts__fail(err, STS_RULE_DUPLICATE_KEY, STS_OFFSET_UNKNOWN, "row %U: key %q gives tensor %q, which this task already wrote (duplicatesStrategy=fail)",
-                             w->calls, key, klen, n, nl);
-        w->rrep[i] = slot != STS__EMPTY && w->keys[slot].shard == cur ? w->keys[slot].ent : (size_t)-1;
+                             w->calls, x->key, x->klen, n, nl);
+        w->rrep[i] = slot != STS__EMPTY && w->keys[slot].shard == x->cur ? w->keys[slot].ent : (size_t)-1;
         memset(e, 0, sizeof *e);
         e->name = n;
         e->name_len = nl;
@@ -5813,44 +5835,46 @@ STS__PRIVATE sts_result sts__kv_row(sts_task_writer *w, const sts_value *row, st
         add_fixed += w->rfix[i];
         add_data += b;
     }
-    fresh = w->rrep[0] == (size_t)-1;
-    /* Roll before this row would push the shard past the target (or the header cap), on the real
-       byte count. A cheap upper bound settles most rows (added and replaced tensors all counted as
-       added); near the target the exact size of the shard with the row (the writer's layout)
-       decides, and later rows add to that exact figure a tight allowance: their own bytes plus the
-       offsets they shift across a power of ten. */
-    if (w->nents) {
-        uint64_t bound = sts__shard_bound(w->nents + nc, w->shard_fixed + add_fixed, w->shard_data + add_data, &header), dd;
-        int fits = bound <= w->c.target && header <= STS_MAX_HEADER_SIZE;
-        if (!fits && w->exact) {
-            dd = sts__digits(w->shard_data + add_data);
-            bound = w->exact + add_data + add_fixed + 2 * nc * dd + 8 +
-                    2 * dd * (add_data / (w->min_size ? w->min_size : 1) + w->empties + 1);
-            fits = bound <= w->c.target && bound - w->shard_data - add_data <= STS_MAX_HEADER_SIZE;
-            if (fits) w->exact = bound;
-        }
-        if (!fits && header <= (uint64_t)STS_MAX_HEADER_SIZE * 2) {  /* exact: the shard as it would be with this row */
-            uint64_t hdr_exact, exact;
-            if (!sts__kv_order(w)) return sts__task_fail(w, sts__nomem(err, "the shard's layout"));
-            exact = sts__kv_exact(w, &hdr_exact);
-            fits = exact <= w->c.target && hdr_exact <= STS_MAX_HEADER_SIZE;
-            if (fits) w->exact = exact;
-        }
-        if (!fits) {
-            if ((r = sts__kv_flush(w, err)) != STS_OK) return r;
-            cur = (uint32_t)w->nshards;
-            for (i = 0; i < nc; i++) w->rrep[i] = (size_t)-1;  /* the earlier copies stay in the sealed shard */
-            fresh = 1;
-        }
+    x->add_fixed = add_fixed;
+    x->add_data = add_data;
+    x->fresh = w->rrep[0] == (size_t)-1;
+    return STS_OK;
+}
+/* Row phase 3, the roll decision: 1 when the open shard (not empty) takes the row without passing
+   the target or the header cap, on the real byte count; 0 when it must roll first; -1 when out of
+   memory. A cheap upper bound settles most rows (added and replaced tensors all counted as
+   added); near the target the exact size of the shard with the row (the writer's layout) decides,
+   and later rows add to that exact figure a tight allowance: their own bytes plus the offsets
+   they shift across a power of ten. */
+STS__PRIVATE int sts__kv_fits(sts_task_writer *w, const sts__kvrow *x) {
+    uint64_t nc = w->c.ncols, header, dd;
+    uint64_t bound = sts__shard_bound(w->nents + nc, w->shard_fixed + x->add_fixed, w->shard_data + x->add_data, &header);
+    int fits = bound <= w->c.target && header <= STS_MAX_HEADER_SIZE;
+    if (!fits && w->exact) {
+        dd = sts__digits(w->shard_data + x->add_data);
+        bound = w->exact + x->add_data + x->add_fixed + 2 * nc * dd + 8 +
+                2 * dd * (x->add_data / (w->min_size ? w->min_size : 1) + w->empties + 1);
+        fits = bound <= w->c.target && bound - w->shard_data - x->add_data <= STS_MAX_HEADER_SIZE;
+        if (fits) w->exact = bound;
     }
-    sts__shard_bound(nc, add_fixed, add_data, &header);
-    if (header > STS_MAX_HEADER_SIZE)
-        return sts__fail(err, STS_RULE_HEADER_TOO_LARGE, STS_OFFSET_UNKNOWN, "row %U: its tensors alone need a %U-byte header, over the limit", w->calls, header);
-    /* commit the row: names, data, entries */
+    if (!fits && header <= (uint64_t)STS_MAX_HEADER_SIZE * 2) {  /* exact: the shard as it would be with this row */
+        uint64_t hdr_exact, exact;
+        if (!sts__kv_order(w)) return -1;
+        exact = sts__kv_exact(w, &hdr_exact);
+        fits = exact <= w->c.target && hdr_exact <= STS_MAX_HEADER_SIZE;
+        if (fits) w->exact = exact;
+    }
+    return fits;
+}
+/* Row phase 4, the append: columns fixed by their first row, names kept, data encoded into the
+   chunks, entries added to the open shard or replacing theirs there (lastWin). */
+STS__PRIVATE sts_result sts__kv_append(sts_task_writer *w, const sts_value *row, const sts__kvrow *x, sts_error *err) {
+    size_t i, nc = w->c.ncols;
+    sts_result r;
     for (i = 0; i < nc; i++)
         if (!w->c.cols[i].fixed && (r = sts__col_fix(w, &w->c.cols[i], &row[w->c.cols[i].in], err)) != STS_OK) return r;
     if (!sts__kv_ents_reserve(w, w->nents + nc)) return sts__task_fail(w, sts__nomem(err, "the shard table"));
-    if (fresh) w->shard_rows++;  /* a row whose key is in the open shard replaces it (lastWin): no new sample */
+    if (x->fresh) w->shard_rows++;  /* a row whose key is in the open shard replaces it (lastWin): no new sample */
     for (i = 0; i < nc; i++) {
         sts__ocol *o = &w->c.cols[i];
         const sts_value *v = &row[o->in];
@@ -5861,7 +5885,7 @@ STS__PRIVATE sts_result sts__kv_row(sts_task_writer *w, const sts_value *row, st
         sts_tensor_spec *e;
         void *dst;
         uint32_t d;
-        pos = sts__index_probe(&w->kindex, &kn, w->rhash[i], t->name, t->name_len);  /* again: earlier columns may have taken slots */
+        pos = sts__index_probe(&w->kindex, &x->kn, w->rhash[i], t->name, t->name_len);  /* again: earlier columns may have taken slots */
         if (w->kindex.slots[pos] == STS__EMPTY) {
             k = &w->keys[w->nkeys];
             if (!(k->name = sts__kv_name_store(w, t->name, t->name_len))) return sts__task_fail(w, sts__nomem(err, "a key"));
@@ -5870,7 +5894,7 @@ STS__PRIVATE sts_result sts__kv_row(sts_task_writer *w, const sts_value *row, st
             k->shard = (uint32_t)-1;
             w->kindex.slots[pos] = (uint32_t)w->nkeys++;
         } else k = &w->keys[w->kindex.slots[pos]];
-        if (k->shard == cur) {  /* lastWin inside the open shard: replace the entry in its place */
+        if (k->shard == x->cur) {  /* lastWin inside the open shard: replace the entry in its place */
             ent = k->ent;
             e = &w->ents[ent];
             w->shard_fixed -= w->efix[ent];
@@ -5879,7 +5903,7 @@ STS__PRIVATE sts_result sts__kv_row(sts_task_writer *w, const sts_value *row, st
         } else {
             ent = w->nents++;
             e = &w->ents[ent];
-            k->shard = cur;
+            k->shard = x->cur;
             k->ent = (uint32_t)ent;
         }
         memset(e, 0, sizeof *e);
@@ -5907,6 +5931,29 @@ STS__PRIVATE sts_result sts__kv_row(sts_task_writer *w, const sts_value *row, st
     }
     w->rows++;
     return STS_OK;
+}
+/* One KV row: checked, named and checked for duplicates, the open shard rolled when the row would
+   push it past the target (or the header cap), then appended. */
+STS__PRIVATE sts_result sts__kv_row(sts_task_writer *w, const sts_value *row, sts_error *err) {
+    sts__kvrow x;
+    sts_result r;
+    uint64_t header;
+    size_t i;
+    if ((r = sts__kv_check(w, row, &x, err)) != STS_OK || (r = sts__kv_names(w, row, &x, err)) != STS_OK) return r;
+    if (w->nents) {
+        int fits = sts__kv_fits(w, &x);
+        if (fits < 0) return sts__task_fail(w, sts__nomem(err, "the shard's layout"));
+        if (!fits) {
+            if ((r = sts__kv_flush(w, err)) != STS_OK) return r;
+            x.cur = (uint32_t)w->nshards;
+            for (i = 0; i < w->c.ncols; i++) w->rrep[i] = (size_t)-1;  /* the earlier copies stay in the sealed shard */
+            x.fresh = 1;
+        }
+    }
+    sts__shard_bound(w->c.ncols, x.add_fixed, x.add_data, &header);
+    if (header > STS_MAX_HEADER_SIZE)
+        return sts__fail(err, STS_RULE_HEADER_TOO_LARGE, STS_OFFSET_UNKNOWN, "row %U: its tensors alone need a %U-byte header, over the limit", w->calls, header);
+    return sts__kv_append(w, row, &x, err);
 }
 
 STSDEF sts_result sts_task_write(sts_task_writer *w, const sts_value *row, sts_error *err) {
