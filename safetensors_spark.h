@@ -489,7 +489,18 @@ STSDEF const char *sts_convert_isa(void);
    The write path of the safetensors-spark connector. A job is: sts_dataset_prepare once (checks
    the options, the input schema and the output folder), one task writer per task (a thread or a
    process) that takes rows and whose commit returns a JSON commit message, and one
-   sts_dataset_commit that merges the messages and publishes the index and, last, the manifest. */
+   sts_dataset_commit that merges the messages and publishes the index and, last, the manifest.
+   Limits. What a task writer accepts, its dataset commit and the reader take: every limit is
+   checked by sts_dataset_prepare and sts_task_open, or by the first row that meets it, never
+   first at commit. Column names, kv_separator and ranks have no limit of their own; what remains:
+     - a file's header holds at most STS_MAX_HEADER_SIZE bytes: names no file can hold (the
+       columns, with kv_separator in KV mode) are refused by prepare (STS_RULE_OPTION), a row whose
+       tensors alone need more by sts_task_write (STS_RULE_ROW_VALUE; batch mode: the first row);
+     - a dataset schema dim is a signed 64-bit integer (-1 says "varies"): batch_size and the
+       shapes option's dims are at most 2^63 - 1 (STS_RULE_OPTION), and a tensor dim over it (only
+       an empty tensor can have one) refuses its row (STS_RULE_ROW_SHAPE);
+     - a batch file holds at most 2^63 - 1 bytes, a file offset (STS_RULE_WRITE_TOTAL, first row);
+     - a KV task writer holds at most 2^32 - 1 tensor names (STS_RULE_ROW_VALUE): use more tasks. */
 typedef enum sts_value_kind {
     STS_VALUE_TENSOR = 1,   /* bytes + dtype + shape, written as-is (the connector's Tensor Struct) */
     STS_VALUE_ARRAY = 2,    /* numeric elements encoded to the `dtype` option */
@@ -522,7 +533,7 @@ typedef struct sts_shape_option {   /* per-sample shape of a numeric-array colum
 } sts_shape_option;
 
 typedef struct sts_write_config {   /* zero = every default; strings are borrowed until the call returns */
-    uint64_t batch_size;            /* batch mode: rows per file (> 0) */
+    uint64_t batch_size;            /* batch mode: rows per file (> 0, at most 2^63 - 1) */
     const char *name_col;           /* KV mode: the string column holding each row's key */
     const char *kv_separator;       /* NULL = "__"; never empty */
     sts_duplicates duplicates;      /* KV mode */
@@ -4412,6 +4423,9 @@ STS__PRIVATE sts_result sts__wcfg_mode(sts__wcfg *c, const sts_write_config *cfg
                          cfg->batch_size, cfg->name_col, strlen(cfg->name_col));
     if (!cfg->batch_size && !(cfg->name_col && cfg->name_col[0]))
         return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "one of batch_size (batch mode) or name_col (KV mode) is required");
+    if (cfg->batch_size > (uint64_t)INT64_MAX)
+        return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "batch_size must be at most %U (a dataset schema holds it as a signed 64-bit dim), got: %U",
+                         (uint64_t)INT64_MAX, cfg->batch_size);
     c->kv = !cfg->batch_size;
     c->batch_size = cfg->batch_size;
     if (cfg->target_shard_size_mb && (cfg->target_shard_size_mb < 50 || cfg->target_shard_size_mb > 1000))
@@ -4578,7 +4592,7 @@ STS__PRIVATE sts_result sts__wcfg_shapes(sts__wcfg *c, sts__wmake *m, sts_error 
         size_t cn, at;
         sts__ocol *o;
         uint64_t *dims;
-        uint32_t rank;
+        uint32_t rank, e;
         if (d->tok) {  /* a key with escapes is unescaped into memory of its size (never longer than the raw text) */
             if (d->tok[t].esc && !sts__grow(&c->mem, (void **)&m->key, &m->key_cap, d->tok[t].len ? d->tok[t].len : 1, 1))
                 return sts__nomem(err, "the shapes option");
@@ -4594,7 +4608,7 @@ STS__PRIVATE sts_result sts__wcfg_shapes(sts__wcfg *c, sts__wmake *m, sts_error 
             return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes names %q, a tensor column: its shape comes from its values", cname, cn);
         if (o->has_opt) return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes names %q twice", cname, cn);
         if (d->tok) {
-            uint32_t v = t + 1, e;
+            uint32_t v = t + 1;
             if (d->tok[v].type != '[')
                 return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes: the shape of %q must be an array of integers", cname, cn);
             rank = d->tok[v].count;
@@ -4612,11 +4626,41 @@ STS__PRIVATE sts_result sts__wcfg_shapes(sts__wcfg *c, sts__wmake *m, sts_error 
             if (rank) memcpy(dims, cfg->shape_list[k].dims, rank * sizeof *dims);
             c->store_used = (size_t)((char *)(dims + rank) - c->store);
         }
+        for (e = 0; e < rank; e++)
+            if (dims[e] > (uint64_t)INT64_MAX)
+                return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes: the shape of %q holds %U, over %U, the largest dim a dataset schema holds",
+                                 cname, cn, dims[e], (uint64_t)INT64_MAX);
         o->has_opt = 1;
         o->opt_rank = rank;
         o->opt_dims = dims;
     }
     return STS_OK;
+}
+/* Phase 8, the header cap: every file holds the tensor names of a row (batch: the columns; KV:
+   key + kv_separator + column, the key possibly empty) with their dtypes, shapes and offsets in a
+   header of at most STS_MAX_HEADER_SIZE bytes. What is known now is a lower bound (names, array
+   dtypes and shapes option dims; at least two bytes a dtype name, one digit a dim or an offset):
+   names no file can hold are refused here, not at the first row. Rows are checked exactly. */
+STS__PRIVATE sts_result sts__wcfg_header_floor(sts__wcfg *c, sts_error *err) {
+    uint64_t json = 1, sep = c->kv ? sts__esc_len(c->sep, c->sep_len) - 2 : 0, most = 0;
+    size_t i, at = 0;
+    for (i = 0; i < c->ncols; i++) {
+        const sts__ocol *o = &c->cols[i];
+        uint64_t e = sts__entry_fixed(o->name, o->name_len, o->kind == STS_VALUE_ARRAY ? o->dtype : STS_DTYPE_U8, NULL, 0) + sep + 2;
+        uint32_t d;
+        if (!c->kv) e += sts__digits(c->batch_size) + (o->kind == STS_VALUE_ARRAY && (!o->has_opt || o->opt_rank) ? 1 : 0);  /* [batch_size, ...] */
+        if (o->has_opt) for (d = 0; d < o->opt_rank; d++) e += sts__digits(o->opt_dims[d]) + (d ? 1 : 0);
+        else if (o->kind == STS_VALUE_ARRAY) e += 1;  /* [count] */
+        json += e;
+        if (e > most) { most = e; at = i; }
+    }
+    if (json <= STS_MAX_HEADER_SIZE) return STS_OK;
+    if (c->kv && sep * c->ncols >= c->cols[at].name_len)
+        return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "kv_separator (%U bytes) with column %q: a row's tensor names alone need a %U-byte header, over the %U-byte limit",
+                         (uint64_t)c->sep_len, c->cols[at].name, c->cols[at].name_len, json, (uint64_t)STS_MAX_HEADER_SIZE);
+    return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "column %q: %s alone need a %U-byte header, over the %U-byte limit",
+                     c->cols[at].name, c->cols[at].name_len, c->kv ? "with kv_separator, a row's tensor names" : "the column names", json,
+                     (uint64_t)STS_MAX_HEADER_SIZE);
 }
 /* Options and schema, checked together before any file is touched, phase by phase. */
 STS__PRIVATE sts_result sts__wcfg_make(sts__wcfg *c, const sts_write_config *cfg, const sts_column *schema, size_t ncols,
@@ -4636,8 +4680,8 @@ STS__PRIVATE sts_result sts__wcfg_make(sts__wcfg *c, const sts_write_config *cfg
     m.store = 64;
     if ((r = sts__wcfg_schema(c, &m, err)) == STS_OK && (r = sts__wcfg_name_col(c, &m, err)) == STS_OK &&
         (r = sts__wcfg_select(c, &m, err)) == STS_OK && (r = sts__wcfg_shapes_read(c, &m, err)) == STS_OK &&
-        (r = sts__wcfg_outputs(c, &m, err)) == STS_OK)
-        r = sts__wcfg_shapes(c, &m, err);
+        (r = sts__wcfg_outputs(c, &m, err)) == STS_OK && (r = sts__wcfg_shapes(c, &m, err)) == STS_OK)
+        r = sts__wcfg_header_floor(c, err);
     sts__jdoc_free(&m.shapes);
     sts__index_free(&c->mem, &m.ix);
     sts__free(&c->mem, m.hashes, m.hbytes);
@@ -5153,32 +5197,66 @@ STS__PRIVATE sts_result sts__cell_numel(const sts_value *v, uint64_t *numel) {
     *numel = n;
     return STS_OK;
 }
-/* The first row fixes a column's dtype and sample shape (and shapes option arrays get theirs). */
+/* Undoes sts__col_fix: the column is as sts_task_open left it. */
+STS__PRIVATE void sts__col_unfix(sts_task_writer *w, sts__ocol *o) {
+    sts__free(&w->c.mem, o->shape, (o->rank + 1) * sizeof(uint64_t));
+    sts__free(&w->c.mem, o->varies, o->rank ? o->rank : 1);
+    o->shape = NULL;
+    o->varies = NULL;
+    o->rank = 0;
+    o->numel = o->row_bytes = 0;
+    o->fixed = 0;
+    if (o->kind == STS_VALUE_TENSOR) o->dtype = (sts_dtype)0;
+}
+/* The first row fixes a column's dtype and sample shape (and shapes option arrays get theirs).
+   On failure the column stays unfixed. */
 STS__PRIVATE sts_result sts__col_fix(sts_task_writer *w, sts__ocol *o, const sts_value *v, sts_error *err) {
     const sts__mem *m = &w->c.mem;
     uint32_t rank;
     const uint64_t *dims;
     uint64_t one, bits;
     uint32_t d;
+    sts_result r = STS_OK;
     if (o->kind == STS_VALUE_TENSOR) { rank = v->rank; dims = v->shape; o->dtype = v->dtype; }
     else if (o->has_opt) { rank = o->opt_rank; dims = o->opt_dims; }
     else { one = v->size; rank = 1; dims = &one; }
-    if (!(o->shape = (uint64_t *)sts__alloc(m, (rank + 1) * sizeof(uint64_t))) || !(o->varies = (uint8_t *)sts__alloc(m, rank ? rank : 1)))
-        return sts__nomem(err, "a column shape");
-    o->rank = rank;
+    o->rank = rank;  /* before the allocations: what they are freed with */
+    if (!(o->shape = (uint64_t *)sts__alloc(m, (rank + 1) * sizeof(uint64_t))) || !(o->varies = (uint8_t *)sts__alloc(m, rank ? rank : 1))) {
+        r = sts__nomem(err, "a column shape");
+        goto fail;
+    }
     o->shape[0] = w->c.batch_size;
     if (rank) memcpy(o->shape + 1, dims, rank * sizeof(uint64_t));
     memset(o->varies, 0, rank ? rank : 1);
     o->numel = 1;
     for (d = 0; d < rank; d++)
-        if (!sts__mul64(o->numel, dims[d], &o->numel))
-            return sts__fail(err, STS_RULE_NUMEL_OVERFLOW, STS_OFFSET_UNKNOWN, "column %q: shape %S overflows 64 bits", o->name, o->name_len, dims, (size_t)rank);
-    if (!sts__mul64(o->numel, sts_dtype_bits(o->dtype), &bits) || bits % 8)
-        return sts__fail(err, STS_RULE_BYTE_ALIGNED, STS_OFFSET_UNKNOWN, "column %q: a sample of %U %s elements is not a whole number of bytes",
-                         o->name, o->name_len, o->numel, sts_dtype_name(o->dtype));
+        if (!sts__mul64(o->numel, dims[d], &o->numel)) {
+            r = sts__fail(err, STS_RULE_NUMEL_OVERFLOW, STS_OFFSET_UNKNOWN, "column %q: shape %S overflows 64 bits", o->name, o->name_len, dims, (size_t)rank);
+            goto fail;
+        }
+    if (!sts__mul64(o->numel, sts_dtype_bits(o->dtype), &bits) || bits % 8) {
+        r = sts__fail(err, STS_RULE_BYTE_ALIGNED, STS_OFFSET_UNKNOWN, "column %q: a sample of %U %s elements is not a whole number of bytes",
+                      o->name, o->name_len, o->numel, sts_dtype_name(o->dtype));
+        goto fail;
+    }
     o->row_bytes = bits / 8;
     o->fixed = 1;
     return STS_OK;
+fail:
+    sts__col_unfix(w, o);
+    return r;
+}
+/* The columns a row fixes (the first accepted row fixes every one, in both modes). When that
+   fails, or when `then` (batch: laying out the first file) does, none stays fixed: a refused
+   first row changes nothing. */
+STS__PRIVATE sts_result sts__cols_fix(sts_task_writer *w, const sts_value *row, sts_result (*then)(sts_task_writer *, sts_error *), sts_error *err) {
+    size_t i;
+    sts_result r = STS_OK;
+    if (w->c.cols[0].fixed) return then ? then(w, err) : STS_OK;
+    for (i = 0; i < w->c.ncols && r == STS_OK; i++) r = sts__col_fix(w, &w->c.cols[i], &row[w->c.cols[i].in], err);
+    if (r == STS_OK && then) r = then(w, err);
+    if (r != STS_OK) for (i = 0; i < w->c.ncols; i++) sts__col_unfix(w, &w->c.cols[i]);
+    return r;
 }
 /* Checks one cell against its column without changing anything. *bytes gets its output size. */
 STS__PRIVATE sts_result sts__cell_check(sts_task_writer *w, const sts__ocol *o, const sts_value *v, uint64_t *bytes, sts_error *err) {
@@ -5193,6 +5271,13 @@ STS__PRIVATE sts_result sts__cell_check(sts_task_writer *w, const sts__ocol *o, 
                              row, o->name, o->name_len, sts_dtype_name(v->dtype), sts_dtype_name(o->dtype));
         if (sts__cell_numel(v, &numel) != STS_OK || !sts__mul64(numel, sts_dtype_bits(v->dtype), &bits))
             return sts__fail(err, STS_RULE_NUMEL_OVERFLOW, STS_OFFSET_UNKNOWN, "row %U, column %q: shape %S overflows 64 bits", row, o->name, o->name_len, v->shape, (size_t)v->rank);
+        if (!numel) {  /* a dim over 2^63 - 1 is possible only beside a 0 (else the bit count overflowed) */
+            uint32_t d;
+            for (d = 0; d < v->rank; d++)
+                if (v->shape[d] > (uint64_t)INT64_MAX)
+                    return sts__fail(err, STS_RULE_ROW_SHAPE, STS_OFFSET_UNKNOWN, "row %U, column %q: dim %U is over %U, the largest a dataset schema holds",
+                                     row, o->name, o->name_len, v->shape[d], (uint64_t)INT64_MAX);
+        }
         if (bits % 8 || bits / 8 != v->size)
             return sts__fail(err, STS_RULE_ROW_VALUE, STS_OFFSET_UNKNOWN, "row %U, column %q: %s %S needs %U bits, but the cell holds %U bytes",
                              row, o->name, o->name_len, sts_dtype_name(v->dtype), v->shape, (size_t)v->rank, bits, v->size);
@@ -5317,6 +5402,27 @@ STS__PRIVATE sts_result sts__batch_plan(sts_task_writer *w, uint64_t rows, sts__
     }
     return sts__plan_make(pl, w->bspecs, w->c.ncols, NULL, 0, &o, err);
 }
+/* The columns make the batch files' header larger than the cap (known from the first row's
+   shapes): the refusal names the column with the largest entry. */
+STS__PRIVATE sts_result sts__batch_too_large(sts_task_writer *w, sts_error *err) {
+    uint64_t most = 0;
+    size_t i, at = 0;
+    for (i = 0; i < w->c.ncols; i++) {
+        const sts__ocol *o = &w->c.cols[i];
+        uint64_t e = sts__entry_fixed(o->name, o->name_len, o->dtype, o->shape, o->rank + 1);
+        if (e > most) { most = e; at = i; }
+    }
+    return sts__fail(err, STS_RULE_ROW_VALUE, STS_OFFSET_UNKNOWN, "row %U, column %q: the files' header needs more than the %U-byte limit (this column's entry alone takes %U bytes)",
+                     w->calls, w->c.cols[at].name, w->c.cols[at].name_len, (uint64_t)STS_MAX_HEADER_SIZE, most);
+}
+/* A full batch file would be larger than a file offset holds (2^63 - 1 bytes): the refusal names
+   the column with the largest rows. */
+STS__PRIVATE sts_result sts__batch_too_big(sts_task_writer *w, sts_error *err) {
+    size_t i, at = 0;
+    for (i = 1; i < w->c.ncols; i++) if (w->c.cols[i].row_bytes > w->c.cols[at].row_bytes) at = i;
+    return sts__fail(err, STS_RULE_WRITE_TOTAL, STS_OFFSET_UNKNOWN, "column %q: a file of %U rows (batch_size) would be over %U bytes, the largest file offset",
+                     w->c.cols[at].name, w->c.cols[at].name_len, w->c.batch_size, (uint64_t)INT64_MAX);
+}
 /* The first row of a batch: lay the whole file out (header for a full batch, size set). */
 STS__PRIVATE sts_result sts__batch_begin(sts_task_writer *w, sts_error *err) {
     sts__shard *s;
@@ -5327,7 +5433,11 @@ STS__PRIVATE sts_result sts__batch_begin(sts_task_writer *w, sts_error *err) {
     if ((r = sts__wb_check(w, err)) != STS_OK) return r;  /* an earlier file's failure */
     if (!w->bspecs && !(w->bspecs = (sts_tensor_spec *)sts__alloc(&w->c.mem, w->c.ncols * sizeof *w->bspecs))) return sts__nomem(err, "the batch layout");
     memset(w->bspecs, 0, w->c.ncols * sizeof *w->bspecs);
-    if ((r = sts__batch_plan(w, w->c.batch_size, &w->plan, err)) != STS_OK) return r;
+    if ((r = sts__batch_plan(w, w->c.batch_size, &w->plan, err)) != STS_OK) return r == STS_ERR_HEADER_TOO_LARGE ? sts__batch_too_large(w, err) : r;
+    if (w->plan.data_len > (uint64_t)INT64_MAX || 8 + w->plan.header_len > (uint64_t)INT64_MAX - w->plan.data_len) {  /* past what a file offset (off_t) holds */
+        sts__plan_free(&w->plan);
+        return sts__batch_too_big(w, err);
+    }
     if ((r = sts__shard_open(w, &s, err)) != STS_OK) { sts__plan_free(&w->plan); return sts__task_fail(w, r); }
     hbytes = (size_t)(8 + w->plan.header_len);
     if (hbytes <= STS__STAGE) {  /* the header in a pool buffer, written and the size set on the I/O thread */
@@ -5447,9 +5557,7 @@ STS__PRIVATE sts_result sts__batch_row(sts_task_writer *w, const sts_value *row,
     uint64_t bytes;
     for (i = 0; i < w->c.ncols; i++)  /* check every cell first: a rejected row changes nothing */
         if ((r = sts__cell_check(w, &w->c.cols[i], &row[w->c.cols[i].in], &bytes, err)) != STS_OK) return r;
-    for (i = 0; i < w->c.ncols; i++)
-        if (!w->c.cols[i].fixed && (r = sts__col_fix(w, &w->c.cols[i], &row[w->c.cols[i].in], err)) != STS_OK) return r;
-    if (!w->batch_open && (r = sts__batch_begin(w, err)) != STS_OK) return r;
+    if ((r = sts__cols_fix(w, row, w->batch_open ? NULL : sts__batch_begin, err)) != STS_OK) return r;
     for (i = 0; i < w->c.ncols; i++) {
         sts__ocol *o = &w->c.cols[i];
         uint64_t off = w->data_off + w->plan.begin[i] + w->batch_rows * o->row_bytes;
@@ -5616,18 +5724,19 @@ STS__PRIVATE int sts__kv_order(sts_task_writer *w) {
     w->nord = n;
     return 1;
 }
-/* The exact file size of the open shard with this row's tensors (w->rspec) in it: each goes to
-   its place in the layout, and an entry it replaces (lastWin) drops out of its own place. One
-   pass over the layout order (up to date: sts__kv_order), with the row's few events merged in;
-   nothing changes. */
+/* The exact file size of a shard holding the first n entries of the layout order (n = w->nord:
+   the open shard, its order up to date through sts__kv_order; 0: none, the row alone) and this
+   row's tensors (w->rspec): each goes to its place in the layout, and an entry it replaces
+   (lastWin) drops out of its own place. One pass over the layout order, with the row's few events
+   merged in; nothing changes. */
 STS__PRIVATE int sts__kv_event_less(const sts_task_writer *w, size_t a, size_t b) {
     size_t nc = w->c.ncols;
     if (w->rpos[a] != w->rpos[b]) return w->rpos[a] < w->rpos[b];
     if ((a >= nc) != (b >= nc)) return a < nc;  /* inserts before the entry at that place */
     return a < nc && sts__spec_less(&w->rspec[a], &w->rspec[b]);
 }
-STS__PRIVATE uint64_t sts__kv_exact(sts_task_writer *w, uint64_t *header) {
-    size_t nc = w->c.ncols, i, j, p, n = w->nord, cnt = 0, nev = 0, ev = 0;
+STS__PRIVATE uint64_t sts__kv_exact(sts_task_writer *w, size_t n, uint64_t *header) {
+    size_t nc = w->c.ncols, i, j, p, cnt = 0, nev = 0, ev = 0;
     uint64_t json = 2, cursor = 0;
     for (i = 0; i < 2 * nc; i++) {  /* events: insert tensor i at rpos[i]; drop entry rrep[i - nc] at rpos[i] */
         const sts_tensor_spec *key = i < nc ? &w->rspec[i] : w->rrep[i - nc] != (size_t)-1 ? &w->ents[w->rrep[i - nc]] : NULL;
@@ -5734,6 +5843,9 @@ STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
 }
 STS__PRIVATE sts_result sts__kv_keys_reserve(sts_task_writer *w, size_t more, sts_error *err) {
     size_t need = w->nkeys + more, i;
+    if ((uint64_t)w->nkeys + more > (uint64_t)STS__EMPTY)  /* the key index holds 32-bit entry numbers, STS__EMPTY excepted */
+        return sts__fail(err, STS_RULE_ROW_VALUE, STS_OFFSET_UNKNOWN, "row %U: the task writer holds %U tensor names, and one holds at most %U (KV mode): use more tasks",
+                         w->calls, (uint64_t)w->nkeys, (uint64_t)STS__EMPTY);
     if (need > w->keys_cap && !sts__grow(&w->c.mem, (void **)&w->keys, &w->keys_cap, need, sizeof *w->keys)) return sts__nomem(err, "the key set");
     if (!w->kindex.slots || need * 2 > w->kindex.mask + 1) {  /* rehash at half load */
         sts__index nix;
@@ -5860,7 +5972,7 @@ STS__PRIVATE int sts__kv_fits(sts_task_writer *w, const sts__kvrow *x) {
     if (!fits && header <= (uint64_t)STS_MAX_HEADER_SIZE * 2) {  /* exact: the shard as it would be with this row */
         uint64_t hdr_exact, exact;
         if (!sts__kv_order(w)) return -1;
-        exact = sts__kv_exact(w, &hdr_exact);
+        exact = sts__kv_exact(w, w->nord, &hdr_exact);
         fits = exact <= w->c.target && hdr_exact <= STS_MAX_HEADER_SIZE;
         if (fits) w->exact = exact;
     }
@@ -5871,8 +5983,7 @@ STS__PRIVATE int sts__kv_fits(sts_task_writer *w, const sts__kvrow *x) {
 STS__PRIVATE sts_result sts__kv_append(sts_task_writer *w, const sts_value *row, const sts__kvrow *x, sts_error *err) {
     size_t i, nc = w->c.ncols;
     sts_result r;
-    for (i = 0; i < nc; i++)
-        if (!w->c.cols[i].fixed && (r = sts__col_fix(w, &w->c.cols[i], &row[w->c.cols[i].in], err)) != STS_OK) return r;
+    if (!w->c.cols[0].fixed && (r = sts__cols_fix(w, row, NULL, err)) != STS_OK) return r;
     if (!sts__kv_ents_reserve(w, w->nents + nc)) return sts__task_fail(w, sts__nomem(err, "the shard table"));
     if (x->fresh) w->shard_rows++;  /* a row whose key is in the open shard replaces it (lastWin): no new sample */
     for (i = 0; i < nc; i++) {
@@ -5932,14 +6043,27 @@ STS__PRIVATE sts_result sts__kv_append(sts_task_writer *w, const sts_value *row,
     w->rows++;
     return STS_OK;
 }
+/* The row's tensors fit a header on their own (in a shard of their own): the cheap bound settles
+   almost every row, the exact count (the row alone, in the writer's layout) the others. */
+STS__PRIVATE sts_result sts__kv_alone(sts_task_writer *w, const sts__kvrow *x, sts_error *err) {
+    uint64_t header, most = 0;
+    size_t i, at = 0;
+    sts__shard_bound(w->c.ncols, x->add_fixed, x->add_data, &header);
+    if (header <= STS_MAX_HEADER_SIZE) return STS_OK;
+    sts__kv_exact(w, 0, &header);
+    if (header <= STS_MAX_HEADER_SIZE) return STS_OK;
+    for (i = 0; i < w->c.ncols; i++) if (w->rfix[i] > most) { most = w->rfix[i]; at = i; }
+    return sts__fail(err, STS_RULE_ROW_VALUE, STS_OFFSET_UNKNOWN, "row %U, column %q: its tensors need a %U-byte header (key of %U bytes), over the %U-byte limit",
+                     w->calls, w->c.cols[at].name, w->c.cols[at].name_len, header, (uint64_t)x->klen, (uint64_t)STS_MAX_HEADER_SIZE);
+}
 /* One KV row: checked, named and checked for duplicates, the open shard rolled when the row would
-   push it past the target (or the header cap), then appended. */
+   push it past the target (or the header cap), then appended. A refused row changes nothing. */
 STS__PRIVATE sts_result sts__kv_row(sts_task_writer *w, const sts_value *row, sts_error *err) {
     sts__kvrow x;
     sts_result r;
-    uint64_t header;
     size_t i;
-    if ((r = sts__kv_check(w, row, &x, err)) != STS_OK || (r = sts__kv_names(w, row, &x, err)) != STS_OK) return r;
+    if ((r = sts__kv_check(w, row, &x, err)) != STS_OK || (r = sts__kv_names(w, row, &x, err)) != STS_OK ||
+        (r = sts__kv_alone(w, &x, err)) != STS_OK) return r;
     if (w->nents) {
         int fits = sts__kv_fits(w, &x);
         if (fits < 0) return sts__task_fail(w, sts__nomem(err, "the shard's layout"));
@@ -5950,9 +6074,6 @@ STS__PRIVATE sts_result sts__kv_row(sts_task_writer *w, const sts_value *row, st
             x.fresh = 1;
         }
     }
-    sts__shard_bound(w->c.ncols, x.add_fixed, x.add_data, &header);
-    if (header > STS_MAX_HEADER_SIZE)
-        return sts__fail(err, STS_RULE_HEADER_TOO_LARGE, STS_OFFSET_UNKNOWN, "row %U: its tensors alone need a %U-byte header, over the limit", w->calls, header);
     return sts__kv_append(w, row, &x, err);
 }
 
