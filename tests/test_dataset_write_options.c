@@ -4,6 +4,9 @@
      and the value, the config left unchanged;
    - sts_dataset_prepare and sts_task_open: every inconsistent combination of options and schema
      refused the same way, before any file or folder is created or touched;
+   - the shapes option with 300-byte column names, plain and escaped: found, or named in the
+     refusal (never "?");
+   - durability: either no_fsync (sts_write_config or sts_options) turns a task writer's fsyncs off;
    - the output folder: created when missing, refused when not empty (unless overwrite), our
      temporaries removed, other hidden files kept;
    - misuse: rows after commit, commit twice, rows after a sticky failure, NULL arguments;
