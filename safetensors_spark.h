@@ -4581,7 +4581,7 @@ STS__PRIVATE sts_result sts__wcfg_outputs(sts__wcfg *c, sts__wmake *m, sts_error
     return STS_OK;
 }
 /* Phase 7, the shapes (JSON text or typed list) attached to their columns: each names a numeric
-   array column being written, once, with non-negative integer dims. */
+   array column being written, once, with integer dims in [0, 2^63) (a dataset schema's dims). */
 STS__PRIVATE sts_result sts__wcfg_shapes(sts__wcfg *c, sts__wmake *m, sts_error *err) {
     const sts_write_config *cfg = m->cfg;
     const sts__jdoc *d = &m->shapes;
