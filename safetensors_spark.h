@@ -582,11 +582,23 @@ STSDEF const char *sts_convert_isa(void);
    The write path of the safetensors-spark connector. A job is: sts_dataset_prepare once (checks
    the options, the input schema and the output folder), one task writer per task (a thread or a
    process) that takes rows and whose commit returns a JSON commit message, and one
-   sts_dataset_commit that merges the messages and publishes the index and, last, the manifest. */
+   sts_dataset_commit that merges the messages and publishes the index and, last, the manifest.
+   Limits. What a task writer accepts, its dataset commit and the reader take: every limit is
+   checked by sts_dataset_prepare and sts_task_open, or by the first row that meets it, never
+   first at commit. Column names, kv_separator and ranks have no limit of their own; what remains:
+     - a file's header holds at most STS_MAX_HEADER_SIZE bytes: names no file can hold (the
+       columns, with kv_separator in KV mode) are refused by prepare (STS_RULE_OPTION), a row whose
+       tensors alone need more by sts_task_write (STS_RULE_ROW_VALUE; batch mode: the first row);
+     - a dataset schema dim is a signed 64-bit integer (-1 says "varies"): batch_size and the
+       shapes option's dims are at most 2^63 - 1 (STS_RULE_OPTION), and a tensor dim over it (only
+       an empty tensor can have one) refuses its row (STS_RULE_ROW_SHAPE);
+     - a batch file holds at most 2^63 - 1 bytes, a file offset (STS_RULE_WRITE_TOTAL, first row);
+     - a KV task writer holds at most 2^32 - 1 tensor names (STS_RULE_ROW_VALUE): use more tasks. */
 typedef enum sts_value_kind {
     STS_VALUE_TENSOR = 1,   /* bytes + dtype + shape, written as-is (the connector's Tensor Struct) */
     STS_VALUE_ARRAY = 2,    /* numeric elements encoded to the `dtype` option */
-    STS_VALUE_STRING = 3    /* text: only the key column (name_col) of KV mode */
+    STS_VALUE_STRING = 3,   /* text: only the key column (name_col) of KV mode */
+    STS_VALUE_KIND_COUNT    /* one past the last kind (0 is not a kind) */
 } sts_value_kind;
 
 typedef struct sts_column {     /* one column of the input schema */
@@ -604,8 +616,8 @@ typedef struct sts_value {      /* one cell of a row; rows are arrays of cells i
     const uint64_t *shape;      /* tensor only */
 } sts_value;
 
-typedef enum sts_tail { STS_TAIL_WRITE = 0, STS_TAIL_DROP = 1, STS_TAIL_PAD = 2 } sts_tail;
-typedef enum sts_duplicates { STS_DUPLICATES_FAIL = 0, STS_DUPLICATES_LAST_WIN = 1 } sts_duplicates;
+typedef enum sts_tail { STS_TAIL_WRITE = 0, STS_TAIL_DROP = 1, STS_TAIL_PAD = 2, STS_TAIL_COUNT } sts_tail;
+typedef enum sts_duplicates { STS_DUPLICATES_FAIL = 0, STS_DUPLICATES_LAST_WIN = 1, STS_DUPLICATES_COUNT } sts_duplicates;
 
 typedef struct sts_shape_option {   /* per-sample shape of a numeric-array column */
     const char *column;
@@ -614,7 +626,7 @@ typedef struct sts_shape_option {   /* per-sample shape of a numeric-array colum
 } sts_shape_option;
 
 typedef struct sts_write_config {   /* zero = every default; strings are borrowed until the call returns */
-    uint64_t batch_size;            /* batch mode: rows per file (> 0) */
+    uint64_t batch_size;            /* batch mode: rows per file (> 0, at most 2^63 - 1) */
     const char *name_col;           /* KV mode: the string column holding each row's key */
     const char *kv_separator;       /* NULL = "__"; never empty */
     sts_duplicates duplicates;      /* KV mode */
@@ -622,14 +634,16 @@ typedef struct sts_write_config {   /* zero = every default; strings are borrowe
     uint32_t target_shard_size_mb;  /* 0 = 300; 50..1000; checked in batch mode too */
     int has_dtype;                  /* dtype below is set */
     sts_dtype dtype;                /* encoding of numeric-array columns: one of the 12 seed dtypes */
-    int rounding;                   /* sts_rounding for F16/BF16 targets: 0 truncate (default), 1 nearest-even */
+    sts_rounding rounding;          /* F16/BF16 targets: STS_ROUND_TRUNCATE (0, default) or STS_ROUND_NEAREST_EVEN */
     const char *columns;            /* comma-separated columns to write; NULL = all but name_col */
     const char *shapes;             /* JSON object {"col": [d0, ...]}, the connector's form */
     const sts_shape_option *shape_list; /* or the same, typed */
     size_t n_shapes;
     sts_tail tail;                  /* batch mode: what to do with a last, partial batch */
     int overwrite;                  /* replace an existing dataset at commit; default: refuse a non-empty folder */
-    int no_fsync;                   /* durable = 0: skip every fsync (fast, not crash-safe) */
+    int no_fsync;                   /* durable = 0: skip every fsync (fast, not crash-safe). sts_options.no_fsync
+                                       does the same: either one turns fsync off, in prepare, the task
+                                       writers, the dataset commit and reindex alike */
     int no_io_thread;               /* io_thread = 0: the caller's thread makes every write itself
                                        (default: one I/O thread per task writer, see sts_task_open) */
 } sts_write_config;
@@ -5546,6 +5560,12 @@ STS__PRIVATE int sts__elem_ok(sts_dtype d) {  /* C element types an array cell m
     return d == STS_DTYPE_F32 || d == STS_DTYPE_F64 || d == STS_DTYPE_I32 || d == STS_DTYPE_I64 ||
            d == STS_DTYPE_I16 || d == STS_DTYPE_I8 || d == STS_DTYPE_U8;
 }
+/* Durability, the one rule for every step of a job (prepare, task writers, dataset commit,
+   reindex): fsync unless sts_write_config.no_fsync or sts_options.no_fsync is set (either turns
+   it off; both fields stay for compatibility). cfg and opts may be NULL. */
+STS__PRIVATE int sts__durable(const sts_write_config *cfg, const sts_options *opts) {
+    return !(cfg && cfg->no_fsync) && !(opts && opts->no_fsync);
+}
 STS__PRIVATE sts_result sts__bad_option(sts_error *err, const char *option, const char *value, const char *expect) {
     return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "%s must be %s, got: %q", option, expect, value, strlen(value));
 }
@@ -5753,33 +5773,43 @@ STS__PRIVATE void sts__wcfg_free(sts__wcfg *c) {
     sts__free(&c->mem, c->store, c->store_size);
     memset(c, 0, sizeof *c);
 }
-STS__PRIVATE size_t sts__schema_find(const sts_column *schema, size_t ncols, const char *name, size_t len) {
-    size_t i;
-    for (i = 0; i < ncols; i++)
-        if (strlen(schema[i].name) == len && memcmp(schema[i].name, name, len) == 0) return i;
+/* sts__wcfg_make's working state, filled phase by phase and freed by it. */
+typedef struct sts__wmake {
+    const sts_write_config *cfg;
+    const sts_column *schema;
+    size_t ncols;
+    sts__index ix;                  /* the schema's names by hash (sts__wm_find) */
+    uint64_t *hashes;               /* per schema column */
+    size_t hbytes;
+    size_t *sel;                    /* per schema column: 0 = not written, else 1 + its output column */
+    size_t nsel;
+    size_t store;                   /* bytes of the config's storage (names, separator, dims) */
+    sts__jdoc shapes;               /* the shapes option's JSON text, tokenized */
+    char *key;                      /* an escaped shapes key, unescaped */
+    size_t key_cap;
+} sts__wmake;
+
+/* The schema column named (name, len), or (size_t)-1: a hash probe (names are unique by then). */
+STS__PRIVATE size_t sts__wm_find(const sts__wmake *m, const char *name, size_t len) {
+    uint64_t h = sts__hash(name, len, 0x5eed);
+    size_t pos = (size_t)h & m->ix.mask;
+    for (; m->ix.slots[pos] != STS__EMPTY; pos = (pos + 1) & m->ix.mask) {
+        size_t j = m->ix.slots[pos];
+        if (m->hashes[j] == h && strlen(m->schema[j].name) == len && memcmp(m->schema[j].name, name, len) == 0) return j;
+    }
     return (size_t)-1;
 }
-/* Options and schema, checked together before any file is touched. */
-STS__PRIVATE sts_result sts__wcfg_make(sts__wcfg *c, const sts_write_config *cfg, const sts_column *schema, size_t ncols,
-                                       const sts_options *opts, sts_error *err) {
-    sts__jdoc shapes;
-    sts__index ix;
-    uint64_t *hashes = NULL;
-    size_t i, store = 64, nsel = 0, hbytes = 0;
-    unsigned char *sel = NULL;
-    sts_result r = STS_OK;
-    memset(c, 0, sizeof *c);
-    memset(&shapes, 0, sizeof shapes);
-    ix.slots = NULL;
-    c->mem = sts__mem_from(opts);
-    if (!sts__mem_valid(&c->mem)) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "the allocator needs all three hooks or none");
-    if (!cfg || !schema || !ncols) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "a config and a schema of at least one column are needed");
-    /* mode */
+/* Phase 1, the mode and the options that need no schema: batch_size or name_col, the shard
+   target, kv_separator, the strategies, rounding, dtype. Nothing is allocated yet. */
+STS__PRIVATE sts_result sts__wcfg_mode(sts__wcfg *c, const sts_write_config *cfg, const sts_options *opts, sts_error *err) {
     if (cfg->batch_size && cfg->name_col && cfg->name_col[0])
         return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "options batch_size and name_col are mutually exclusive; give one (batch_size=%U, name_col=%q)",
                          cfg->batch_size, cfg->name_col, strlen(cfg->name_col));
     if (!cfg->batch_size && !(cfg->name_col && cfg->name_col[0]))
         return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "one of batch_size (batch mode) or name_col (KV mode) is required");
+    if (cfg->batch_size > (uint64_t)INT64_MAX)
+        return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "batch_size must be at most %U (a dataset schema holds it as a signed 64-bit dim), got: %U",
+                         (uint64_t)INT64_MAX, cfg->batch_size);
     c->kv = !cfg->batch_size;
     c->batch_size = cfg->batch_size;
     if (cfg->target_shard_size_mb && (cfg->target_shard_size_mb < 50 || cfg->target_shard_size_mb > 1000))
@@ -5790,9 +5820,12 @@ STS__PRIVATE sts_result sts__wcfg_make(sts__wcfg *c, const sts_write_config *cfg
     if (!c->sep_len) return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "kv_separator must not be empty (an empty one makes keys ambiguous)");
     if (sts__utf8_check((const uint8_t *)c->sep, c->sep_len) != c->sep_len)
         return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "kv_separator must be UTF-8, got: %q", c->sep, c->sep_len);
-    if ((unsigned)cfg->duplicates > 1u) return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "duplicatesStrategy must be fail or lastWin, got: %d", (int)cfg->duplicates);
-    if ((unsigned)cfg->tail > 2u) return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "tail_strategy must be drop, pad or write, got: %d", (int)cfg->tail);
-    if ((unsigned)cfg->rounding > 1u) return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "rounding must be truncate or nearest_even, got: %d", (int)cfg->rounding);
+    if ((unsigned)cfg->duplicates >= (unsigned)STS_DUPLICATES_COUNT)
+        return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "duplicatesStrategy must be fail or lastWin, got: %d", (int)cfg->duplicates);
+    if ((unsigned)cfg->tail >= (unsigned)STS_TAIL_COUNT)
+        return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "tail_strategy must be drop, pad or write, got: %d", (int)cfg->tail);
+    if ((unsigned)cfg->rounding >= (unsigned)STS_ROUNDING_COUNT)
+        return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "rounding must be truncate or nearest_even, got: %d", (int)cfg->rounding);
     if (cfg->has_dtype && !sts__dtype_seed(cfg->dtype))
         return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "dtype must be one of F16 F32 F64 BF16 U8 I8 U16 I16 U32 I32 U64 I64, got: %s", sts_dtype_name(cfg->dtype));
     if (cfg->shapes && cfg->shape_list)
@@ -5800,63 +5833,64 @@ STS__PRIVATE sts_result sts__wcfg_make(sts__wcfg *c, const sts_write_config *cfg
     c->dup = cfg->duplicates;
     c->index = cfg->generate_index != 0;
     c->overwrite = cfg->overwrite != 0;
-    c->durable = !cfg->no_fsync;
+    c->durable = sts__durable(cfg, opts);
     c->io_thread = !cfg->no_io_thread;
     c->tail = cfg->tail;
     c->has_dtype = cfg->has_dtype;
     c->dtype = cfg->dtype;
-    c->rounding = (sts_rounding)cfg->rounding;
-    c->ncells = ncols;
-    /* schema: names non-empty, UTF-8 without NUL, unique; kinds and element types valid */
-    if (!sts__mulsz(ncols, sizeof *hashes, &hbytes) || !(hashes = (uint64_t *)sts__alloc(&c->mem, hbytes)) ||
-        !sts__index_init(&c->mem, &ix, ncols)) { r = sts__nomem(err, "the schema index"); goto done; }
-    {
-        for (i = 0; i < ncols; i++) {
-            const sts_column *col = &schema[i];
-            size_t n = col->name ? strlen(col->name) : 0, pos, j;
-            if (!n || sts__utf8_check((const uint8_t *)col->name, n) != n) {
-                r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "schema column %z needs a non-empty UTF-8 name", i);
-                goto done;
-            }
-            if (col->kind != STS_VALUE_TENSOR && col->kind != STS_VALUE_ARRAY && col->kind != STS_VALUE_STRING) {
-                r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "schema column %q has an unknown kind %d", col->name, n, (int)col->kind);
-                goto done;
-            }
-            if (col->kind == STS_VALUE_ARRAY && !sts__elem_ok(col->elem)) {
-                r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "schema column %q: array elements must be F32, F64, I32, I64, I16, I8 or U8 (C float, double, int32, int64, int16, int8, uint8), got: %s",
-                              col->name, n, sts_dtype_name(col->elem));
-                goto done;
-            }
-            /* names are C strings here: probe by comparing against earlier columns with equal hash */
-            hashes[i] = sts__hash(col->name, n, 0x5eed);
-            pos = (size_t)hashes[i] & ix.mask;
-            for (; ix.slots[pos] != STS__EMPTY; pos = (pos + 1) & ix.mask) {
-                j = ix.slots[pos];
-                if (hashes[j] == hashes[i] && strcmp(schema[j].name, col->name) == 0) {
-                    r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "schema column %q appears twice", col->name, n);
-                    goto done;
-                }
-            }
-            ix.slots[pos] = (uint32_t)i;
-            store += n + 1;
+    c->rounding = cfg->rounding;
+    return STS_OK;
+}
+/* Phase 2, the schema: names non-empty and UTF-8 (C strings: no NUL), unique; kinds and element
+   types valid. Builds the name index the later phases look names up in. */
+STS__PRIVATE sts_result sts__wcfg_schema(sts__wcfg *c, sts__wmake *m, sts_error *err) {
+    size_t i;
+    if (!sts__mulsz(m->ncols, sizeof *m->hashes, &m->hbytes) || !(m->hashes = (uint64_t *)sts__alloc(&c->mem, m->hbytes)) ||
+        !sts__index_init(&c->mem, &m->ix, m->ncols)) return sts__nomem(err, "the schema index");
+    for (i = 0; i < m->ncols; i++) {
+        const sts_column *col = &m->schema[i];
+        size_t n = col->name ? strlen(col->name) : 0, pos, j;
+        if (!n || sts__utf8_check((const uint8_t *)col->name, n) != n)
+            return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "schema column %z needs a non-empty UTF-8 name", i);
+        if ((unsigned)col->kind - (unsigned)STS_VALUE_TENSOR >= (unsigned)STS_VALUE_KIND_COUNT - (unsigned)STS_VALUE_TENSOR)
+            return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "schema column %q has an unknown kind %d", col->name, n, (int)col->kind);
+        if (col->kind == STS_VALUE_ARRAY && !sts__elem_ok(col->elem))
+            return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "schema column %q: array elements must be F32, F64, I32, I64, I16, I8 or U8 (C float, double, int32, int64, int16, int8, uint8), got: %s",
+                             col->name, n, sts_dtype_name(col->elem));
+        /* names are C strings here: probe by comparing against earlier columns with equal hash */
+        m->hashes[i] = sts__hash(col->name, n, 0x5eed);
+        pos = (size_t)m->hashes[i] & m->ix.mask;
+        for (; m->ix.slots[pos] != STS__EMPTY; pos = (pos + 1) & m->ix.mask) {
+            j = m->ix.slots[pos];
+            if (m->hashes[j] == m->hashes[i] && strcmp(m->schema[j].name, col->name) == 0)
+                return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "schema column %q appears twice", col->name, n);
         }
+        m->ix.slots[pos] = (uint32_t)i;
+        m->store += n + 1;
     }
-    /* name_col */
+    c->ncells = m->ncols;
+    return STS_OK;
+}
+/* Phase 3, name_col (KV mode): a string column of the schema. */
+STS__PRIVATE sts_result sts__wcfg_name_col(sts__wcfg *c, const sts__wmake *m, sts_error *err) {
+    const char *name = m->cfg->name_col;
     c->key_in = (size_t)-1;
-    if (c->kv) {
-        c->key_in = sts__schema_find(schema, ncols, cfg->name_col, strlen(cfg->name_col));
-        if (c->key_in == (size_t)-1) {
-            r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "name_col %q is not a column of the schema", cfg->name_col, strlen(cfg->name_col));
-            goto done;
-        }
-        if (schema[c->key_in].kind != STS_VALUE_STRING) {
-            r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "name_col %q must be a string column", cfg->name_col, strlen(cfg->name_col));
-            goto done;
-        }
-    }
-    /* columns: which cells become tensors */
-    if (!(sel = (unsigned char *)sts__alloc(&c->mem, ncols))) { r = sts__nomem(err, "the column selection"); goto done; }
-    memset(sel, 0, ncols);
+    if (!c->kv) return STS_OK;
+    c->key_in = sts__wm_find(m, name, strlen(name));
+    if (c->key_in == (size_t)-1)
+        return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "name_col %q is not a column of the schema", name, strlen(name));
+    if (m->schema[c->key_in].kind != STS_VALUE_STRING)
+        return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "name_col %q must be a string column", name, strlen(name));
+    return STS_OK;
+}
+/* Phase 4, the columns option: which cells become tensors (default: all but name_col), each
+   written column fit to be one. */
+STS__PRIVATE sts_result sts__wcfg_select(sts__wcfg *c, sts__wmake *m, sts_error *err) {
+    const sts_write_config *cfg = m->cfg;
+    const sts_column *schema = m->schema;
+    size_t i, bytes;
+    if (!sts__mulsz(m->ncols, sizeof *m->sel, &bytes) || !(m->sel = (size_t *)sts__alloc(&c->mem, bytes))) return sts__nomem(err, "the column selection");
+    memset(m->sel, 0, bytes);
     if (cfg->columns) {
         const char *p = cfg->columns;
         for (;;) {
@@ -5865,123 +5899,178 @@ STS__PRIVATE sts_result sts__wcfg_make(sts__wcfg *c, const sts_write_config *cfg
             const char *tok = p;
             sts__trim(&tok, &n);
             if (n) {
-                at = sts__schema_find(schema, ncols, tok, n);
-                if (at == (size_t)-1) { r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "columns names unknown column %q", tok, n); goto done; }
-                if (sel[at]) { r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "columns names %q twice", tok, n); goto done; }
-                if (at == c->key_in) { r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "columns must not include name_col %q: the key is not a tensor", tok, n); goto done; }
-                sel[at] = 1;
-                nsel++;
+                at = sts__wm_find(m, tok, n);
+                if (at == (size_t)-1) return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "columns names unknown column %q", tok, n);
+                if (m->sel[at]) return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "columns names %q twice", tok, n);
+                if (at == c->key_in) return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "columns must not include name_col %q: the key is not a tensor", tok, n);
+                m->sel[at] = 1;
+                m->nsel++;
             }
             if (!comma) break;
             p = comma + 1;
         }
-        if (!nsel) { r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "columns must name at least one column, got: %q", cfg->columns, strlen(cfg->columns)); goto done; }
+        if (!m->nsel) return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "columns must name at least one column, got: %q", cfg->columns, strlen(cfg->columns));
     } else {
-        for (i = 0; i < ncols; i++) if (i != c->key_in) { sel[i] = 1; nsel++; }
-        if (!nsel) { r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "the schema has no column to write besides name_col"); goto done; }
+        for (i = 0; i < m->ncols; i++) if (i != c->key_in) { m->sel[i] = 1; m->nsel++; }
+        if (!m->nsel) return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "the schema has no column to write besides name_col");
     }
-    for (i = 0; i < ncols; i++) {
-        if (!sel[i]) continue;
-        if (schema[i].kind == STS_VALUE_STRING) {
-            r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "columns selects %q, a string column; only the key (name_col) may be a string", schema[i].name, strlen(schema[i].name));
-            goto done;
-        }
-        if (!c->kv && strcmp(schema[i].name, "__metadata__") == 0) {
-            r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "column \"__metadata__\" cannot be written: readers take that name for the metadata");
-            goto done;
-        }
-        if (schema[i].kind == STS_VALUE_ARRAY && !c->has_dtype) {
-            r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "dtype is required because column %q is a numeric array", schema[i].name, strlen(schema[i].name));
-            goto done;
-        }
+    for (i = 0; i < m->ncols; i++) {
+        if (!m->sel[i]) continue;
+        if (schema[i].kind == STS_VALUE_STRING)
+            return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "columns selects %q, a string column; only the key (name_col) may be a string", schema[i].name, strlen(schema[i].name));
+        if (!c->kv && strcmp(schema[i].name, "__metadata__") == 0)
+            return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "column \"__metadata__\" cannot be written: readers take that name for the metadata");
+        if (schema[i].kind == STS_VALUE_ARRAY && !c->has_dtype)
+            return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "dtype is required because column %q is a numeric array", schema[i].name, strlen(schema[i].name));
     }
-    /* shapes (JSON text or typed) */
+    return STS_OK;
+}
+/* Phase 5, the shapes option's JSON text (when given): tokenized, an object, room counted for
+   its dims; the typed list's room too. */
+STS__PRIVATE sts_result sts__wcfg_shapes_read(sts__wcfg *c, sts__wmake *m, sts_error *err) {
+    const sts_write_config *cfg = m->cfg;
+    size_t i;
+    sts_result r;
     if (cfg->shapes) {
-        if ((r = sts__jdoc_parse(&shapes, cfg->shapes, strlen(cfg->shapes), &c->mem, "the shapes option", STS_RULE_OPTION, err)) != STS_OK) goto done;
-        if (shapes.tok[0].type != '{') { r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes must be a JSON object like {\"col\": [28, 28]}, got: %q", cfg->shapes, strlen(cfg->shapes)); goto done; }
-        store += shapes.n * 2 * sizeof(uint64_t) + 8;  /* dims, plus alignment per column */
+        if ((r = sts__jdoc_parse(&m->shapes, cfg->shapes, strlen(cfg->shapes), &c->mem, "the shapes option", STS_RULE_OPTION, err)) != STS_OK) return r;
+        if (m->shapes.tok[0].type != '{')
+            return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes must be a JSON object like {\"col\": [28, 28]}, got: %q", cfg->shapes, strlen(cfg->shapes));
+        m->store += m->shapes.n * 2 * sizeof(uint64_t) + 8;  /* dims, plus alignment per column */
     }
-    for (i = 0; i < cfg->n_shapes; i++) store += (size_t)cfg->shape_list[i].rank * sizeof(uint64_t) + 8;
-    store += c->sep_len + 1;
-    if (!(c->store = (char *)sts__alloc(&c->mem, store))) { r = sts__nomem(err, "the write options"); goto done; }
+    for (i = 0; i < cfg->n_shapes; i++) m->store += (size_t)cfg->shape_list[i].rank * sizeof(uint64_t) + 8;
+    return STS_OK;
+}
+/* Phase 6, the config's own storage (names, separator, room for dims) and the output columns,
+   in schema order. */
+STS__PRIVATE sts_result sts__wcfg_outputs(sts__wcfg *c, sts__wmake *m, sts_error *err) {
+    size_t i, store = m->store + c->sep_len + 1;
+    if (!(c->store = (char *)sts__alloc(&c->mem, store))) return sts__nomem(err, "the write options");
     c->store_size = store;
     c->store_used = 0;
     c->sep = (const char *)sts__store(c, c->sep, c->sep_len + 1);
-    /* output columns, in schema order */
-    if (!(c->cols = (sts__ocol *)sts__alloc(&c->mem, nsel * sizeof *c->cols))) { r = sts__nomem(err, "the output columns"); goto done; }
-    memset(c->cols, 0, nsel * sizeof *c->cols);
-    for (i = 0; i < ncols; i++) {
+    if (!(c->cols = (sts__ocol *)sts__alloc(&c->mem, m->nsel * sizeof *c->cols))) return sts__nomem(err, "the output columns");
+    memset(c->cols, 0, m->nsel * sizeof *c->cols);
+    for (i = 0; i < m->ncols; i++) {
         sts__ocol *o;
-        if (!sel[i]) continue;
+        if (!m->sel[i]) continue;
+        m->sel[i] = c->ncols + 1;
         o = &c->cols[c->ncols++];
-        o->name_len = strlen(schema[i].name);
-        o->name = (const char *)sts__store(c, schema[i].name, o->name_len + 1);
+        o->name_len = strlen(m->schema[i].name);
+        o->name = (const char *)sts__store(c, m->schema[i].name, o->name_len + 1);
         o->in = i;
-        o->kind = schema[i].kind;
-        o->elem = schema[i].elem;
+        o->kind = m->schema[i].kind;
+        o->elem = m->schema[i].elem;
         if (o->kind == STS_VALUE_ARRAY) o->dtype = c->dtype;
     }
-    /* attach shapes to their columns */
-    {
-        uint32_t t = shapes.tok ? 1u : 0u, m;
-        size_t count = shapes.tok ? shapes.tok[0].count : cfg->n_shapes;
-        for (m = 0; m < count; m++) {
-            const char *cname;
-            size_t cn, at, k;
-            sts__ocol *o = NULL;
-            uint64_t *dims;
-            uint32_t rank;
-            char kbuf[256];
-            if (shapes.tok) {
-                if (shapes.tok[t].len > sizeof kbuf) cname = "?", cn = 1;
-                else cname = sts__jdoc_str(&shapes, t, kbuf, &cn);
-            } else {
-                cname = cfg->shape_list[m].column ? cfg->shape_list[m].column : "";
-                cn = strlen(cname);
-            }
-            at = sts__schema_find(schema, ncols, cname, cn);
-            for (k = 0; k < c->ncols; k++) if (c->cols[k].in == at) o = &c->cols[k];
-            if (at == (size_t)-1 || !o) {
-                r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes names %q, which is not a column being written", cname, cn);
-                goto done;
-            }
-            if (o->kind != STS_VALUE_ARRAY) {
-                r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes names %q, a tensor column: its shape comes from its values", cname, cn);
-                goto done;
-            }
-            if (o->has_opt) { r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes names %q twice", cname, cn); goto done; }
-            if (shapes.tok) {
-                uint32_t v = t + 1, d;
-                if (shapes.tok[v].type != '[') {
-                    r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes: the shape of %q must be an array of integers", cname, cn);
-                    goto done;
-                }
-                rank = shapes.tok[v].count;
-                dims = (uint64_t *)(void *)(c->store + ((c->store_used + 7) & ~(size_t)7));
-                c->store_used = (size_t)((char *)(dims + rank) - c->store);
-                for (d = 0, v = v + 1; d < rank; d++, v = sts__jdoc_next(&shapes, v))
-                    if (!sts__jdoc_u64(&shapes, v, &dims[d])) {
-                        r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes: the shape of %q must hold non-negative integers", cname, cn);
-                        goto done;
-                    }
-                t = sts__jdoc_next(&shapes, t + 1);
-            } else {
-                rank = cfg->shape_list[m].rank;
-                if (rank && !cfg->shape_list[m].dims) { r = sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes: %q has rank %d but no dims", cname, cn, (int)rank); goto done; }
-                dims = (uint64_t *)(void *)(c->store + ((c->store_used + 7) & ~(size_t)7));
-                if (rank) memcpy(dims, cfg->shape_list[m].dims, rank * sizeof *dims);
-                c->store_used = (size_t)((char *)(dims + rank) - c->store);
-            }
-            o->has_opt = 1;
-            o->opt_rank = rank;
-            o->opt_dims = dims;
+    return STS_OK;
+}
+/* Phase 7, the shapes (JSON text or typed list) attached to their columns: each names a numeric
+   array column being written, once, with integer dims in [0, 2^63) (a dataset schema's dims). */
+STS__PRIVATE sts_result sts__wcfg_shapes(sts__wcfg *c, sts__wmake *m, sts_error *err) {
+    const sts_write_config *cfg = m->cfg;
+    const sts__jdoc *d = &m->shapes;
+    uint32_t t = d->tok ? 1u : 0u;
+    size_t count = d->tok ? d->tok[0].count : cfg->n_shapes, k;
+    for (k = 0; k < count; k++) {
+        const char *cname;
+        size_t cn, at;
+        sts__ocol *o;
+        uint64_t *dims;
+        uint32_t rank, e;
+        if (d->tok) {  /* a key with escapes is unescaped into memory of its size (never longer than the raw text) */
+            if (d->tok[t].esc && !sts__grow(&c->mem, (void **)&m->key, &m->key_cap, d->tok[t].len ? d->tok[t].len : 1, 1))
+                return sts__nomem(err, "the shapes option");
+            cname = sts__jdoc_str(d, t, m->key, &cn);
+        } else {
+            cname = cfg->shape_list[k].column ? cfg->shape_list[k].column : "";
+            cn = strlen(cname);
         }
+        at = sts__wm_find(m, cname, cn);
+        o = at != (size_t)-1 && m->sel[at] ? &c->cols[m->sel[at] - 1] : NULL;
+        if (!o) return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes names %q, which is not a column being written", cname, cn);
+        if (o->kind != STS_VALUE_ARRAY)
+            return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes names %q, a tensor column: its shape comes from its values", cname, cn);
+        if (o->has_opt) return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes names %q twice", cname, cn);
+        if (d->tok) {
+            uint32_t v = t + 1;
+            if (d->tok[v].type != '[')
+                return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes: the shape of %q must be an array of integers", cname, cn);
+            rank = d->tok[v].count;
+            dims = (uint64_t *)(void *)(c->store + ((c->store_used + 7) & ~(size_t)7));
+            c->store_used = (size_t)((char *)(dims + rank) - c->store);
+            for (e = 0, v = v + 1; e < rank; e++, v = sts__jdoc_next(d, v))
+                if (!sts__jdoc_u64(d, v, &dims[e]))
+                    return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes: the shape of %q must hold non-negative integers", cname, cn);
+            t = sts__jdoc_next(d, t + 1);
+        } else {
+            rank = cfg->shape_list[k].rank;
+            if (rank && !cfg->shape_list[k].dims)
+                return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes: %q has rank %d but no dims", cname, cn, (int)rank);
+            dims = (uint64_t *)(void *)(c->store + ((c->store_used + 7) & ~(size_t)7));
+            if (rank) memcpy(dims, cfg->shape_list[k].dims, rank * sizeof *dims);
+            c->store_used = (size_t)((char *)(dims + rank) - c->store);
+        }
+        for (e = 0; e < rank; e++)
+            if (dims[e] > (uint64_t)INT64_MAX)
+                return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes: the shape of %q holds %U, over %U, the largest dim a dataset schema holds",
+                                 cname, cn, dims[e], (uint64_t)INT64_MAX);
+        o->has_opt = 1;
+        o->opt_rank = rank;
+        o->opt_dims = dims;
     }
-done:
-    sts__jdoc_free(&shapes);
-    sts__index_free(&c->mem, &ix);
-    sts__free(&c->mem, hashes, hbytes);
-    sts__free(&c->mem, sel, ncols);
+    return STS_OK;
+}
+/* Phase 8, the header cap: every file holds the tensor names of a row (batch: the columns; KV:
+   key + kv_separator + column, the key possibly empty) with their dtypes, shapes and offsets in a
+   header of at most STS_MAX_HEADER_SIZE bytes. What is known now is a lower bound (names, array
+   dtypes and shapes option dims; at least two bytes a dtype name, one digit a dim or an offset):
+   names no file can hold are refused here, not at the first row. Rows are checked exactly. */
+STS__PRIVATE sts_result sts__wcfg_header_floor(sts__wcfg *c, sts_error *err) {
+    uint64_t json = 1, sep = c->kv ? sts__esc_len(c->sep, c->sep_len) - 2 : 0, most = 0;
+    size_t i, at = 0;
+    for (i = 0; i < c->ncols; i++) {
+        const sts__ocol *o = &c->cols[i];
+        uint64_t e = sts__entry_fixed(o->name, o->name_len, o->kind == STS_VALUE_ARRAY ? o->dtype : STS_DTYPE_U8, NULL, 0) + sep + 2;
+        uint32_t d;
+        if (!c->kv) e += sts__digits(c->batch_size) + (o->kind == STS_VALUE_ARRAY && (!o->has_opt || o->opt_rank) ? 1 : 0);  /* [batch_size, ...] */
+        if (o->has_opt) for (d = 0; d < o->opt_rank; d++) e += sts__digits(o->opt_dims[d]) + (d ? 1 : 0);
+        else if (o->kind == STS_VALUE_ARRAY) e += 1;  /* [count] */
+        json += e;
+        if (e > most) { most = e; at = i; }
+    }
+    if (json <= STS_MAX_HEADER_SIZE) return STS_OK;
+    if (c->kv && sep * c->ncols >= c->cols[at].name_len)
+        return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "kv_separator (%U bytes) with column %q: a row's tensor names alone need a %U-byte header, over the %U-byte limit",
+                         (uint64_t)c->sep_len, c->cols[at].name, c->cols[at].name_len, json, (uint64_t)STS_MAX_HEADER_SIZE);
+    return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "column %q: %s alone need a %U-byte header, over the %U-byte limit",
+                     c->cols[at].name, c->cols[at].name_len, c->kv ? "with kv_separator, a row's tensor names" : "the column names", json,
+                     (uint64_t)STS_MAX_HEADER_SIZE);
+}
+/* Options and schema, checked together before any file is touched, phase by phase. */
+STS__PRIVATE sts_result sts__wcfg_make(sts__wcfg *c, const sts_write_config *cfg, const sts_column *schema, size_t ncols,
+                                       const sts_options *opts, sts_error *err) {
+    sts__wmake m;
+    sts_result r;
+    memset(c, 0, sizeof *c);
+    c->mem = sts__mem_from(opts);
+    if (!sts__mem_valid(&c->mem)) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "the allocator needs all three hooks or none");
+    if (!cfg || !schema || !ncols) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "a config and a schema of at least one column are needed");
+    if ((r = sts__wcfg_mode(c, cfg, opts, err)) != STS_OK) return r;
+    memset(&m, 0, sizeof m);
+    m.cfg = cfg;
+    m.schema = schema;
+    m.ncols = ncols;
+    m.ix.slots = NULL;
+    m.store = 64;
+    if ((r = sts__wcfg_schema(c, &m, err)) == STS_OK && (r = sts__wcfg_name_col(c, &m, err)) == STS_OK &&
+        (r = sts__wcfg_select(c, &m, err)) == STS_OK && (r = sts__wcfg_shapes_read(c, &m, err)) == STS_OK &&
+        (r = sts__wcfg_outputs(c, &m, err)) == STS_OK && (r = sts__wcfg_shapes(c, &m, err)) == STS_OK)
+        r = sts__wcfg_header_floor(c, err);
+    sts__jdoc_free(&m.shapes);
+    sts__index_free(&c->mem, &m.ix);
+    sts__free(&c->mem, m.hashes, m.hbytes);
+    sts__free(&c->mem, m.sel, m.ncols * sizeof *m.sel);
+    sts__free(&c->mem, m.key, m.key_cap);
     if (r != STS_OK) sts__wcfg_free(c);
     return r;
 }
@@ -6193,32 +6282,66 @@ STS__PRIVATE sts_result sts__cell_numel(const sts_value *v, uint64_t *numel) {
     *numel = n;
     return STS_OK;
 }
-/* The first row fixes a column's dtype and sample shape (and shapes option arrays get theirs). */
+/* Undoes sts__col_fix: the column is as sts_task_open left it. */
+STS__PRIVATE void sts__col_unfix(sts_task_writer *w, sts__ocol *o) {
+    sts__free(&w->c.mem, o->shape, (o->rank + 1) * sizeof(uint64_t));
+    sts__free(&w->c.mem, o->varies, o->rank ? o->rank : 1);
+    o->shape = NULL;
+    o->varies = NULL;
+    o->rank = 0;
+    o->numel = o->row_bytes = 0;
+    o->fixed = 0;
+    if (o->kind == STS_VALUE_TENSOR) o->dtype = (sts_dtype)0;
+}
+/* The first row fixes a column's dtype and sample shape (and shapes option arrays get theirs).
+   On failure the column stays unfixed. */
 STS__PRIVATE sts_result sts__col_fix(sts_task_writer *w, sts__ocol *o, const sts_value *v, sts_error *err) {
     const sts__mem *m = &w->c.mem;
     uint32_t rank;
     const uint64_t *dims;
     uint64_t one, bits;
     uint32_t d;
+    sts_result r = STS_OK;
     if (o->kind == STS_VALUE_TENSOR) { rank = v->rank; dims = v->shape; o->dtype = v->dtype; }
     else if (o->has_opt) { rank = o->opt_rank; dims = o->opt_dims; }
     else { one = v->size; rank = 1; dims = &one; }
-    if (!(o->shape = (uint64_t *)sts__alloc(m, (rank + 1) * sizeof(uint64_t))) || !(o->varies = (uint8_t *)sts__alloc(m, rank ? rank : 1)))
-        return sts__nomem(err, "a column shape");
-    o->rank = rank;
+    o->rank = rank;  /* before the allocations: what they are freed with */
+    if (!(o->shape = (uint64_t *)sts__alloc(m, (rank + 1) * sizeof(uint64_t))) || !(o->varies = (uint8_t *)sts__alloc(m, rank ? rank : 1))) {
+        r = sts__nomem(err, "a column shape");
+        goto fail;
+    }
     o->shape[0] = w->c.batch_size;
     if (rank) memcpy(o->shape + 1, dims, rank * sizeof(uint64_t));
     memset(o->varies, 0, rank ? rank : 1);
     o->numel = 1;
     for (d = 0; d < rank; d++)
-        if (!sts__mul64(o->numel, dims[d], &o->numel))
-            return sts__fail(err, STS_RULE_NUMEL_OVERFLOW, STS_OFFSET_UNKNOWN, "column %q: shape %S overflows 64 bits", o->name, o->name_len, dims, (size_t)rank);
-    if (!sts__mul64(o->numel, sts_dtype_bits(o->dtype), &bits) || bits % 8)
-        return sts__fail(err, STS_RULE_BYTE_ALIGNED, STS_OFFSET_UNKNOWN, "column %q: a sample of %U %s elements is not a whole number of bytes",
-                         o->name, o->name_len, o->numel, sts_dtype_name(o->dtype));
+        if (!sts__mul64(o->numel, dims[d], &o->numel)) {
+            r = sts__fail(err, STS_RULE_NUMEL_OVERFLOW, STS_OFFSET_UNKNOWN, "column %q: shape %S overflows 64 bits", o->name, o->name_len, dims, (size_t)rank);
+            goto fail;
+        }
+    if (!sts__mul64(o->numel, sts_dtype_bits(o->dtype), &bits) || bits % 8) {
+        r = sts__fail(err, STS_RULE_BYTE_ALIGNED, STS_OFFSET_UNKNOWN, "column %q: a sample of %U %s elements is not a whole number of bytes",
+                      o->name, o->name_len, o->numel, sts_dtype_name(o->dtype));
+        goto fail;
+    }
     o->row_bytes = bits / 8;
     o->fixed = 1;
     return STS_OK;
+fail:
+    sts__col_unfix(w, o);
+    return r;
+}
+/* The columns a row fixes (the first accepted row fixes every one, in both modes). When that
+   fails, or when `then` (batch: laying out the first file) does, none stays fixed: a refused
+   first row changes nothing. */
+STS__PRIVATE sts_result sts__cols_fix(sts_task_writer *w, const sts_value *row, sts_result (*then)(sts_task_writer *, sts_error *), sts_error *err) {
+    size_t i;
+    sts_result r = STS_OK;
+    if (w->c.cols[0].fixed) return then ? then(w, err) : STS_OK;
+    for (i = 0; i < w->c.ncols && r == STS_OK; i++) r = sts__col_fix(w, &w->c.cols[i], &row[w->c.cols[i].in], err);
+    if (r == STS_OK && then) r = then(w, err);
+    if (r != STS_OK) for (i = 0; i < w->c.ncols; i++) sts__col_unfix(w, &w->c.cols[i]);
+    return r;
 }
 /* Checks one cell against its column without changing anything. *bytes gets its output size. */
 STS__PRIVATE sts_result sts__cell_check(sts_task_writer *w, const sts__ocol *o, const sts_value *v, uint64_t *bytes, sts_error *err) {
@@ -6233,6 +6356,13 @@ STS__PRIVATE sts_result sts__cell_check(sts_task_writer *w, const sts__ocol *o, 
                              row, o->name, o->name_len, sts_dtype_name(v->dtype), sts_dtype_name(o->dtype));
         if (sts__cell_numel(v, &numel) != STS_OK || !sts__mul64(numel, sts_dtype_bits(v->dtype), &bits))
             return sts__fail(err, STS_RULE_NUMEL_OVERFLOW, STS_OFFSET_UNKNOWN, "row %U, column %q: shape %S overflows 64 bits", row, o->name, o->name_len, v->shape, (size_t)v->rank);
+        if (!numel) {  /* a dim over 2^63 - 1 is possible only beside a 0 (else the bit count overflowed) */
+            uint32_t d;
+            for (d = 0; d < v->rank; d++)
+                if (v->shape[d] > (uint64_t)INT64_MAX)
+                    return sts__fail(err, STS_RULE_ROW_SHAPE, STS_OFFSET_UNKNOWN, "row %U, column %q: dim %U is over %U, the largest a dataset schema holds",
+                                     row, o->name, o->name_len, v->shape[d], (uint64_t)INT64_MAX);
+        }
         if (bits % 8 || bits / 8 != v->size)
             return sts__fail(err, STS_RULE_ROW_VALUE, STS_OFFSET_UNKNOWN, "row %U, column %q: %s %S needs %U bits, but the cell holds %U bytes",
                              row, o->name, o->name_len, sts_dtype_name(v->dtype), v->shape, (size_t)v->rank, bits, v->size);
@@ -6353,6 +6483,27 @@ STS__PRIVATE sts_result sts__batch_plan(sts_task_writer *w, uint64_t rows, sts__
     }
     return sts__plan_make(pl, w->bspecs, w->c.ncols, NULL, 0, &o, err);
 }
+/* The columns make the batch files' header larger than the cap (known from the first row's
+   shapes): the refusal names the column with the largest entry. */
+STS__PRIVATE sts_result sts__batch_too_large(sts_task_writer *w, sts_error *err) {
+    uint64_t most = 0;
+    size_t i, at = 0;
+    for (i = 0; i < w->c.ncols; i++) {
+        const sts__ocol *o = &w->c.cols[i];
+        uint64_t e = sts__entry_fixed(o->name, o->name_len, o->dtype, o->shape, o->rank + 1);
+        if (e > most) { most = e; at = i; }
+    }
+    return sts__fail(err, STS_RULE_ROW_VALUE, STS_OFFSET_UNKNOWN, "row %U, column %q: the files' header needs more than the %U-byte limit (this column's entry alone takes %U bytes)",
+                     w->calls, w->c.cols[at].name, w->c.cols[at].name_len, (uint64_t)STS_MAX_HEADER_SIZE, most);
+}
+/* A full batch file would be larger than a file offset holds (2^63 - 1 bytes): the refusal names
+   the column with the largest rows. */
+STS__PRIVATE sts_result sts__batch_too_big(sts_task_writer *w, sts_error *err) {
+    size_t i, at = 0;
+    for (i = 1; i < w->c.ncols; i++) if (w->c.cols[i].row_bytes > w->c.cols[at].row_bytes) at = i;
+    return sts__fail(err, STS_RULE_WRITE_TOTAL, STS_OFFSET_UNKNOWN, "column %q: a file of %U rows (batch_size) would be over %U bytes, the largest file offset",
+                     w->c.cols[at].name, w->c.cols[at].name_len, w->c.batch_size, (uint64_t)INT64_MAX);
+}
 /* The first row of a batch: lay the whole file out (header for a full batch, size set). */
 STS__PRIVATE sts_result sts__batch_begin(sts_task_writer *w, sts_error *err) {
     sts__shard *s;
@@ -6363,7 +6514,11 @@ STS__PRIVATE sts_result sts__batch_begin(sts_task_writer *w, sts_error *err) {
     if ((r = sts__wb_check(w, err)) != STS_OK) return r;  /* an earlier file's failure */
     if (!w->bspecs && !(w->bspecs = (sts_tensor_spec *)sts__alloc(&w->c.mem, w->c.ncols * sizeof *w->bspecs))) return sts__nomem(err, "the batch layout");
     memset(w->bspecs, 0, w->c.ncols * sizeof *w->bspecs);
-    if ((r = sts__batch_plan(w, w->c.batch_size, &w->plan, err)) != STS_OK) return r;
+    if ((r = sts__batch_plan(w, w->c.batch_size, &w->plan, err)) != STS_OK) return r == STS_ERR_HEADER_TOO_LARGE ? sts__batch_too_large(w, err) : r;
+    if (w->plan.data_len > (uint64_t)INT64_MAX || 8 + w->plan.header_len > (uint64_t)INT64_MAX - w->plan.data_len) {  /* past what a file offset (off_t) holds */
+        sts__plan_free(&w->plan);
+        return sts__batch_too_big(w, err);
+    }
     if ((r = sts__shard_open(w, &s, err)) != STS_OK) { sts__plan_free(&w->plan); return sts__task_fail(w, r); }
     hbytes = (size_t)(8 + w->plan.header_len);
     if (hbytes <= STS__STAGE) {  /* the header in a pool buffer, written and the size set on the I/O thread */
@@ -6483,9 +6638,7 @@ STS__PRIVATE sts_result sts__batch_row(sts_task_writer *w, const sts_value *row,
     uint64_t bytes;
     for (i = 0; i < w->c.ncols; i++)  /* check every cell first: a rejected row changes nothing */
         if ((r = sts__cell_check(w, &w->c.cols[i], &row[w->c.cols[i].in], &bytes, err)) != STS_OK) return r;
-    for (i = 0; i < w->c.ncols; i++)
-        if (!w->c.cols[i].fixed && (r = sts__col_fix(w, &w->c.cols[i], &row[w->c.cols[i].in], err)) != STS_OK) return r;
-    if (!w->batch_open && (r = sts__batch_begin(w, err)) != STS_OK) return r;
+    if ((r = sts__cols_fix(w, row, w->batch_open ? NULL : sts__batch_begin, err)) != STS_OK) return r;
     for (i = 0; i < w->c.ncols; i++) {
         sts__ocol *o = &w->c.cols[i];
         uint64_t off = w->data_off + w->plan.begin[i] + w->batch_rows * o->row_bytes;
@@ -6652,18 +6805,19 @@ STS__PRIVATE int sts__kv_order(sts_task_writer *w) {
     w->nord = n;
     return 1;
 }
-/* The exact file size of the open shard with this row's tensors (w->rspec) in it: each goes to
-   its place in the layout, and an entry it replaces (lastWin) drops out of its own place. One
-   pass over the layout order (up to date: sts__kv_order), with the row's few events merged in;
-   nothing changes. */
+/* The exact file size of a shard holding the first n entries of the layout order (n = w->nord:
+   the open shard, its order up to date through sts__kv_order; 0: none, the row alone) and this
+   row's tensors (w->rspec): each goes to its place in the layout, and an entry it replaces
+   (lastWin) drops out of its own place. One pass over the layout order, with the row's few events
+   merged in; nothing changes. */
 STS__PRIVATE int sts__kv_event_less(const sts_task_writer *w, size_t a, size_t b) {
     size_t nc = w->c.ncols;
     if (w->rpos[a] != w->rpos[b]) return w->rpos[a] < w->rpos[b];
     if ((a >= nc) != (b >= nc)) return a < nc;  /* inserts before the entry at that place */
     return a < nc && sts__spec_less(&w->rspec[a], &w->rspec[b]);
 }
-STS__PRIVATE uint64_t sts__kv_exact(sts_task_writer *w, uint64_t *header) {
-    size_t nc = w->c.ncols, i, j, p, n = w->nord, cnt = 0, nev = 0, ev = 0;
+STS__PRIVATE uint64_t sts__kv_exact(sts_task_writer *w, size_t n, uint64_t *header) {
+    size_t nc = w->c.ncols, i, j, p, cnt = 0, nev = 0, ev = 0;
     uint64_t json = 2, cursor = 0;
     for (i = 0; i < 2 * nc; i++) {  /* events: insert tensor i at rpos[i]; drop entry rrep[i - nc] at rpos[i] */
         const sts_tensor_spec *key = i < nc ? &w->rspec[i] : w->rrep[i - nc] != (size_t)-1 ? &w->ents[w->rrep[i - nc]] : NULL;
@@ -6770,6 +6924,9 @@ STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
 }
 STS__PRIVATE sts_result sts__kv_keys_reserve(sts_task_writer *w, size_t more, sts_error *err) {
     size_t need = w->nkeys + more, i;
+    if ((uint64_t)w->nkeys + more > (uint64_t)STS__EMPTY)  /* the key index holds 32-bit entry numbers, STS__EMPTY excepted */
+        return sts__fail(err, STS_RULE_ROW_VALUE, STS_OFFSET_UNKNOWN, "row %U: the task writer holds %U tensor names, and one holds at most %U (KV mode): use more tasks",
+                         w->calls, (uint64_t)w->nkeys, (uint64_t)STS__EMPTY);
     if (need > w->keys_cap && !sts__grow(&w->c.mem, (void **)&w->keys, &w->keys_cap, need, sizeof *w->keys)) return sts__nomem(err, "the key set");
     if (!w->kindex.slots || need * 2 > w->kindex.mask + 1) {  /* rehash at half load */
         sts__index nix;
@@ -6781,18 +6938,31 @@ STS__PRIVATE sts_result sts__kv_keys_reserve(sts_task_writer *w, size_t more, st
     }
     return STS_OK;
 }
-STS__PRIVATE sts_result sts__kv_row(sts_task_writer *w, const sts_value *row, sts_error *err) {
+/* A KV row on its way in: its key, and what its tensors add to the open shard. */
+typedef struct sts__kvrow {
+    const char *key;
+    size_t klen;
+    size_t names;                   /* bytes of the row's tensor names */
+    sts__names kn;                  /* the task's keys, for probes */
+    uint64_t add_fixed, add_data;   /* header bytes without offsets, data bytes */
+    uint32_t cur;                   /* the number the open shard will get */
+    int fresh;                      /* the row adds a sample to the open shard */
+} sts__kvrow;
+/* Row phase 1, the checks: the key, then each cell once (its byte size kept in rspec). Nothing
+   changes. */
+STS__PRIVATE sts_result sts__kv_check(sts_task_writer *w, const sts_value *row, sts__kvrow *x, sts_error *err) {
     const sts_value *kv = &row[w->c.key_in];
-    const char *key = (const char *)kv->data;
-    size_t klen = (size_t)kv->size, i, nc = w->c.ncols, need = 0, pos_end;
-    uint64_t add_fixed = 0, add_data = 0, header;
-    uint32_t cur = (uint32_t)w->nshards;  /* the number the open shard will get */
-    int fresh;                             /* the row adds a sample to the open shard */
-    sts__names kn;
+    size_t i, nc = w->c.ncols, names = 0;
     sts_result r;
+    x->key = (const char *)kv->data;
+    x->klen = (size_t)kv->size;
+    x->names = 0;
+    x->add_fixed = x->add_data = 0;
+    x->cur = (uint32_t)w->nshards;
+    x->fresh = 1;
     if (kv->size && !kv->data) return sts__fail(err, STS_RULE_ROW_VALUE, STS_OFFSET_UNKNOWN, "row %U: the key has %U bytes but no data", w->calls, kv->size);
-    if (kv->size > ((uint64_t)1 << 30) || sts__utf8_check((const uint8_t *)key, klen) != klen || (klen && memchr(key, 0, klen)))
-        return sts__fail(err, STS_RULE_ROW_VALUE, STS_OFFSET_UNKNOWN, "row %U: key %q must be UTF-8 without NUL", w->calls, key, klen);
+    if (kv->size > ((uint64_t)1 << 30) || sts__utf8_check((const uint8_t *)x->key, x->klen) != x->klen || (x->klen && memchr(x->key, 0, x->klen)))
+        return sts__fail(err, STS_RULE_ROW_VALUE, STS_OFFSET_UNKNOWN, "row %U: key %q must be UTF-8 without NUL", w->calls, x->key, x->klen);
     if (!w->rspec) {  /* the per-row arrays, once */
         w->rspec = (sts_tensor_spec *)sts__alloc(&w->c.mem, nc * sizeof *w->rspec);
         w->rhash = (uint64_t *)sts__alloc(&w->c.mem, 3 * nc * sizeof *w->rhash);
@@ -6801,42 +6971,51 @@ STS__PRIVATE sts_result sts__kv_row(sts_task_writer *w, const sts_value *row, st
         w->rfix = w->rhash + nc; w->rcount = w->rhash + 2 * nc;
         w->rpos = w->rrep + nc; w->rord = w->rrep + 3 * nc;
     }
-    for (i = 0; i < nc; i++) {  /* each cell checked once; its byte size kept */
+    for (i = 0; i < nc; i++) {
         sts__ocol *o = &w->c.cols[i];
         if ((r = sts__cell_check(w, o, &row[o->in], &w->rspec[i].data_size, err)) != STS_OK) return r;
-        need += klen + w->c.sep_len + o->name_len;
+        names += x->klen + w->c.sep_len + o->name_len;
     }
-    /* this row's tensor names, and the duplicate check before anything changes */
-    if (need > w->scratch_cap) {
+    x->names = names;
+    return STS_OK;
+}
+/* Row phase 2, the tensor names (key + kv_separator + column, in the scratch buffer): each checked
+   against the reserved name and the task's keys (duplicatesStrategy=fail) before anything
+   changes; the row's entries (rspec, rfix, rhash, rrep) and what they add to the shard. */
+STS__PRIVATE sts_result sts__kv_names(sts_task_writer *w, const sts_value *row, sts__kvrow *x, sts_error *err) {
+    size_t i, nc = w->c.ncols, pos_end;
+    uint64_t add_fixed = 0, add_data = 0;
+    sts_result r;
+    if (x->names > w->scratch_cap) {
         sts__free(&w->c.mem, w->scratch, w->scratch_cap);
         w->scratch_cap = 0;
-        if (!(w->scratch = (char *)sts__alloc(&w->c.mem, need))) return sts__nomem(err, "a row's names");
-        w->scratch_cap = need;
+        if (!(w->scratch = (char *)sts__alloc(&w->c.mem, x->names))) return sts__nomem(err, "a row's names");
+        w->scratch_cap = x->names;
     }
     if ((r = sts__kv_keys_reserve(w, nc, err)) != STS_OK) return sts__task_fail(w, r);
-    kn = sts__key_names(w);
+    x->kn = sts__key_names(w);
     for (i = 0, pos_end = 0; i < nc; i++) {
         sts__ocol *o = &w->c.cols[i];
         const sts_value *v = &row[o->in];
         sts_tensor_spec *e = &w->rspec[i];
         char *n = w->scratch + pos_end;
-        size_t nl = klen + w->c.sep_len + o->name_len, pos;
+        size_t nl = x->klen + w->c.sep_len + o->name_len, pos;
         uint64_t b = e->data_size;
         uint32_t slot;
-        memcpy(n, key, klen);
-        memcpy(n + klen, w->c.sep, w->c.sep_len);
-        memcpy(n + klen + w->c.sep_len, o->name, o->name_len);
+        memcpy(n, x->key, x->klen);
+        memcpy(n + x->klen, w->c.sep, w->c.sep_len);
+        memcpy(n + x->klen + w->c.sep_len, o->name, o->name_len);
         pos_end += nl;
         if (nl == 12 && memcmp(n, "__metadata__", 12) == 0)
             return sts__fail(err, STS_RULE_ROW_VALUE, STS_OFFSET_UNKNOWN, "row %U: key %q and column %q make the tensor name \"__metadata__\", which readers take for the metadata",
-                             w->calls, key, klen, o->name, o->name_len);
+                             w->calls, x->key, x->klen, o->name, o->name_len);
         w->rhash[i] = sts__hash(n, nl, 0x6b657973u);
-        pos = sts__index_probe(&w->kindex, &kn, w->rhash[i], n, nl);
+        pos = sts__index_probe(&w->kindex, &x->kn, w->rhash[i], n, nl);
         slot = w->kindex.slots[pos];
         if (slot != STS__EMPTY && w->c.dup == STS_DUPLICATES_FAIL)
             return sts__fail(err, STS_RULE_DUPLICATE_KEY, STS_OFFSET_UNKNOWN, "row %U: key %q gives tensor %q, which this task already wrote (duplicatesStrategy=fail)",
-                             w->calls, key, klen, n, nl);
-        w->rrep[i] = slot != STS__EMPTY && w->keys[slot].shard == cur ? w->keys[slot].ent : (size_t)-1;
+                             w->calls, x->key, x->klen, n, nl);
+        w->rrep[i] = slot != STS__EMPTY && w->keys[slot].shard == x->cur ? w->keys[slot].ent : (size_t)-1;
         memset(e, 0, sizeof *e);
         e->name = n;
         e->name_len = nl;
@@ -6849,44 +7028,45 @@ STS__PRIVATE sts_result sts__kv_row(sts_task_writer *w, const sts_value *row, st
         add_fixed += w->rfix[i];
         add_data += b;
     }
-    fresh = w->rrep[0] == (size_t)-1;
-    /* Roll before this row would push the shard past the target (or the header cap), on the real
-       byte count. A cheap upper bound settles most rows (added and replaced tensors all counted as
-       added); near the target the exact size of the shard with the row (the writer's layout)
-       decides, and later rows add to that exact figure a tight allowance: their own bytes plus the
-       offsets they shift across a power of ten. */
-    if (w->nents) {
-        uint64_t bound = sts__shard_bound(w->nents + nc, w->shard_fixed + add_fixed, w->shard_data + add_data, &header), dd;
-        int fits = bound <= w->c.target && header <= STS_MAX_HEADER_SIZE;
-        if (!fits && w->exact) {
-            dd = sts__digits(w->shard_data + add_data);
-            bound = w->exact + add_data + add_fixed + 2 * nc * dd + 8 +
-                    2 * dd * (add_data / (w->min_size ? w->min_size : 1) + w->empties + 1);
-            fits = bound <= w->c.target && bound - w->shard_data - add_data <= STS_MAX_HEADER_SIZE;
-            if (fits) w->exact = bound;
-        }
-        if (!fits && header <= (uint64_t)STS_MAX_HEADER_SIZE * 2) {  /* exact: the shard as it would be with this row */
-            uint64_t hdr_exact, exact;
-            if (!sts__kv_order(w)) return sts__task_fail(w, sts__nomem(err, "the shard's layout"));
-            exact = sts__kv_exact(w, &hdr_exact);
-            fits = exact <= w->c.target && hdr_exact <= STS_MAX_HEADER_SIZE;
-            if (fits) w->exact = exact;
-        }
-        if (!fits) {
-            if ((r = sts__kv_flush(w, err)) != STS_OK) return r;
-            cur = (uint32_t)w->nshards;
-            for (i = 0; i < nc; i++) w->rrep[i] = (size_t)-1;  /* the earlier copies stay in the sealed shard */
-            fresh = 1;
-        }
+    x->add_fixed = add_fixed;
+    x->add_data = add_data;
+    x->fresh = w->rrep[0] == (size_t)-1;
+    return STS_OK;
+}
+/* Row phase 3, the roll decision: 1 when the open shard (not empty) takes the row without passing
+   the target or the header cap, on the real byte count; 0 when it must roll first; -1 when out of
+   memory. A cheap upper bound settles most rows (added and replaced tensors all counted as
+   added); near the target the exact size of the shard with the row (the writer's layout) decides,
+   and later rows add to that exact figure a tight allowance: their own bytes plus the offsets
+   they shift across a power of ten. */
+STS__PRIVATE int sts__kv_fits(sts_task_writer *w, const sts__kvrow *x) {
+    uint64_t nc = w->c.ncols, header, dd;
+    uint64_t bound = sts__shard_bound(w->nents + nc, w->shard_fixed + x->add_fixed, w->shard_data + x->add_data, &header);
+    int fits = bound <= w->c.target && header <= STS_MAX_HEADER_SIZE;
+    if (!fits && w->exact) {
+        dd = sts__digits(w->shard_data + x->add_data);
+        bound = w->exact + x->add_data + x->add_fixed + 2 * nc * dd + 8 +
+                2 * dd * (x->add_data / (w->min_size ? w->min_size : 1) + w->empties + 1);
+        fits = bound <= w->c.target && bound - w->shard_data - x->add_data <= STS_MAX_HEADER_SIZE;
+        if (fits) w->exact = bound;
     }
-    sts__shard_bound(nc, add_fixed, add_data, &header);
-    if (header > STS_MAX_HEADER_SIZE)
-        return sts__fail(err, STS_RULE_HEADER_TOO_LARGE, STS_OFFSET_UNKNOWN, "row %U: its tensors alone need a %U-byte header, over the limit", w->calls, header);
-    /* commit the row: names, data, entries */
-    for (i = 0; i < nc; i++)
-        if (!w->c.cols[i].fixed && (r = sts__col_fix(w, &w->c.cols[i], &row[w->c.cols[i].in], err)) != STS_OK) return r;
+    if (!fits && header <= (uint64_t)STS_MAX_HEADER_SIZE * 2) {  /* exact: the shard as it would be with this row */
+        uint64_t hdr_exact, exact;
+        if (!sts__kv_order(w)) return -1;
+        exact = sts__kv_exact(w, w->nord, &hdr_exact);
+        fits = exact <= w->c.target && hdr_exact <= STS_MAX_HEADER_SIZE;
+        if (fits) w->exact = exact;
+    }
+    return fits;
+}
+/* Row phase 4, the append: columns fixed by their first row, names kept, data encoded into the
+   chunks, entries added to the open shard or replacing theirs there (lastWin). */
+STS__PRIVATE sts_result sts__kv_append(sts_task_writer *w, const sts_value *row, const sts__kvrow *x, sts_error *err) {
+    size_t i, nc = w->c.ncols;
+    sts_result r;
+    if (!w->c.cols[0].fixed && (r = sts__cols_fix(w, row, NULL, err)) != STS_OK) return r;
     if (!sts__kv_ents_reserve(w, w->nents + nc)) return sts__task_fail(w, sts__nomem(err, "the shard table"));
-    if (fresh) w->shard_rows++;  /* a row whose key is in the open shard replaces it (lastWin): no new sample */
+    if (x->fresh) w->shard_rows++;  /* a row whose key is in the open shard replaces it (lastWin): no new sample */
     for (i = 0; i < nc; i++) {
         sts__ocol *o = &w->c.cols[i];
         const sts_value *v = &row[o->in];
@@ -6897,7 +7077,7 @@ STS__PRIVATE sts_result sts__kv_row(sts_task_writer *w, const sts_value *row, st
         sts_tensor_spec *e;
         void *dst;
         uint32_t d;
-        pos = sts__index_probe(&w->kindex, &kn, w->rhash[i], t->name, t->name_len);  /* again: earlier columns may have taken slots */
+        pos = sts__index_probe(&w->kindex, &x->kn, w->rhash[i], t->name, t->name_len);  /* again: earlier columns may have taken slots */
         if (w->kindex.slots[pos] == STS__EMPTY) {
             k = &w->keys[w->nkeys];
             if (!(k->name = sts__kv_name_store(w, t->name, t->name_len))) return sts__task_fail(w, sts__nomem(err, "a key"));
@@ -6906,7 +7086,7 @@ STS__PRIVATE sts_result sts__kv_row(sts_task_writer *w, const sts_value *row, st
             k->shard = (uint32_t)-1;
             w->kindex.slots[pos] = (uint32_t)w->nkeys++;
         } else k = &w->keys[w->kindex.slots[pos]];
-        if (k->shard == cur) {  /* lastWin inside the open shard: replace the entry in its place */
+        if (k->shard == x->cur) {  /* lastWin inside the open shard: replace the entry in its place */
             ent = k->ent;
             e = &w->ents[ent];
             w->shard_fixed -= w->efix[ent];
@@ -6915,7 +7095,7 @@ STS__PRIVATE sts_result sts__kv_row(sts_task_writer *w, const sts_value *row, st
         } else {
             ent = w->nents++;
             e = &w->ents[ent];
-            k->shard = cur;
+            k->shard = x->cur;
             k->ent = (uint32_t)ent;
         }
         memset(e, 0, sizeof *e);
@@ -6943,6 +7123,39 @@ STS__PRIVATE sts_result sts__kv_row(sts_task_writer *w, const sts_value *row, st
     }
     w->rows++;
     return STS_OK;
+}
+/* The row's tensors fit a header on their own (in a shard of their own): the cheap bound settles
+   almost every row, the exact count (the row alone, in the writer's layout) the others. */
+STS__PRIVATE sts_result sts__kv_alone(sts_task_writer *w, const sts__kvrow *x, sts_error *err) {
+    uint64_t header, most = 0;
+    size_t i, at = 0;
+    sts__shard_bound(w->c.ncols, x->add_fixed, x->add_data, &header);
+    if (header <= STS_MAX_HEADER_SIZE) return STS_OK;
+    sts__kv_exact(w, 0, &header);
+    if (header <= STS_MAX_HEADER_SIZE) return STS_OK;
+    for (i = 0; i < w->c.ncols; i++) if (w->rfix[i] > most) { most = w->rfix[i]; at = i; }
+    return sts__fail(err, STS_RULE_ROW_VALUE, STS_OFFSET_UNKNOWN, "row %U, column %q: its tensors need a %U-byte header (key of %U bytes), over the %U-byte limit",
+                     w->calls, w->c.cols[at].name, w->c.cols[at].name_len, header, (uint64_t)x->klen, (uint64_t)STS_MAX_HEADER_SIZE);
+}
+/* One KV row: checked, named and checked for duplicates, the open shard rolled when the row would
+   push it past the target (or the header cap), then appended. A refused row changes nothing. */
+STS__PRIVATE sts_result sts__kv_row(sts_task_writer *w, const sts_value *row, sts_error *err) {
+    sts__kvrow x;
+    sts_result r;
+    size_t i;
+    if ((r = sts__kv_check(w, row, &x, err)) != STS_OK || (r = sts__kv_names(w, row, &x, err)) != STS_OK ||
+        (r = sts__kv_alone(w, &x, err)) != STS_OK) return r;
+    if (w->nents) {
+        int fits = sts__kv_fits(w, &x);
+        if (fits < 0) return sts__task_fail(w, sts__nomem(err, "the shard's layout"));
+        if (!fits) {
+            if ((r = sts__kv_flush(w, err)) != STS_OK) return r;
+            x.cur = (uint32_t)w->nshards;
+            for (i = 0; i < w->c.ncols; i++) w->rrep[i] = (size_t)-1;  /* the earlier copies stay in the sealed shard */
+            x.fresh = 1;
+        }
+    }
+    return sts__kv_append(w, row, &x, err);
 }
 
 STSDEF sts_result sts_task_write(sts_task_writer *w, const sts_value *row, sts_error *err) {

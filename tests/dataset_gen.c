@@ -142,7 +142,7 @@ static void gen_arrays(sts_dtype dt, int rne) {
     snprintf(name, sizeof name, "arr_%s_%s", sts_dtype_name(dt), rne ? "nearest_even" : "truncate");
     snprintf(dir, sizeof dir, "%s/%s", out_root, name);
     memset(&c, 0, sizeof c);
-    c.batch_size = 4; c.has_dtype = 1; c.dtype = dt; c.rounding = rne; c.no_fsync = 1; c.generate_index = 1;
+    c.batch_size = 4; c.has_dtype = 1; c.dtype = dt; c.rounding = rne ? STS_ROUND_NEAREST_EVEN : STS_ROUND_TRUNCATE; c.no_fsync = 1; c.generate_index = 1;
     CHECK(sts_dataset_prepare(dir, &c, schema, 7, NULL, &e));
     src_open(&s, name);
     src_header(&s, &c, schema, 7, names, 7);

@@ -1,7 +1,7 @@
 # Dataset writer (layer 8): options, batch and KV modes, duplicates, the shard roller, the commit
 # protocol, fault injection, threads and processes, and crash safety. The generic rules in the
 # Makefile build and run each program plain, under ASan+UBSan and under valgrind.
-DATASET_WRITE_SRCS := tests/test_dataset_write_options.c tests/test_dataset_write_batch.c \
+DATASET_WRITE_SRCS := tests/test_dataset_write_options.c tests/test_dataset_write_batch.c tests/test_dataset_write_limits.c \
                       tests/test_dataset_write_kv.c tests/test_dataset_write_io.c tests/test_dataset_crash.c
 UNIT_SRCS += $(DATASET_WRITE_SRCS)
 

@@ -4,6 +4,9 @@
      and the value, the config left unchanged;
    - sts_dataset_prepare and sts_task_open: every inconsistent combination of options and schema
      refused the same way, before any file or folder is created or touched;
+   - the shapes option with 300-byte column names, plain and escaped: found, or named in the
+     refusal (never "?");
+   - durability: either no_fsync (sts_write_config or sts_options) turns a task writer's fsyncs off;
    - the output folder: created when missing, refused when not empty (unless overwrite), our
      temporaries removed, other hidden files kept;
    - misuse: rows after commit, commit twice, rows after a sticky failure, NULL arguments;
@@ -214,7 +217,7 @@ static void test_config_set_refused(void **state) {
         sts_result r;
         memset(&c, 0, sizeof c);
         c.batch_size = 9; c.target_shard_size_mb = 77; c.tail = STS_TAIL_PAD; c.duplicates = STS_DUPLICATES_LAST_WIN;
-        c.generate_index = 1; c.has_dtype = 1; c.dtype = STS_DTYPE_I16; c.overwrite = 1; c.rounding = 1; c.kv_separator = "::";
+        c.generate_index = 1; c.has_dtype = 1; c.dtype = STS_DTYPE_I16; c.overwrite = 1; c.rounding = STS_ROUND_NEAREST_EVEN; c.kv_separator = "::";
         before = c;
         snprintf(label, sizeof label, "set %s=%s", cases[i].key, cases[i].value);
         r = sts_write_config_set(&c, cases[i].key, cases[i].value, &e);
@@ -290,7 +293,7 @@ static int combo_case(int k, combo *cs, sts_write_config *c, sts_column *schema,
     CASE(30, "target_shard_size_mb 1001 (batch mode too)", "target_shard_size_mb", "1001") batch_config(c); c->target_shard_size_mb = 1001; break;
     CASE(31, "duplicatesStrategy out of range", "duplicatesStrategy", "2") c->duplicates = (sts_duplicates)2; break;
     CASE(32, "tail_strategy out of range", "tail_strategy", "3") batch_config(c); c->tail = (sts_tail)3; break;
-    CASE(33, "rounding out of range", "rounding", "2") c->rounding = 2; break;
+    CASE(33, "rounding out of range", "rounding", "2") c->rounding = (sts_rounding)2; break;
     CASE(34, "dtype F4", "dtype", "F4") c->dtype = STS_DTYPE_F4; break;
     CASE(35, "dtype BOOL", "dtype", "BOOL") c->dtype = STS_DTYPE_BOOL; break;
     CASE(36, "dtype C64", "dtype", "C64") c->dtype = STS_DTYPE_C64; break;
@@ -874,6 +877,123 @@ static void test_reserved_column_name(void **state) {
 }
 
 /* ================================================================================================
+   the shapes option with long column names (issue 10, bug 3: a fixed 256-byte buffer made every
+   key over 256 bytes "?"): a 300-byte name in the schema is found, plain or with JSON escapes; one
+   that is not names the real column, shortened with a visible "..." */
+static void test_shapes_long_names(void **state) {
+    char root[64], name[301], esc_name[301], other[301], json[2048], *o;
+    sts_column schema[4];
+    sts_write_config c;
+    sts_error e;
+    int k, i;
+    (void)state;
+    tf_tmpdir(root, sizeof root);
+    memset(name, 'A', 300); name[300] = 0;
+    memset(other, 'B', 300); other[300] = 0;
+    for (i = 0; i < 300; i++) esc_name[i] = "q\"\\/\xc3\xa9"[i % 6];  /* a quote, a backslash, a slash, U+00E9 */
+    esc_name[300] = 0;
+    schema[0] = SCHEMA[0];
+    schema[1].name = name; schema[1].kind = STS_VALUE_ARRAY; schema[1].elem = STS_DTYPE_F32;
+    schema[2].name = esc_name; schema[2].kind = STS_VALUE_ARRAY; schema[2].elem = STS_DTYPE_F32;
+    schema[3] = SCHEMA[1];
+    for (k = 0; k < 3; k++) {  /* the plain name, the escaped one (both columns), a name not in the schema */
+        const char *col = k == 0 ? name : k == 1 ? esc_name : other;
+        char label[64];
+        sts_task_writer *w;
+        sts_result r;
+        snprintf(label, sizeof label, "shapes naming a 300-byte column, case %d", k);
+        o = json;
+        *o++ = '{'; *o++ = '"';
+        for (i = 0; i < 300; i++) {  /* JSON escapes for everything that may take one */
+            unsigned char ch = (unsigned char)col[i];
+            if (ch == '"' || ch == '\\') { *o++ = '\\'; *o++ = (char)ch; }
+            else if (ch == '/') { memcpy(o, "\\/", 2); o += 2; }
+            else if (ch == 0xc3) { memcpy(o, "\\u00e9", 6); o += 6; i++; }
+            else *o++ = (char)ch;
+        }
+        strcpy(o, "\": [2, 4]}");
+        kv_config(&c);
+        c.columns = NULL;
+        c.shapes = json;
+        r = sts_task_open(root, 0, &c, schema, 4, NULL, &w, &e);
+        if (k < 2) {
+            float emb[8] = { 0 };
+            uint8_t img[4] = { 0 };
+            uint64_t img_shape[1] = { 4 };
+            size_t shaped = k == 0 ? 1 : 2, free_col = k == 0 ? 2 : 1;
+            sts_value row[4];
+            if (r != STS_OK) fail_msg("%s: %s", label, e.message);
+            memset(row, 0, sizeof row);
+            row[0].data = "k"; row[0].size = 1;
+            row[shaped].data = emb; row[shaped].size = 8;
+            row[free_col].data = emb; row[free_col].size = 5;  /* no shapes option: any count */
+            row[3].data = img; row[3].size = 4; row[3].dtype = STS_DTYPE_U8; row[3].rank = 1; row[3].shape = img_shape;
+            DU_OK(label, sts_task_write(w, row, &e), e);
+            row[0].data = "k2"; row[0].size = 2;
+            row[shaped].size = 7;  /* the option is attached to its column: [2, 4] holds 8 */
+            du_err_check(label, sts_task_write(w, row, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_SHAPE, "shapes option", (const char *)NULL);
+            sts_task_close(w);
+        } else {
+            char must[64];
+            snprintf(must, sizeof must, "shapes names \"%.40s", col);
+            du_err_check(label, r, &e, STS_ERR_OPTION, STS_RULE_OPTION, must, "\"...", "not a column being written", (const char *)NULL);
+            /* an escaped name that is not a column is quoted unescaped */
+            c.shapes = "{\"\\u00e9t\\u00e9\": [1]}";
+            du_err_check(label, sts_task_open(root, 0, &c, schema, 4, NULL, &w, &e), &e, STS_ERR_OPTION, STS_RULE_OPTION,
+                         "shapes names \"\xc3\xa9t\xc3\xa9\"", (const char *)NULL);
+        }
+    }
+    tf_rmtree(root);
+}
+
+/* ================================================================================================
+   durability: sts_write_config.no_fsync and sts_options.no_fsync each turn every fsync of a task
+   writer off (one rule, sts__durable); with neither, its shards and folder are fsynced */
+static int count_fsync(void *user, const char *op) {
+    if (strcmp(op, "fsync") == 0) ++*(long *)user;
+    return 0;
+}
+static void test_durability_switches(void **state) {
+    char root[64];
+    int k;
+    (void)state;
+    tf_tmpdir(root, sizeof root);
+    for (k = 0; k < 8; k++) {
+        int cfg_off = k & 1, opts_off = k >> 1 & 1, batch = k >> 2 & 1, i;
+        char dir[128], label[96];
+        sts_write_config c;
+        sts_options o;
+        sts_task_writer *w;
+        sts_error e;
+        long fsyncs = 0;
+        char *msg;
+        size_t len;
+        snprintf(dir, sizeof dir, "%s/d%d", root, k);
+        snprintf(label, sizeof label, "%s, config no_fsync=%d, options no_fsync=%d", batch ? "batch" : "KV", cfg_off, opts_off);
+        if (batch) batch_config(&c); else kv_config(&c);
+        c.no_fsync = cfg_off;
+        memset(&o, 0, sizeof o);
+        o.no_fsync = opts_off;
+        o.io_fault = count_fsync;
+        o.io_fault_user = &fsyncs;
+        DU_OK(label, sts_dataset_prepare(dir, &c, SCHEMA, 5, &o, &e), e);
+        DU_OK(label, sts_task_open(dir, 0, &c, SCHEMA, 5, &o, &w, &e), e);
+        for (i = 0; i < 4; i++) {
+            row_buf b;
+            char key[16];
+            snprintf(key, sizeof key, "k%d", i);
+            DU_OK(label, sts_task_write(w, make_row(&b, key, i), &e), e);
+        }
+        DU_OK(label, sts_task_commit(w, &msg, &len, &e), e);
+        sts_task_close(w);
+        sts_free(NULL, msg, len + 1);
+        if ((cfg_off || opts_off) && fsyncs) fail_msg("%s: %ld fsync calls, expected none", label, fsyncs);
+        if (!cfg_off && !opts_off && fsyncs < 1) fail_msg("%s: no fsync call, expected the shard's", label);
+    }
+    tf_rmtree(root);
+}
+
+/* ================================================================================================
    uuids: version 4, RFC 4122 variant, lowercase, one per task writer, never repeated, and
    random in every free digit (a clock or a counter would leave most digits constant) */
 static int uuid_cmp(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
@@ -931,6 +1051,8 @@ int main(void) {
         cmocka_unit_test(test_commit_arguments),
         cmocka_unit_test(test_uuids),
         cmocka_unit_test(test_reserved_column_name),
+        cmocka_unit_test(test_shapes_long_names),
+        cmocka_unit_test(test_durability_switches),
     };
     if (getenv("STS_TEST_FILTER")) cmocka_set_test_filter(getenv("STS_TEST_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);
