@@ -348,7 +348,8 @@ typedef enum sts_result { STS_RESULT_LIST(STS__RESULT_ENUM) STS_RESULT_COUNT } s
     X(STS_RULE_ROW_SHAPE,         STS_ERR_SCHEMA, "row.shape", \
         "dataset: in batch mode every row has the first row's shape; arrays match their shapes option") \
     X(STS_RULE_ROW_VALUE,         STS_ERR_SCHEMA, "row.value", \
-        "dataset: a tensor's bytes match its dtype and shape; a key is UTF-8 without NUL") \
+        "dataset: a tensor's bytes match its dtype and shape; a key is UTF-8 without NUL; a row's names fit " \
+        "a shard's 100,000,000-byte header") \
     X(STS_RULE_DUPLICATE_KEY,     STS_ERR_DUPLICATE_KEY, "dataset.duplicate_key", \
         "dataset: with duplicatesStrategy=fail no tensor key is written twice, across shards and tasks") \
     X(STS_RULE_MESSAGE,           STS_ERR_DATASET, "dataset.message", \
@@ -3214,19 +3215,26 @@ STS__PRIVATE sts_result sts__atomic_begin(sts__atomic *a, const char *path, cons
     a->tmp = NULL;
     return sts__fail_errno(err, EEXIST, "create a temporary beside", path);
 }
-STS__PRIVATE int sts__fsync_dir(const char *path) {
+/* fsync of the folder that holds path (a rename is durable once its folder is): 0 or an errno. */
+STS__PRIVATE int sts__fsync_dir(const sts__mem *m, const char *path) {
     const char *slash = strrchr(path, '/');
-    char small[512], *dir = small;
+    char small[512], *dir = small, *heap = NULL;
     size_t len = slash ? (size_t)(slash - path) : 0;
     int fd, e = 0;
-    if (!slash) { dir = (char *)"."; len = 1; }
-    else if (len == 0) { dir = (char *)"/"; len = 1; }
-    else if (len < sizeof small) { memcpy(small, path, len); small[len] = 0; }
-    else return 0;  /* very long folder names: skip the folder sync rather than allocate here */
+    if (!slash) dir = (char *)".";
+    else if (len == 0) dir = (char *)"/";
+    else {
+        if (len >= sizeof small && !(dir = heap = (char *)sts__alloc(m, len + 1))) return ENOMEM;
+        memcpy(dir, path, len);
+        dir[len] = 0;
+    }
     do fd = open(dir, O_RDONLY | O_CLOEXEC); while (fd < 0 && errno == EINTR);
-    if (fd < 0) return errno;
-    if (fsync(fd) != 0 && errno != EINVAL && errno != EBADF) e = errno;  /* some file systems refuse folder syncs */
-    close(fd);
+    if (fd < 0) e = errno;
+    else {
+        if (fsync(fd) != 0 && errno != EINVAL && errno != EBADF) e = errno;  /* some file systems refuse folder syncs */
+        close(fd);
+    }
+    sts__free(m, heap, len + 1);
     return e;
 }
 /* Seal: fsync (when durable) and close. On failure the temporary is removed. */
@@ -3250,7 +3258,7 @@ STS__PRIVATE sts_result sts__atomic_publish(sts__atomic *a, int sync_dir, sts_er
     }
     sts__free(&a->mem, a->tmp, a->tmp_size);
     a->tmp = NULL;
-    if (sync_dir && (e = sts__fsync_dir(a->path)) != 0) return sts__fail_errno(err, e, "fsync the folder of", a->path);
+    if (sync_dir && (e = sts__fsync_dir(&a->mem, a->path)) != 0) return sts__fail_errno(err, e, "fsync the folder of", a->path);
     return STS_OK;
 }
 STS__PRIVATE sts_result sts__atomic_commit(sts__atomic *a, int durable, sts_error *err) {
@@ -7217,7 +7225,7 @@ STSDEF sts_result sts_task_commit(sts_task_writer *w, char **message, size_t *me
         if ((r = sts__atomic_publish(&s->a, 0, err)) != STS_OK) { s->state = 3; return sts__task_fail(w, r); }
         s->state = 2;
     }
-    if (w->nshards && w->c.durable && (e = sts__fsync_dir(w->shards[0].path)) != 0)
+    if (w->nshards && w->c.durable && (e = sts__fsync_dir(&w->c.mem, w->shards[0].path)) != 0)
         return sts__task_fail(w, sts__fail_errno(err, e, "fsync the folder of", w->shards[0].path));
     sts__out_init(&o, &w->c.mem, -1);
     sts__out_cstr(&o, "{\"sts_task_commit\":1,\"writer\":\"safetensors_spark.h " STS_VERSION_STRING "\",\"task\":");
@@ -7633,6 +7641,9 @@ STS__PRIVATE sts_result sts__commit_keys(sts__commit *c, sts_error *err) {
     size_t i, total = 0, k = 0;
     sts__names kn;
     for (i = 0; i < c->nshards; i++) total += sts_count(c->shards[i].f);
+    if (c->nshards > 0xfffffffeu || total > 0xfffffffeu)  /* the index and the reader number them in 32 bits */
+        return sts__failx(err, STS_RULE_MESSAGE, "the tasks wrote %z shards and %z tensors; a dataset holds fewer than 2^32 "
+                          "of each", c->nshards, total);
     if (!(c->refs = (sts__cref *)sts__alloc(&c->mem, (total ? total : 1) * sizeof *c->refs)) ||
         !(c->winner = (uint32_t *)sts__alloc(&c->mem, (total ? total : 1) * sizeof *c->winner)) ||
         !sts__index_init(&c->mem, &c->ix, total)) {
@@ -7985,7 +7996,7 @@ STSDEF sts_result sts_dataset_commit(const char *dir, const sts_write_config *cf
     if (!c.sep_len)
         return sts__failx(err, STS_RULE_OPTION, "kv_separator must not be empty (an empty one makes keys ambiguous)");
     c.dup = cfg->duplicates;
-    durable = !cfg->no_fsync;
+    durable = sts__durable(cfg, opts);
     index = cfg->generate_index != 0;
     overwrite = cfg->overwrite != 0;
     c.ix.slots = NULL;
@@ -8006,7 +8017,7 @@ STSDEF sts_result sts_dataset_commit(const char *dir, const sts_write_config *cf
     nfiles++;
     if ((r = sts__publish_all(&c, a, paths, nfiles - 1, err)) != STS_OK) goto fail;
     if (overwrite) sts__commit_cleanup(&c, index);
-    if (durable && (e = sts__fsync_dir(paths[nfiles - 1])) != 0) {
+    if (durable && (e = sts__fsync_dir(&c.mem, paths[nfiles - 1])) != 0) {
         r = sts__fail_errno(err, e, "fsync the folder of", paths[nfiles - 1]);  /* published, but not yet durable */
         goto out;
     }
@@ -8095,12 +8106,12 @@ STSDEF sts_result sts_dataset_reindex(const char *dir, const sts_options *opts, 
     if ((r = sts__commit_check_shards(&c, err)) != STS_OK) goto out;
     if ((r = sts__commit_keys(&c, err)) != STS_OK) goto out;
     if (!c.dataset_id[0]) sts__uuid4(c.dataset_id);
-    if ((r = sts__commit_file(&c, "_tensor_index.csv", sts__commit_csv, !(opts && opts->no_fsync), &a[0], &paths[0],
+    if ((r = sts__commit_file(&c, "_tensor_index.csv", sts__commit_csv, sts__durable(NULL, opts), &a[0], &paths[0],
                               &psize[0], err)) != STS_OK) goto out;
-    if ((r = sts__commit_file(&c, "_tensor_index.json", sts__commit_json_index, !(opts && opts->no_fsync), &a[1],
+    if ((r = sts__commit_file(&c, "_tensor_index.json", sts__commit_json_index, sts__durable(NULL, opts), &a[1],
                               &paths[1], &psize[1], err)) != STS_OK) goto out;
     for (i = 0; i < 2; i++)  /* the shards do not change: both files describe them at every moment */
-        if ((r = sts__atomic_publish(&a[i], i == 1 && !(opts && opts->no_fsync), err)) != STS_OK) goto out;
+        if ((r = sts__atomic_publish(&a[i], i == 1 && sts__durable(NULL, opts), err)) != STS_OK) goto out;
     if (summary) {
         memset(summary, 0, sizeof *summary);
         summary->shards = c.nshards;
