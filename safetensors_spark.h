@@ -618,7 +618,9 @@ typedef struct sts_value {      /* one cell of a row; rows are arrays of cells i
 } sts_value;
 
 typedef enum sts_tail { STS_TAIL_WRITE = 0, STS_TAIL_DROP = 1, STS_TAIL_PAD = 2, STS_TAIL_COUNT } sts_tail;
-typedef enum sts_duplicates { STS_DUPLICATES_FAIL = 0, STS_DUPLICATES_LAST_WIN = 1, STS_DUPLICATES_COUNT } sts_duplicates;
+typedef enum sts_duplicates {
+    STS_DUPLICATES_FAIL = 0, STS_DUPLICATES_LAST_WIN = 1, STS_DUPLICATES_COUNT
+} sts_duplicates;
 
 typedef struct sts_shape_option {   /* per-sample shape of a numeric-array column */
     const char *column;
@@ -665,14 +667,16 @@ typedef struct sts_dataset_summary {
 
 /* Once per job, before any task: validates the options against the schema and prepares dir
    (created when missing; a non-empty folder is refused unless overwrite). */
-STSDEF sts_result sts_dataset_prepare(const char *dir, const sts_write_config *cfg, const sts_column *schema, size_t ncols,
+STSDEF sts_result sts_dataset_prepare(const char *dir, const sts_write_config *cfg, const sts_column *schema,
+                                      size_t ncols,
                                       const sts_options *opts, sts_error *err);
 /* A task writer: files appear under temporary (hidden) names until its commit. Unless io_thread
    is off (or STS_NO_THREADS is defined), it starts one POSIX thread that writes and fsyncs
    finished buffers while the caller's thread encodes the next rows (link with -pthread where the
    C library needs it). An I/O failure on that thread is reported by the next call. Memory stays
    within the shard target (KV) or a few 1 MiB buffers per column (batch). */
-STSDEF sts_result sts_task_open(const char *dir, uint32_t task_id, const sts_write_config *cfg, const sts_column *schema,
+STSDEF sts_result sts_task_open(const char *dir, uint32_t task_id, const sts_write_config *cfg,
+                                const sts_column *schema,
                                 size_t ncols, const sts_options *opts, sts_task_writer **out, sts_error *err);
 /* One row: ncols cells in schema order. A rejected row changes nothing; an I/O failure is sticky. */
 STSDEF sts_result sts_task_write(sts_task_writer *w, const sts_value *row, sts_error *err);
@@ -685,13 +689,15 @@ STSDEF void sts_task_close(sts_task_writer *w);
    cross-task duplicates, then writes the index (when asked) and dataset_manifest.json last. On
    failure nothing is published and the tasks' shards are removed: the folder is as it was. */
 STSDEF sts_result sts_dataset_commit(const char *dir, const sts_write_config *cfg, const char *const *messages,
-                                     const size_t *lens, size_t n, const sts_options *opts, sts_dataset_summary *summary,
+                                     const size_t *lens, size_t n, const sts_options *opts,
+                                     sts_dataset_summary *summary,
                                      sts_error *err);
 /* Rebuilds _tensor_index.csv and _tensor_index.json from the shards' headers: the manifest's
    shards (keeping its dataset_id, mode and duplicates strategy), or every *.safetensors in name
    order when there is no manifest (keys are then tensor names; a repeated name keeps the last
    file's). Shards are checked as the dataset commit checks them. */
-STSDEF sts_result sts_dataset_reindex(const char *dir, const sts_options *opts, sts_dataset_summary *summary, sts_error *err);
+STSDEF sts_result sts_dataset_reindex(const char *dir, const sts_options *opts, sts_dataset_summary *summary,
+                                      sts_error *err);
 /* Removes the shards named in committed task messages (a job that fails after some tasks committed). */
 STSDEF sts_result sts_dataset_abort(const char *dir, const char *const *messages, const size_t *lens, size_t n,
                                     const sts_options *opts, sts_error *err);
@@ -775,7 +781,8 @@ STSDEF sts_result sts_dataset_open(const char *path, const sts_read_config *cfg,
 STSDEF void sts_dataset_close(sts_dataset *ds);
 STSDEF sts_dataset_info sts_dataset_describe(const sts_dataset *ds);
 STSDEF const char *sts_dataset_file(const sts_dataset *ds, size_t i);        /* file name (NUL-terminated) */
-STSDEF uint64_t sts_dataset_file_samples(const sts_dataset *ds, size_t i);  /* the manifest's samples_count (real rows, never padding); UINT64_MAX when unknown */
+/* the manifest's samples_count (real rows, never padding); UINT64_MAX when unknown */
+STSDEF uint64_t sts_dataset_file_samples(const sts_dataset *ds, size_t i);
 STSDEF const sts_view *sts_dataset_column(const sts_dataset *ds, size_t i);  /* schema column i: key = name */
 /* Column i of the manifest's "schema" as written (KV mode: the columns, not the per-key tensors;
    batch mode: [batch_size] + the sample shape): key = name, a dim of -1 (rows differ) is
@@ -3258,7 +3265,8 @@ STS__PRIVATE sts_result sts__atomic_publish(sts__atomic *a, int sync_dir, sts_er
     }
     sts__free(&a->mem, a->tmp, a->tmp_size);
     a->tmp = NULL;
-    if (sync_dir && (e = sts__fsync_dir(&a->mem, a->path)) != 0) return sts__fail_errno(err, e, "fsync the folder of", a->path);
+    if (sync_dir && (e = sts__fsync_dir(&a->mem, a->path)) != 0)
+        return sts__fail_errno(err, e, "fsync the folder of", a->path);
     return STS_OK;
 }
 STS__PRIVATE sts_result sts__atomic_commit(sts__atomic *a, int durable, sts_error *err) {
@@ -5009,7 +5017,8 @@ __attribute__((target("sse4.2,pclmul"))) STS__PRIVATE uint32_t sts__crc_shift(ui
     __m128i prod = _mm_clmulepi64_si128(_mm_cvtsi32_si128((int)c), _mm_cvtsi32_si128((int)k), 0);
     return (uint32_t)_mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(prod));
 }
-__attribute__((target("sse4.2,pclmul"))) STS__PRIVATE uint32_t sts__crc32c_hw(uint32_t crc, const uint8_t *p, size_t n) {
+__attribute__((target("sse4.2,pclmul"))) STS__PRIVATE uint32_t sts__crc32c_hw(uint32_t crc, const uint8_t *p,
+        size_t n) {
     uint64_t c = ~crc & 0xffffffffu;
     while (n >= 3 * STS__CRC_LANE) {  /* three independent lanes hide the instruction's latency */
         uint64_t a = c, b = 0, d = 0;
@@ -5397,7 +5406,8 @@ STS__PRIVATE void sts__lock_free(const sts__mem *m, sts__joblock *l) {
     memset(l, 0, sizeof *l);
 }
 /* Reads dir's lock; *found is 0 when there is none. A lock that cannot be read names no job. */
-STS__PRIVATE sts_result sts__lock_read(const sts__mem *m, const char *dir, sts__joblock *l, int *found, sts_error *err) {
+STS__PRIVATE sts_result sts__lock_read(const sts__mem *m, const char *dir, sts__joblock *l, int *found,
+                                       sts_error *err) {
     char *path, *text = NULL;
     size_t psz, size = 0;
     sts__jdoc d;
@@ -5412,7 +5422,8 @@ STS__PRIVATE sts_result sts__lock_read(const sts__mem *m, const char *dir, sts__
     sts__free(m, path, psz);
     if (r != STS_OK) return r;
     if (sts__jdoc_parse(&d, text, size, m, STS__LOCK, STS_RULE_EXISTS, NULL) == STS_OK) {
-        if ((t = sts__jdoc_get(&d, 0, "job")) != 0 && d.tok[t].type == '"' && !(l->job = sts__jdoc_dup(m, &d, t, &l->job_len)))
+        if ((t = sts__jdoc_get(&d, 0, "job")) != 0 && d.tok[t].type == '"' &&
+            !(l->job = sts__jdoc_dup(m, &d, t, &l->job_len)))
             r = sts__nomem(err, "a job id");
         if (r == STS_OK && (t = sts__jdoc_get(&d, 0, "host")) != 0 && d.tok[t].type == '"' &&
             !(l->host = sts__jdoc_dup(m, &d, t, &l->host_len)))
@@ -5427,13 +5438,16 @@ STS__PRIVATE sts_result sts__lock_read(const sts__mem *m, const char *dir, sts__
 }
 /* EXISTS: dir is held by the job of lock l. */
 STS__PRIVATE sts_result sts__lock_held(const char *dir, const sts__joblock *l, sts_error *err) {
-    return sts__failx(err, STS_RULE_EXISTS, "the output folder %q is held by job %q (process %U on %q, since %U s after the "
+    return sts__failx(err, STS_RULE_EXISTS, "the output folder %q is held by job %q (process %U on %q, since %U s "
+                                            "after the "
                       "epoch); one job writes a folder at a time. If that job is gone, `sts clean` (sts_dataset_clean) "
-                      "clears its lock", dir, strlen(dir), l->job ? l->job : "?", l->job ? l->job_len : (size_t)1, l->pid,
+                      "clears its lock", dir, strlen(dir), l->job ? l->job : "?", l->job ? l->job_len : (size_t)1,
+                      l->pid,
                       l->host ? l->host : "?", l->host ? l->host_len : (size_t)1, l->started);
 }
 /* Takes dir for a new job: creates the lock (O_EXCL), or EXISTS naming the job that holds it. */
-STS__PRIVATE sts_result sts__lock_take(const sts__mem *m, const char *dir, int durable, sts__joblock *mine, sts_error *err) {
+STS__PRIVATE sts_result sts__lock_take(const sts__mem *m, const char *dir, int durable, sts__joblock *mine,
+                                       sts_error *err) {
     sts__buf b;
     char text[512], host[256], *path;
     size_t psz;
@@ -5531,7 +5545,7 @@ STS__PRIVATE sts_result sts__list_shards(const sts__mem *m, const char *dir, sts
 #define STS__STAGE ((size_t)1 << 20)  /* batch mode: write-combining buffer per column */
 #define STS__CHUNK ((size_t)4 << 20)  /* KV mode: data chunk */
 
-/* ---- small text helpers ---- */
+/* >>ds_options ---- small text helpers ---- */
 STS__PRIVATE int sts__lower(int c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; }
 STS__PRIVATE int sts__ieq(const char *a, const char *b) {  /* ASCII case-insensitive equality */
     while (*a && *b && sts__lower((unsigned char)*a) == sts__lower((unsigned char)*b)) a++, b++;
@@ -5558,7 +5572,8 @@ STS__PRIVATE int sts__text_bool(const char *s, int *v) {
 }
 STS__PRIVATE int sts__dtype_seed(sts_dtype d) {  /* the 12 dtypes of the connector */
     switch (d) {
-    case STS_DTYPE_F16: case STS_DTYPE_F32: case STS_DTYPE_F64: case STS_DTYPE_BF16:  /* BF16: outside the schema regex, accepted */
+    /* BF16: outside the schema regex, accepted */
+    case STS_DTYPE_F16: case STS_DTYPE_F32: case STS_DTYPE_F64: case STS_DTYPE_BF16:
     case STS_DTYPE_U8: case STS_DTYPE_I8: case STS_DTYPE_U16: case STS_DTYPE_I16:
     case STS_DTYPE_U32: case STS_DTYPE_I32: case STS_DTYPE_U64: case STS_DTYPE_I64: return 1;
     default: return 0;
@@ -5575,20 +5590,24 @@ STS__PRIVATE int sts__durable(const sts_write_config *cfg, const sts_options *op
     return !(cfg && cfg->no_fsync) && !(opts && opts->no_fsync);
 }
 STS__PRIVATE sts_result sts__bad_option(sts_error *err, const char *option, const char *value, const char *expect) {
-    return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "%s must be %s, got: %q", option, expect, value, strlen(value));
+    return sts__failx(err, STS_RULE_OPTION, "%s must be %s, got: %q", option, expect, value, strlen(value));
 }
 
 STSDEF sts_result sts_write_config_set(sts_write_config *c, const char *key, const char *value, sts_error *err) {
     uint64_t v;
     int b;
-    if (!c || !key || !value) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "sts_write_config_set needs a config, a key and a value");
+    if (!c || !key || !value)
+        return sts__failx(err, STS_RULE_ARGUMENT, "sts_write_config_set needs a config, a key and a value");
     if (sts__ieq(key, "batch_size")) {
-        if (!sts__text_u64(value, &v) || v == 0) return sts__bad_option(err, "batch_size", value, "an integer greater than 0");
+        if (!sts__text_u64(value, &v) || v == 0)
+            return sts__bad_option(err, "batch_size", value, "an integer greater than 0");
         c->batch_size = v;
     } else if (sts__ieq(key, "name_col")) {
         c->name_col = value[0] ? value : NULL;
     } else if (sts__ieq(key, "kv_separator")) {
-        if (!value[0]) return sts__bad_option(err, "kv_separator", value, "a non-empty string (an empty one makes keys ambiguous)");
+        if (!value[0])
+            return sts__bad_option(err, "kv_separator", value,
+                                   "a non-empty string (an empty one makes keys ambiguous)");
         c->kv_separator = value;
     } else if (sts__ieq(key, "duplicatesStrategy")) {
         if (sts__ieq(value, "fail")) c->duplicates = STS_DUPLICATES_FAIL;
@@ -5604,8 +5623,12 @@ STSDEF sts_result sts_write_config_set(sts_write_config *c, const char *key, con
     } else if (sts__ieq(key, "dtype")) {
         int i, found = 0;
         for (i = 0; i < (int)STS_DTYPE_COUNT && !found; i++)
-            if (sts__ieq(value, sts__dtype_names[i]) && sts__dtype_seed((sts_dtype)i)) { c->dtype = (sts_dtype)i; found = 1; }
-        if (!found) return sts__bad_option(err, "dtype", value, "one of F16 F32 F64 BF16 U8 I8 U16 I16 U32 I32 U64 I64");
+            if (sts__ieq(value, sts__dtype_names[i]) && sts__dtype_seed((sts_dtype)i)) {
+                c->dtype = (sts_dtype)i;
+                found = 1;
+            }
+        if (!found)
+            return sts__bad_option(err, "dtype", value, "one of F16 F32 F64 BF16 U8 I8 U16 I16 U32 I32 U64 I64");
         c->has_dtype = 1;
     } else if (sts__ieq(key, "columns")) {
         c->columns = value;
@@ -5618,8 +5641,10 @@ STSDEF sts_result sts_write_config_set(sts_write_config *c, const char *key, con
         else return sts__bad_option(err, "tail_strategy", value, "drop, pad or write");
     } else if (sts__ieq(key, "mode")) {
         if (sts__ieq(value, "overwrite")) c->overwrite = 1;
-        else if (sts__ieq(value, "error") || sts__ieq(value, "errorifexists") || sts__ieq(value, "default")) c->overwrite = 0;
-        else return sts__bad_option(err, "mode", value, "error, errorifexists or overwrite (append and ignore are not supported)");
+        else if (sts__ieq(value, "error") || sts__ieq(value, "errorifexists") || sts__ieq(value, "default"))
+            c->overwrite = 0;
+        else return sts__bad_option(err, "mode", value, "error, errorifexists or overwrite (append and ignore are not "
+                                                        "supported)");
     } else if (sts__ieq(key, "durable")) {
         if (!sts__text_bool(value, &b)) return sts__bad_option(err, "durable", value, "true or false");
         c->no_fsync = !b;
@@ -5633,7 +5658,7 @@ STSDEF sts_result sts_write_config_set(sts_write_config *c, const char *key, con
     } else if (sts__ieq(key, "path")) {
         /* Spark passes the output path among the options; the path argument is authoritative */
     } else {
-        return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "unknown option %q", key, strlen(key));
+        return sts__failx(err, STS_RULE_OPTION, "unknown option %q", key, strlen(key));
     }
     sts__ok(err);
     return STS_OK;
@@ -5675,7 +5700,10 @@ STS__PRIVATE char *sts__out_room(sts__out *o, size_t n) {
     if (o->oom || o->err_no) return NULL;
     if (o->n + n > o->cap) {
         if (o->fd >= 0) sts__out_flush(o);
-        if (o->n + n > o->cap && !sts__grow(&o->mem, (void **)&o->p, &o->cap, o->n + n + 1, 1)) { o->oom = 1; return NULL; }
+        if (o->n + n > o->cap && !sts__grow(&o->mem, (void **)&o->p, &o->cap, o->n + n + 1, 1)) {
+            o->oom = 1;
+            return NULL;
+        }
     }
     return o->p + o->n;
 }
@@ -5803,41 +5831,51 @@ STS__PRIVATE size_t sts__wm_find(const sts__wmake *m, const char *name, size_t l
     size_t pos = (size_t)h & m->ix.mask;
     for (; m->ix.slots[pos] != STS__EMPTY; pos = (pos + 1) & m->ix.mask) {
         size_t j = m->ix.slots[pos];
-        if (m->hashes[j] == h && strlen(m->schema[j].name) == len && memcmp(m->schema[j].name, name, len) == 0) return j;
+        if (m->hashes[j] == h && strlen(m->schema[j].name) == len && memcmp(m->schema[j].name, name, len) == 0)
+            return j;
     }
     return (size_t)-1;
 }
 /* Phase 1, the mode and the options that need no schema: batch_size or name_col, the shard
    target, kv_separator, the strategies, rounding, dtype. Nothing is allocated yet. */
-STS__PRIVATE sts_result sts__wcfg_mode(sts__wcfg *c, const sts_write_config *cfg, const sts_options *opts, sts_error *err) {
+STS__PRIVATE sts_result sts__wcfg_mode(sts__wcfg *c, const sts_write_config *cfg, const sts_options *opts,
+                                       sts_error *err) {
     if (cfg->batch_size && cfg->name_col && cfg->name_col[0])
-        return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "options batch_size and name_col are mutually exclusive; give one (batch_size=%U, name_col=%q)",
+        return sts__failx(err, STS_RULE_OPTION, "options batch_size and name_col are mutually exclusive; give one "
+                                                "(batch_size=%U, name_col=%q)",
                          cfg->batch_size, cfg->name_col, strlen(cfg->name_col));
     if (!cfg->batch_size && !(cfg->name_col && cfg->name_col[0]))
-        return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "one of batch_size (batch mode) or name_col (KV mode) is required");
+        return sts__failx(err, STS_RULE_OPTION, "one of batch_size (batch mode) or name_col (KV mode) is required");
     if (cfg->batch_size > (uint64_t)INT64_MAX)
-        return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "batch_size must be at most %U (a dataset schema holds it as a signed 64-bit dim), got: %U",
+        return sts__failx(err, STS_RULE_OPTION, "batch_size must be at most %U (a dataset schema holds it as a signed "
+                                                "64-bit dim), got: %U",
                          (uint64_t)INT64_MAX, cfg->batch_size);
     c->kv = !cfg->batch_size;
     c->batch_size = cfg->batch_size;
     if (cfg->target_shard_size_mb && (cfg->target_shard_size_mb < 50 || cfg->target_shard_size_mb > 1000))
-        return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "target_shard_size_mb must be between 50 and 1000, got: %U", (uint64_t)cfg->target_shard_size_mb);
-    c->target = (uint64_t)(cfg->target_shard_size_mb ? cfg->target_shard_size_mb : 300) << 20;  /* MiB, as the connector counts */
+        return sts__failx(err, STS_RULE_OPTION, "target_shard_size_mb must be between 50 and 1000, got: %U",
+                          (uint64_t)cfg->target_shard_size_mb);
+    /* MiB, as the connector counts */
+    c->target = (uint64_t)(cfg->target_shard_size_mb ? cfg->target_shard_size_mb : 300) << 20;
     c->sep = cfg->kv_separator ? cfg->kv_separator : "__";
     c->sep_len = strlen(c->sep);
-    if (!c->sep_len) return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "kv_separator must not be empty (an empty one makes keys ambiguous)");
+    if (!c->sep_len)
+        return sts__failx(err, STS_RULE_OPTION, "kv_separator must not be empty (an empty one makes keys ambiguous)");
     if (sts__utf8_check((const uint8_t *)c->sep, c->sep_len) != c->sep_len)
-        return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "kv_separator must be UTF-8, got: %q", c->sep, c->sep_len);
+        return sts__failx(err, STS_RULE_OPTION, "kv_separator must be UTF-8, got: %q", c->sep, c->sep_len);
     if ((unsigned)cfg->duplicates >= (unsigned)STS_DUPLICATES_COUNT)
-        return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "duplicatesStrategy must be fail or lastWin, got: %d", (int)cfg->duplicates);
+        return sts__failx(err, STS_RULE_OPTION, "duplicatesStrategy must be fail or lastWin, got: %d",
+                          (int)cfg->duplicates);
     if ((unsigned)cfg->tail >= (unsigned)STS_TAIL_COUNT)
-        return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "tail_strategy must be drop, pad or write, got: %d", (int)cfg->tail);
+        return sts__failx(err, STS_RULE_OPTION, "tail_strategy must be drop, pad or write, got: %d", (int)cfg->tail);
     if ((unsigned)cfg->rounding >= (unsigned)STS_ROUNDING_COUNT)
-        return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "rounding must be truncate or nearest_even, got: %d", (int)cfg->rounding);
+        return sts__failx(err, STS_RULE_OPTION, "rounding must be truncate or nearest_even, got: %d",
+                          (int)cfg->rounding);
     if (cfg->has_dtype && !sts__dtype_seed(cfg->dtype))
-        return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "dtype must be one of F16 F32 F64 BF16 U8 I8 U16 I16 U32 I32 U64 I64, got: %s", sts_dtype_name(cfg->dtype));
+        return sts__failx(err, STS_RULE_OPTION, "dtype must be one of F16 F32 F64 BF16 U8 I8 U16 I16 U32 I32 U64 I64, "
+                                                "got: %s", sts_dtype_name(cfg->dtype));
     if (cfg->shapes && cfg->shape_list)
-        return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "give shapes either as JSON text or as a typed list, not both");
+        return sts__failx(err, STS_RULE_OPTION, "give shapes either as JSON text or as a typed list, not both");
     c->dup = cfg->duplicates;
     c->index = cfg->generate_index != 0;
     c->overwrite = cfg->overwrite != 0;
@@ -5853,17 +5891,22 @@ STS__PRIVATE sts_result sts__wcfg_mode(sts__wcfg *c, const sts_write_config *cfg
    types valid. Builds the name index the later phases look names up in. */
 STS__PRIVATE sts_result sts__wcfg_schema(sts__wcfg *c, sts__wmake *m, sts_error *err) {
     size_t i;
-    if (!sts__mulsz(m->ncols, sizeof *m->hashes, &m->hbytes) || !(m->hashes = (uint64_t *)sts__alloc(&c->mem, m->hbytes)) ||
+    if (!sts__mulsz(m->ncols, sizeof *m->hashes, &m->hbytes) ||
+        !(m->hashes = (uint64_t *)sts__alloc(&c->mem, m->hbytes)) ||
         !sts__index_init(&c->mem, &m->ix, m->ncols)) return sts__nomem(err, "the schema index");
     for (i = 0; i < m->ncols; i++) {
         const sts_column *col = &m->schema[i];
         size_t n = col->name ? strlen(col->name) : 0, pos, j;
         if (!n || sts__utf8_check((const uint8_t *)col->name, n) != n)
-            return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "schema column %z needs a non-empty UTF-8 name", i);
-        if ((unsigned)col->kind - (unsigned)STS_VALUE_TENSOR >= (unsigned)STS_VALUE_KIND_COUNT - (unsigned)STS_VALUE_TENSOR)
-            return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "schema column %q has an unknown kind %d", col->name, n, (int)col->kind);
+            return sts__failx(err, STS_RULE_OPTION, "schema column %z needs a non-empty UTF-8 name", i);
+        if ((unsigned)col->kind - (unsigned)STS_VALUE_TENSOR >=
+            (unsigned)STS_VALUE_KIND_COUNT - (unsigned)STS_VALUE_TENSOR)
+            return sts__failx(err, STS_RULE_OPTION, "schema column %q has an unknown kind %d", col->name, n,
+                              (int)col->kind);
         if (col->kind == STS_VALUE_ARRAY && !sts__elem_ok(col->elem))
-            return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "schema column %q: array elements must be F32, F64, I32, I64, I16, I8 or U8 (C float, double, int32, int64, int16, int8, uint8), got: %s",
+            return sts__failx(err, STS_RULE_OPTION, "schema column %q: array elements must be F32, F64, I32, I64, "
+                                                    "I16, I8 or U8 (C float, double, int32, int64, int16, int8, "
+                                                    "uint8), got: %s",
                              col->name, n, sts_dtype_name(col->elem));
         /* names are C strings here: probe by comparing against earlier columns with equal hash */
         m->hashes[i] = sts__hash(col->name, n, 0x5eed);
@@ -5871,7 +5914,7 @@ STS__PRIVATE sts_result sts__wcfg_schema(sts__wcfg *c, sts__wmake *m, sts_error 
         for (; m->ix.slots[pos] != STS__EMPTY; pos = (pos + 1) & m->ix.mask) {
             j = m->ix.slots[pos];
             if (m->hashes[j] == m->hashes[i] && strcmp(m->schema[j].name, col->name) == 0)
-                return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "schema column %q appears twice", col->name, n);
+                return sts__failx(err, STS_RULE_OPTION, "schema column %q appears twice", col->name, n);
         }
         m->ix.slots[pos] = (uint32_t)i;
         m->store += n + 1;
@@ -5886,9 +5929,9 @@ STS__PRIVATE sts_result sts__wcfg_name_col(sts__wcfg *c, const sts__wmake *m, st
     if (!c->kv) return STS_OK;
     c->key_in = sts__wm_find(m, name, strlen(name));
     if (c->key_in == (size_t)-1)
-        return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "name_col %q is not a column of the schema", name, strlen(name));
+        return sts__failx(err, STS_RULE_OPTION, "name_col %q is not a column of the schema", name, strlen(name));
     if (m->schema[c->key_in].kind != STS_VALUE_STRING)
-        return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "name_col %q must be a string column", name, strlen(name));
+        return sts__failx(err, STS_RULE_OPTION, "name_col %q must be a string column", name, strlen(name));
     return STS_OK;
 }
 /* Phase 4, the columns option: which cells become tensors (default: all but name_col), each
@@ -5897,7 +5940,8 @@ STS__PRIVATE sts_result sts__wcfg_select(sts__wcfg *c, sts__wmake *m, sts_error 
     const sts_write_config *cfg = m->cfg;
     const sts_column *schema = m->schema;
     size_t i, bytes;
-    if (!sts__mulsz(m->ncols, sizeof *m->sel, &bytes) || !(m->sel = (size_t *)sts__alloc(&c->mem, bytes))) return sts__nomem(err, "the column selection");
+    if (!sts__mulsz(m->ncols, sizeof *m->sel, &bytes) || !(m->sel = (size_t *)sts__alloc(&c->mem, bytes)))
+        return sts__nomem(err, "the column selection");
     memset(m->sel, 0, bytes);
     if (cfg->columns) {
         const char *p = cfg->columns;
@@ -5908,28 +5952,36 @@ STS__PRIVATE sts_result sts__wcfg_select(sts__wcfg *c, sts__wmake *m, sts_error 
             sts__trim(&tok, &n);
             if (n) {
                 at = sts__wm_find(m, tok, n);
-                if (at == (size_t)-1) return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "columns names unknown column %q", tok, n);
-                if (m->sel[at]) return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "columns names %q twice", tok, n);
-                if (at == c->key_in) return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "columns must not include name_col %q: the key is not a tensor", tok, n);
+                if (at == (size_t)-1)
+                    return sts__failx(err, STS_RULE_OPTION, "columns names unknown column %q", tok, n);
+                if (m->sel[at]) return sts__failx(err, STS_RULE_OPTION, "columns names %q twice", tok, n);
+                if (at == c->key_in)
+                    return sts__failx(err, STS_RULE_OPTION, "columns must not include name_col %q: the key is not a "
+                                                            "tensor", tok, n);
                 m->sel[at] = 1;
                 m->nsel++;
             }
             if (!comma) break;
             p = comma + 1;
         }
-        if (!m->nsel) return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "columns must name at least one column, got: %q", cfg->columns, strlen(cfg->columns));
+        if (!m->nsel)
+            return sts__failx(err, STS_RULE_OPTION, "columns must name at least one column, got: %q", cfg->columns,
+                              strlen(cfg->columns));
     } else {
         for (i = 0; i < m->ncols; i++) if (i != c->key_in) { m->sel[i] = 1; m->nsel++; }
-        if (!m->nsel) return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "the schema has no column to write besides name_col");
+        if (!m->nsel) return sts__failx(err, STS_RULE_OPTION, "the schema has no column to write besides name_col");
     }
     for (i = 0; i < m->ncols; i++) {
         if (!m->sel[i]) continue;
         if (schema[i].kind == STS_VALUE_STRING)
-            return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "columns selects %q, a string column; only the key (name_col) may be a string", schema[i].name, strlen(schema[i].name));
+            return sts__failx(err, STS_RULE_OPTION, "columns selects %q, a string column; only the key (name_col) may "
+                                                    "be a string", schema[i].name, strlen(schema[i].name));
         if (!c->kv && strcmp(schema[i].name, "__metadata__") == 0)
-            return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "column \"__metadata__\" cannot be written: readers take that name for the metadata");
+            return sts__failx(err, STS_RULE_OPTION, "column \"__metadata__\" cannot be written: readers take that "
+                                                    "name for the metadata");
         if (schema[i].kind == STS_VALUE_ARRAY && !c->has_dtype)
-            return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "dtype is required because column %q is a numeric array", schema[i].name, strlen(schema[i].name));
+            return sts__failx(err, STS_RULE_OPTION, "dtype is required because column %q is a numeric array",
+                              schema[i].name, strlen(schema[i].name));
     }
     return STS_OK;
 }
@@ -5940,9 +5992,11 @@ STS__PRIVATE sts_result sts__wcfg_shapes_read(sts__wcfg *c, sts__wmake *m, sts_e
     size_t i;
     sts_result r;
     if (cfg->shapes) {
-        if ((r = sts__jdoc_parse(&m->shapes, cfg->shapes, strlen(cfg->shapes), &c->mem, "the shapes option", STS_RULE_OPTION, err)) != STS_OK) return r;
+        if ((r = sts__jdoc_parse(&m->shapes, cfg->shapes, strlen(cfg->shapes), &c->mem, "the shapes option",
+                                 STS_RULE_OPTION, err)) != STS_OK) return r;
         if (m->shapes.tok[0].type != '{')
-            return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes must be a JSON object like {\"col\": [28, 28]}, got: %q", cfg->shapes, strlen(cfg->shapes));
+            return sts__failx(err, STS_RULE_OPTION, "shapes must be a JSON object like {\"col\": [28, 28]}, got: %q",
+                              cfg->shapes, strlen(cfg->shapes));
         m->store += m->shapes.n * 2 * sizeof(uint64_t) + 8;  /* dims, plus alignment per column */
     }
     for (i = 0; i < cfg->n_shapes; i++) m->store += (size_t)cfg->shape_list[i].rank * sizeof(uint64_t) + 8;
@@ -5956,7 +6010,8 @@ STS__PRIVATE sts_result sts__wcfg_outputs(sts__wcfg *c, sts__wmake *m, sts_error
     c->store_size = store;
     c->store_used = 0;
     c->sep = (const char *)sts__store(c, c->sep, c->sep_len + 1);
-    if (!(c->cols = (sts__ocol *)sts__alloc(&c->mem, m->nsel * sizeof *c->cols))) return sts__nomem(err, "the output columns");
+    if (!(c->cols = (sts__ocol *)sts__alloc(&c->mem, m->nsel * sizeof *c->cols)))
+        return sts__nomem(err, "the output columns");
     memset(c->cols, 0, m->nsel * sizeof *c->cols);
     for (i = 0; i < m->ncols; i++) {
         sts__ocol *o;
@@ -5986,7 +6041,8 @@ STS__PRIVATE sts_result sts__wcfg_shapes(sts__wcfg *c, sts__wmake *m, sts_error 
         uint64_t *dims;
         uint32_t rank, e;
         if (d->tok) {  /* a key with escapes is unescaped into memory of its size (never longer than the raw text) */
-            if (d->tok[t].esc && !sts__grow(&c->mem, (void **)&m->key, &m->key_cap, d->tok[t].len ? d->tok[t].len : 1, 1))
+            if (d->tok[t].esc && !sts__grow(&c->mem, (void **)&m->key, &m->key_cap, d->tok[t].len ? d->tok[t].len : 1,
+                                            1))
                 return sts__nomem(err, "the shapes option");
             cname = sts__jdoc_str(d, t, m->key, &cn);
         } else {
@@ -5995,32 +6051,37 @@ STS__PRIVATE sts_result sts__wcfg_shapes(sts__wcfg *c, sts__wmake *m, sts_error 
         }
         at = sts__wm_find(m, cname, cn);
         o = at != (size_t)-1 && m->sel[at] ? &c->cols[m->sel[at] - 1] : NULL;
-        if (!o) return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes names %q, which is not a column being written", cname, cn);
+        if (!o)
+            return sts__failx(err, STS_RULE_OPTION, "shapes names %q, which is not a column being written", cname, cn);
         if (o->kind != STS_VALUE_ARRAY)
-            return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes names %q, a tensor column: its shape comes from its values", cname, cn);
-        if (o->has_opt) return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes names %q twice", cname, cn);
+            return sts__failx(err, STS_RULE_OPTION, "shapes names %q, a tensor column: its shape comes from its values",
+                              cname, cn);
+        if (o->has_opt) return sts__failx(err, STS_RULE_OPTION, "shapes names %q twice", cname, cn);
         if (d->tok) {
             uint32_t v = t + 1;
             if (d->tok[v].type != '[')
-                return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes: the shape of %q must be an array of integers", cname, cn);
+                return sts__failx(err, STS_RULE_OPTION, "shapes: the shape of %q must be an array of integers", cname,
+                                  cn);
             rank = d->tok[v].count;
             dims = (uint64_t *)(void *)(c->store + ((c->store_used + 7) & ~(size_t)7));
             c->store_used = (size_t)((char *)(dims + rank) - c->store);
             for (e = 0, v = v + 1; e < rank; e++, v = sts__jdoc_next(d, v))
                 if (!sts__jdoc_u64(d, v, &dims[e]))
-                    return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes: the shape of %q must hold non-negative integers", cname, cn);
+                    return sts__failx(err, STS_RULE_OPTION, "shapes: the shape of %q must hold non-negative integers",
+                                      cname, cn);
             t = sts__jdoc_next(d, t + 1);
         } else {
             rank = cfg->shape_list[k].rank;
             if (rank && !cfg->shape_list[k].dims)
-                return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes: %q has rank %d but no dims", cname, cn, (int)rank);
+                return sts__failx(err, STS_RULE_OPTION, "shapes: %q has rank %d but no dims", cname, cn, (int)rank);
             dims = (uint64_t *)(void *)(c->store + ((c->store_used + 7) & ~(size_t)7));
             if (rank) memcpy(dims, cfg->shape_list[k].dims, rank * sizeof *dims);
             c->store_used = (size_t)((char *)(dims + rank) - c->store);
         }
         for (e = 0; e < rank; e++)
             if (dims[e] > (uint64_t)INT64_MAX)
-                return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "shapes: the shape of %q holds %U, over %U, the largest dim a dataset schema holds",
+                return sts__failx(err, STS_RULE_OPTION, "shapes: the shape of %q holds %U, over %U, the largest dim a "
+                                                        "dataset schema holds",
                                  cname, cn, dims[e], (uint64_t)INT64_MAX);
         o->has_opt = 1;
         o->opt_rank = rank;
@@ -6038,9 +6099,12 @@ STS__PRIVATE sts_result sts__wcfg_header_floor(sts__wcfg *c, sts_error *err) {
     size_t i, at = 0;
     for (i = 0; i < c->ncols; i++) {
         const sts__ocol *o = &c->cols[i];
-        uint64_t e = sts__entry_fixed(o->name, o->name_len, o->kind == STS_VALUE_ARRAY ? o->dtype : STS_DTYPE_U8, NULL, 0) + sep + 2;
+        uint64_t e = sts__entry_fixed(o->name, o->name_len, o->kind == STS_VALUE_ARRAY ? o->dtype : STS_DTYPE_U8, NULL,
+                                      0) + sep + 2;
         uint32_t d;
-        if (!c->kv) e += sts__digits(c->batch_size) + (o->kind == STS_VALUE_ARRAY && (!o->has_opt || o->opt_rank) ? 1 : 0);  /* [batch_size, ...] */
+        /* [batch_size, ...] */
+        if (!c->kv)
+            e += sts__digits(c->batch_size) + (o->kind == STS_VALUE_ARRAY && (!o->has_opt || o->opt_rank) ? 1 : 0);
         if (o->has_opt) for (d = 0; d < o->opt_rank; d++) e += sts__digits(o->opt_dims[d]) + (d ? 1 : 0);
         else if (o->kind == STS_VALUE_ARRAY) e += 1;  /* [count] */
         json += e;
@@ -6048,21 +6112,27 @@ STS__PRIVATE sts_result sts__wcfg_header_floor(sts__wcfg *c, sts_error *err) {
     }
     if (json <= STS_MAX_HEADER_SIZE) return STS_OK;
     if (c->kv && sep * c->ncols >= c->cols[at].name_len)
-        return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "kv_separator (%U bytes) with column %q: a row's tensor names alone need a %U-byte header, over the %U-byte limit",
-                         (uint64_t)c->sep_len, c->cols[at].name, c->cols[at].name_len, json, (uint64_t)STS_MAX_HEADER_SIZE);
-    return sts__fail(err, STS_RULE_OPTION, STS_OFFSET_UNKNOWN, "column %q: %s alone need a %U-byte header, over the %U-byte limit",
-                     c->cols[at].name, c->cols[at].name_len, c->kv ? "with kv_separator, a row's tensor names" : "the column names", json,
+        return sts__failx(err, STS_RULE_OPTION, "kv_separator (%U bytes) with column %q: a row's tensor names alone "
+                                                "need a %U-byte header, over the %U-byte limit",
+                         (uint64_t)c->sep_len, c->cols[at].name, c->cols[at].name_len, json,
+                         (uint64_t)STS_MAX_HEADER_SIZE);
+    return sts__failx(err, STS_RULE_OPTION, "column %q: %s alone need a %U-byte header, over the %U-byte limit",
+                     c->cols[at].name, c->cols[at].name_len,
+                     c->kv ? "with kv_separator, a row's tensor names" : "the column names", json,
                      (uint64_t)STS_MAX_HEADER_SIZE);
 }
 /* Options and schema, checked together before any file is touched, phase by phase. */
-STS__PRIVATE sts_result sts__wcfg_make(sts__wcfg *c, const sts_write_config *cfg, const sts_column *schema, size_t ncols,
+STS__PRIVATE sts_result sts__wcfg_make(sts__wcfg *c, const sts_write_config *cfg, const sts_column *schema,
+                                       size_t ncols,
                                        const sts_options *opts, sts_error *err) {
     sts__wmake m;
     sts_result r;
     memset(c, 0, sizeof *c);
     c->mem = sts__mem_from(opts);
-    if (!sts__mem_valid(&c->mem)) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "the allocator needs all three hooks or none");
-    if (!cfg || !schema || !ncols) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "a config and a schema of at least one column are needed");
+    if (!sts__mem_valid(&c->mem))
+        return sts__failx(err, STS_RULE_ARGUMENT, "the allocator needs all three hooks or none");
+    if (!cfg || !schema || !ncols)
+        return sts__failx(err, STS_RULE_ARGUMENT, "a config and a schema of at least one column are needed");
     if ((r = sts__wcfg_mode(c, cfg, opts, err)) != STS_OK) return r;
     memset(&m, 0, sizeof m);
     m.cfg = cfg;
@@ -6085,7 +6155,13 @@ STS__PRIVATE sts_result sts__wcfg_make(sts__wcfg *c, const sts_write_config *cfg
 
 /* ---- folders ---- */
 /* Removes our temporaries; reports the first entry that makes the folder non-empty. */
-typedef struct sts__fcheck { const sts__mem *m; const char *dir; int overwrite; sts_result r; sts_error *err; } sts__fcheck;
+typedef struct sts__fcheck {
+    const sts__mem *m;
+    const char *dir;
+    int overwrite;
+    sts_result r;
+    sts_error *err;
+} sts__fcheck;
 STS__PRIVATE sts_result sts__folder_entry(void *user, const char *n) {
     sts__fcheck *fc = (sts__fcheck *)user;
     if (sts__is_temp_name(n)) {  /* left by a crashed writer: never visible to readers */
@@ -6095,7 +6171,8 @@ STS__PRIVATE sts_result sts__folder_entry(void *user, const char *n) {
         return STS_OK;
     }
     if (!fc->overwrite && fc->r == STS_OK)
-        fc->r = sts__failx(fc->err, STS_RULE_EXISTS, "the output folder %q is not empty (it holds %q); set mode=overwrite to "
+        fc->r = sts__failx(fc->err, STS_RULE_EXISTS, "the output folder %q is not empty (it holds %q); set "
+                                                     "mode=overwrite to "
                            "replace it", fc->dir, strlen(fc->dir), n, strlen(n));
     return STS_OK;
 }
@@ -6107,7 +6184,8 @@ STS__PRIVATE sts_result sts__folder_check(const char *dir, const sts__mem *m, in
     return r != STS_OK ? r : fc.r;
 }
 
-STSDEF sts_result sts_dataset_prepare(const char *dir, const sts_write_config *cfg, const sts_column *schema, size_t ncols,
+STSDEF sts_result sts_dataset_prepare(const char *dir, const sts_write_config *cfg, const sts_column *schema,
+                                      size_t ncols,
                                       const sts_options *opts, sts_error *err) {
     sts__wcfg c;
     sts_result r;
@@ -6120,7 +6198,7 @@ STSDEF sts_result sts_dataset_prepare(const char *dir, const sts_write_config *c
     return r;
 }
 
-/* ---- the task writer ---- */
+/* >>task_writer ---- the task writer ---- */
 typedef struct sts__shard {
     char *path;                     /* final path (dir/name) */
     size_t path_size;
@@ -6138,7 +6216,8 @@ typedef struct sts__key {          /* KV: a tensor name written by this task */
 } sts__key;
 
 enum { STS__CHUNK_FREE, STS__CHUNK_OPEN, STS__CHUNK_LENT };
-typedef struct sts__dchunk { uint8_t *p; size_t cap, used; int state; size_t last; } sts__dchunk;  /* last: flush scratch */
+/* last: flush scratch */
+typedef struct sts__dchunk { uint8_t *p; size_t cap, used; int state; size_t last; } sts__dchunk;
 typedef struct sts__stagebuf { uint8_t *p; int state; } sts__stagebuf;  /* batch: FREE, OPEN (a column's), LENT */
 
 struct sts_task_writer {
@@ -6196,7 +6275,8 @@ STS__PRIVATE sts_result sts__never(void *user, const sts_tensor_spec *spec, sts_
     (void)user; (void)spec; (void)out;
     return STS_ERR_INVALID_ARGUMENT;  /* layout-only plans: never called */
 }
-STS__PRIVATE void sts__fmt_shard(char *buf, uint32_t task, uint32_t shard, const char *uuid) {  /* part-TTTTT-SSSS-uuid.safetensors */
+/* part-TTTTT-SSSS-uuid.safetensors */
+STS__PRIVATE void sts__fmt_shard(char *buf, uint32_t task, uint32_t shard, const char *uuid) {
     sts__buf b;
     char t[16];
     int i;
@@ -6219,14 +6299,18 @@ STS__PRIVATE sts_result sts__shard_open(sts_task_writer *w, sts__shard **out, st
     char name[96];
     sts__shard *s;
     sts_result r;
-    if (w->nshards >= 0xffffffffu) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "too many shards");
-    if (w->nshards == w->shards_cap && !sts__grow(&w->c.mem, (void **)&w->shards, &w->shards_cap, w->nshards + 1, sizeof *w->shards))
+    if (w->nshards >= 0xffffffffu) return sts__failx(err, STS_RULE_ARGUMENT, "too many shards");
+    if (w->nshards == w->shards_cap && !sts__grow(&w->c.mem, (void **)&w->shards, &w->shards_cap, w->nshards + 1,
+                                                  sizeof *w->shards))
         return sts__nomem(err, "the shard list");
     s = &w->shards[w->nshards];
     memset(s, 0, sizeof *s);
     sts__fmt_shard(name, w->task, (uint32_t)w->nshards, w->uuid);
     if (!(s->path = sts__join(&w->c.mem, w->dir, name, &s->path_size))) return sts__nomem(err, "a shard path");
-    if ((r = sts__atomic_begin(&s->a, s->path, &w->c.mem, err)) != STS_OK) { sts__free(&w->c.mem, s->path, s->path_size); return r; }
+    if ((r = sts__atomic_begin(&s->a, s->path, &w->c.mem, err)) != STS_OK) {
+        sts__free(&w->c.mem, s->path, s->path_size);
+        return r;
+    }
     w->nshards++;
     *out = s;
     return STS_OK;
@@ -6244,12 +6328,13 @@ STS__PRIVATE sts_result sts__task_fail(sts_task_writer *w, sts_result r) {
     return r;
 }
 
-STSDEF sts_result sts_task_open(const char *dir, uint32_t task_id, const sts_write_config *cfg, const sts_column *schema, size_t ncols,
+STSDEF sts_result sts_task_open(const char *dir, uint32_t task_id, const sts_write_config *cfg,
+                                const sts_column *schema, size_t ncols,
                                 const sts_options *opts, sts_task_writer **out, sts_error *err) {
     sts__wcfg c;
     sts_task_writer *w;
     sts_result r;
-    if (!dir || !out) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "sts_task_open needs a folder and out");
+    if (!dir || !out) return sts__failx(err, STS_RULE_ARGUMENT, "sts_task_open needs a folder and out");
     if ((r = sts__wcfg_make(&c, cfg, schema, ncols, opts, err)) != STS_OK) return r;
     {
         sts__stat st;
@@ -6259,7 +6344,10 @@ STSDEF sts_result sts_task_open(const char *dir, uint32_t task_id, const sts_wri
             return sts__fail_errno(err, e ? e : ENOTDIR, "use the output folder (call sts_dataset_prepare first)", dir);
         }
     }
-    if (!(w = (sts_task_writer *)sts__alloc(&c.mem, sizeof *w))) { sts__wcfg_free(&c); return sts__nomem(err, "the task writer"); }
+    if (!(w = (sts_task_writer *)sts__alloc(&c.mem, sizeof *w))) {
+        sts__wcfg_free(&c);
+        return sts__nomem(err, "the task writer");
+    }
     memset(w, 0, sizeof *w);
     w->c = c;
     w->task = task_id;
@@ -6273,7 +6361,11 @@ STSDEF sts_result sts_task_open(const char *dir, uint32_t task_id, const sts_wri
     {
         size_t dl = strlen(dir);
         w->dir_size = dl + 1;
-        if (!(w->dir = (char *)sts__alloc(&c.mem, w->dir_size))) { sts__free(&c.mem, w, sizeof *w); sts__wcfg_free(&c); return sts__nomem(err, "the task writer"); }
+        if (!(w->dir = (char *)sts__alloc(&c.mem, w->dir_size))) {
+            sts__free(&c.mem, w, sizeof *w);
+            sts__wcfg_free(&c);
+            return sts__nomem(err, "the task writer");
+        }
         memcpy(w->dir, dir, dl + 1);
     }
     sts__uuid4(w->uuid);
@@ -6314,7 +6406,8 @@ STS__PRIVATE sts_result sts__col_fix(sts_task_writer *w, sts__ocol *o, const sts
     else if (o->has_opt) { rank = o->opt_rank; dims = o->opt_dims; }
     else { one = v->size; rank = 1; dims = &one; }
     o->rank = rank;  /* before the allocations: what they are freed with */
-    if (!(o->shape = (uint64_t *)sts__alloc(m, (rank + 1) * sizeof(uint64_t))) || !(o->varies = (uint8_t *)sts__alloc(m, rank ? rank : 1))) {
+    if (!(o->shape = (uint64_t *)sts__alloc(m, (rank + 1) * sizeof(uint64_t))) ||
+        !(o->varies = (uint8_t *)sts__alloc(m, rank ? rank : 1))) {
         r = sts__nomem(err, "a column shape");
         goto fail;
     }
@@ -6324,11 +6417,13 @@ STS__PRIVATE sts_result sts__col_fix(sts_task_writer *w, sts__ocol *o, const sts
     o->numel = 1;
     for (d = 0; d < rank; d++)
         if (!sts__mul64(o->numel, dims[d], &o->numel)) {
-            r = sts__fail(err, STS_RULE_NUMEL_OVERFLOW, STS_OFFSET_UNKNOWN, "column %q: shape %S overflows 64 bits", o->name, o->name_len, dims, (size_t)rank);
+            r = sts__failx(err, STS_RULE_NUMEL_OVERFLOW, "column %q: shape %S overflows 64 bits", o->name, o->name_len,
+                           dims, (size_t)rank);
             goto fail;
         }
     if (!sts__mul64(o->numel, sts_dtype_bits(o->dtype), &bits) || bits % 8) {
-        r = sts__fail(err, STS_RULE_BYTE_ALIGNED, STS_OFFSET_UNKNOWN, "column %q: a sample of %U %s elements is not a whole number of bytes",
+        r = sts__failx(err, STS_RULE_BYTE_ALIGNED, "column %q: a sample of %U %s elements is not a whole number of "
+                                                   "bytes",
                       o->name, o->name_len, o->numel, sts_dtype_name(o->dtype));
         goto fail;
     }
@@ -6342,7 +6437,8 @@ fail:
 /* The columns a row fixes (the first accepted row fixes every one, in both modes). When that
    fails, or when `then` (batch: laying out the first file) does, none stays fixed: a refused
    first row changes nothing. */
-STS__PRIVATE sts_result sts__cols_fix(sts_task_writer *w, const sts_value *row, sts_result (*then)(sts_task_writer *, sts_error *), sts_error *err) {
+STS__PRIVATE sts_result sts__cols_fix(sts_task_writer *w, const sts_value *row,
+                                      sts_result (*then)(sts_task_writer *, sts_error *), sts_error *err) {
     size_t i;
     sts_result r = STS_OK;
     if (w->c.cols[0].fixed) return then ? then(w, err) : STS_OK;
@@ -6352,30 +6448,41 @@ STS__PRIVATE sts_result sts__cols_fix(sts_task_writer *w, const sts_value *row, 
     return r;
 }
 /* Checks one cell against its column without changing anything. *bytes gets its output size. */
-STS__PRIVATE sts_result sts__cell_check(sts_task_writer *w, const sts__ocol *o, const sts_value *v, uint64_t *bytes, sts_error *err) {
+STS__PRIVATE sts_result sts__cell_check(sts_task_writer *w, const sts__ocol *o, const sts_value *v, uint64_t *bytes,
+                                        sts_error *err) {
     uint64_t row = w->calls, numel, bits;
     if (o->kind == STS_VALUE_TENSOR) {
         if ((unsigned)v->dtype >= (unsigned)STS_DTYPE_COUNT)
-            return sts__fail(err, STS_RULE_ROW_VALUE, STS_OFFSET_UNKNOWN, "row %U, column %q: dtype %d is not one of the 22", row, o->name, o->name_len, (int)v->dtype);
+            return sts__failx(err, STS_RULE_ROW_VALUE, "row %U, column %q: dtype %d is not one of the 22", row, o->name,
+                              o->name_len, (int)v->dtype);
         if (v->rank && !v->shape)
-            return sts__fail(err, STS_RULE_ROW_VALUE, STS_OFFSET_UNKNOWN, "row %U, column %q: rank %d but no shape", row, o->name, o->name_len, (int)v->rank);
+            return sts__failx(err, STS_RULE_ROW_VALUE, "row %U, column %q: rank %d but no shape", row, o->name,
+                              o->name_len, (int)v->rank);
         if (o->fixed && v->dtype != o->dtype)
-            return sts__fail(err, STS_RULE_ROW_DTYPE, STS_OFFSET_UNKNOWN, "row %U, column %q: dtype %s differs from %s, set by the column's first row",
+            return sts__failx(err, STS_RULE_ROW_DTYPE, "row %U, column %q: dtype %s differs from %s, set by the "
+                                                       "column's first row",
                              row, o->name, o->name_len, sts_dtype_name(v->dtype), sts_dtype_name(o->dtype));
         if (sts__cell_numel(v, &numel) != STS_OK || !sts__mul64(numel, sts_dtype_bits(v->dtype), &bits))
-            return sts__fail(err, STS_RULE_NUMEL_OVERFLOW, STS_OFFSET_UNKNOWN, "row %U, column %q: shape %S overflows 64 bits", row, o->name, o->name_len, v->shape, (size_t)v->rank);
+            return sts__failx(err, STS_RULE_NUMEL_OVERFLOW, "row %U, column %q: shape %S overflows 64 bits", row,
+                              o->name, o->name_len, v->shape, (size_t)v->rank);
         if (!numel) {  /* a dim over 2^63 - 1 is possible only beside a 0 (else the bit count overflowed) */
             uint32_t d;
             for (d = 0; d < v->rank; d++)
                 if (v->shape[d] > (uint64_t)INT64_MAX)
-                    return sts__fail(err, STS_RULE_ROW_SHAPE, STS_OFFSET_UNKNOWN, "row %U, column %q: dim %U is over %U, the largest a dataset schema holds",
+                    return sts__failx(err, STS_RULE_ROW_SHAPE,
+                                      "row %U, column %q: dim %U is over %U, the largest a dataset schema holds",
                                      row, o->name, o->name_len, v->shape[d], (uint64_t)INT64_MAX);
         }
         if (bits % 8 || bits / 8 != v->size)
-            return sts__fail(err, STS_RULE_ROW_VALUE, STS_OFFSET_UNKNOWN, "row %U, column %q: %s %S needs %U bits, but the cell holds %U bytes",
-                             row, o->name, o->name_len, sts_dtype_name(v->dtype), v->shape, (size_t)v->rank, bits, v->size);
-        if (o->fixed && !w->c.kv && (v->rank != o->rank || (v->rank && memcmp(v->shape, o->shape + 1, v->rank * sizeof(uint64_t)) != 0)))
-            return sts__fail(err, STS_RULE_ROW_SHAPE, STS_OFFSET_UNKNOWN, "row %U, column %q: shape %S differs from %S, set by the column's first row (batch mode stacks rows)",
+            return sts__failx(err, STS_RULE_ROW_VALUE, "row %U, column %q: %s %S needs %U bits, but the cell holds %U "
+                                                       "bytes",
+                             row, o->name, o->name_len, sts_dtype_name(v->dtype), v->shape, (size_t)v->rank, bits,
+                             v->size);
+        if (o->fixed && !w->c.kv && (v->rank != o->rank || (v->rank &&
+                                                            memcmp(v->shape, o->shape + 1,
+                                                                   v->rank * sizeof(uint64_t)) != 0)))
+            return sts__failx(err, STS_RULE_ROW_SHAPE, "row %U, column %q: shape %S differs from %S, set by the "
+                                                       "column's first row (batch mode stacks rows)",
                              row, o->name, o->name_len, v->shape, (size_t)v->rank, o->shape + 1, (size_t)o->rank);
         *bytes = v->size;
     } else {
@@ -6385,34 +6492,41 @@ STS__PRIVATE sts_result sts__cell_check(sts_task_writer *w, const sts__ocol *o, 
             want = 1;
             for (d = 0; d < o->opt_rank; d++)
                 if (!sts__mul64(want, o->opt_dims[d], &want))
-                    return sts__fail(err, STS_RULE_NUMEL_OVERFLOW, STS_OFFSET_UNKNOWN, "column %q: its shapes option overflows 64 bits", o->name, o->name_len);
+                    return sts__failx(err, STS_RULE_NUMEL_OVERFLOW, "column %q: its shapes option overflows 64 bits",
+                                      o->name, o->name_len);
         }
         if (v->size != want)
-            return sts__fail(err, STS_RULE_ROW_SHAPE, STS_OFFSET_UNKNOWN, "row %U, column %q: the array has %U elements, but %s %U",
-                             row, o->name, o->name_len, v->size, o->has_opt ? "its shapes option holds" : "the column's first row had", want);
+            return sts__failx(err, STS_RULE_ROW_SHAPE, "row %U, column %q: the array has %U elements, but %s %U",
+                             row, o->name, o->name_len, v->size,
+                             o->has_opt ? "its shapes option holds" : "the column's first row had", want);
         if (!sts__mul64(v->size, sts_dtype_bits(o->dtype), &bits))
-            return sts__fail(err, STS_RULE_NUMEL_OVERFLOW, STS_OFFSET_UNKNOWN, "row %U, column %q: %U elements overflow 64 bits", row, o->name, o->name_len, v->size);
+            return sts__failx(err, STS_RULE_NUMEL_OVERFLOW, "row %U, column %q: %U elements overflow 64 bits", row,
+                              o->name, o->name_len, v->size);
         *bytes = bits / 8;
     }
     if (*bytes && !v->data)
-        return sts__fail(err, STS_RULE_ROW_VALUE, STS_OFFSET_UNKNOWN, "row %U, column %q: %U bytes but no data", row, o->name, o->name_len, *bytes);
+        return sts__failx(err, STS_RULE_ROW_VALUE, "row %U, column %q: %U bytes but no data", row, o->name, o->name_len,
+                          *bytes);
     return STS_OK;
 }
 /* Encodes one array cell's elements [from, from + n) into dst, or copies a tensor cell's bytes
    [from, from + n) (a tensor's unit is the byte: F4/F6 and every other dtype alike). */
-STS__PRIVATE sts_result sts__cell_encode(sts_task_writer *w, const sts__ocol *o, const sts_value *v, uint64_t from, size_t n, void *dst, sts_error *err) {
+STS__PRIVATE sts_result sts__cell_encode(sts_task_writer *w, const sts__ocol *o, const sts_value *v, uint64_t from,
+                                         size_t n, void *dst, sts_error *err) {
     size_t esz = o->kind == STS_VALUE_ARRAY ? sts_dtype_bits(o->elem) / 8 : 1;
     const uint8_t *src = (const uint8_t *)v->data + from * esz;
     sts_result r;
     if (o->kind == STS_VALUE_TENSOR || o->elem == o->dtype) { memcpy(dst, src, n * esz); return STS_OK; }
     r = sts_convert(dst, o->dtype, src, o->elem, n, w->c.rounding);
     if (r != STS_OK)
-        return sts__fail_code(err, r, STS_RULE_UNSUPPORTED, STS_OFFSET_UNKNOWN, "column %q: cannot encode %s elements as %s (%s)",
-                              o->name, o->name_len, sts_dtype_name(o->elem), sts_dtype_name(o->dtype), sts_result_name(r));
+        return sts__fail_code(err, r, STS_RULE_UNSUPPORTED, STS_OFFSET_UNKNOWN,
+                              "column %q: cannot encode %s elements as %s (%s)",
+                              o->name, o->name_len, sts_dtype_name(o->elem), sts_dtype_name(o->dtype),
+                              sts_result_name(r));
     return STS_OK;
 }
 
-/* ---- batch mode ---- */
+/* >>batch ---- batch mode ---- */
 STS__PRIVATE sts__shard *sts__cur_shard(sts_task_writer *w) { return &w->shards[w->nshards - 1]; }
 STS__PRIVATE sts_result sts__io_fail(sts_task_writer *w, int e, const char *what, sts_error *err) {
     return sts__task_fail(w, sts__fail_errno(err, e, what, sts__cur_shard(w)->path));
@@ -6420,7 +6534,8 @@ STS__PRIVATE sts_result sts__io_fail(sts_task_writer *w, int e, const char *what
 /* A failure the I/O thread met: STS_ERR_IO naming the call and the file; the writer is failed. */
 STS__PRIVATE sts_result sts__wb_fail(sts_task_writer *w, sts_error *err) {
     const sts__wb *q = &w->wb;
-    const char *path = q->err_shard < w->nshards && w->shards[q->err_shard].path ? w->shards[q->err_shard].path : w->dir;
+    const char *path = q->err_shard < w->nshards && w->shards[q->err_shard].path ? w->shards[q->err_shard].path
+                                                                                  : w->dir;
     return sts__task_fail(w, sts__fail_errno(err, q->err_no, q->err_op ? q->err_op : "write", path));
 }
 /* Before a system call of the caller's own: everything queued has run. */
@@ -6432,7 +6547,8 @@ STS__PRIVATE sts_result sts__wb_check(sts_task_writer *w, sts_error *err) {
     return sts__wb_error(&w->wb) ? sts__wb_fail(w, err) : STS_OK;
 }
 /* Queues one write-behind item for the open shard. */
-STS__PRIVATE void sts__wb_queue(sts_task_writer *w, int kind, int fd, const uint8_t *p, uint64_t len, uint64_t off, int32_t token) {
+STS__PRIVATE void sts__wb_queue(sts_task_writer *w, int kind, int fd, const uint8_t *p, uint64_t len, uint64_t off,
+                                int32_t token) {
     sts__wbitem it;
     memset(&it, 0, sizeof it);
     it.kind = kind; it.fd = fd; it.p = p; it.len = len; it.off = off; it.token = token;
@@ -6487,7 +6603,8 @@ STS__PRIVATE sts_result sts__batch_plan(sts_task_writer *w, uint64_t rows, sts__
         s->name = c->name; s->name_len = c->name_len; s->dtype = c->dtype; s->rank = c->rank + 1; s->shape = c->shape;
         s->data = NULL; s->produce = sts__never;
         if (!sts__mul64(rows, c->row_bytes, &s->data_size))
-            return sts__fail(err, STS_RULE_WRITE_TOTAL, STS_OFFSET_UNKNOWN, "column %q: %U rows overflow 64 bits", c->name, c->name_len, rows);
+            return sts__failx(err, STS_RULE_WRITE_TOTAL, "column %q: %U rows overflow 64 bits", c->name, c->name_len,
+                              rows);
     }
     return sts__plan_make(pl, w->bspecs, w->c.ncols, NULL, 0, &o, err);
 }
@@ -6501,7 +6618,8 @@ STS__PRIVATE sts_result sts__batch_too_large(sts_task_writer *w, sts_error *err)
         uint64_t e = sts__entry_fixed(o->name, o->name_len, o->dtype, o->shape, o->rank + 1);
         if (e > most) { most = e; at = i; }
     }
-    return sts__fail(err, STS_RULE_ROW_VALUE, STS_OFFSET_UNKNOWN, "row %U, column %q: the files' header needs more than the %U-byte limit (this column's entry alone takes %U bytes)",
+    return sts__failx(err, STS_RULE_ROW_VALUE, "row %U, column %q: the files' header needs more than the %U-byte "
+                                               "limit (this column's entry alone takes %U bytes)",
                      w->calls, w->c.cols[at].name, w->c.cols[at].name_len, (uint64_t)STS_MAX_HEADER_SIZE, most);
 }
 /* A full batch file would be larger than a file offset holds (2^63 - 1 bytes): the refusal names
@@ -6509,7 +6627,8 @@ STS__PRIVATE sts_result sts__batch_too_large(sts_task_writer *w, sts_error *err)
 STS__PRIVATE sts_result sts__batch_too_big(sts_task_writer *w, sts_error *err) {
     size_t i, at = 0;
     for (i = 1; i < w->c.ncols; i++) if (w->c.cols[i].row_bytes > w->c.cols[at].row_bytes) at = i;
-    return sts__fail(err, STS_RULE_WRITE_TOTAL, STS_OFFSET_UNKNOWN, "column %q: a file of %U rows (batch_size) would be over %U bytes, the largest file offset",
+    return sts__failx(err, STS_RULE_WRITE_TOTAL, "column %q: a file of %U rows (batch_size) would be over %U bytes, "
+                                                 "the largest file offset",
                      w->c.cols[at].name, w->c.cols[at].name_len, w->c.batch_size, (uint64_t)INT64_MAX);
 }
 /* The first row of a batch: lay the whole file out (header for a full batch, size set). */
@@ -6520,10 +6639,13 @@ STS__PRIVATE sts_result sts__batch_begin(sts_task_writer *w, sts_error *err) {
     sts_result r;
     int e;
     if ((r = sts__wb_check(w, err)) != STS_OK) return r;  /* an earlier file's failure */
-    if (!w->bspecs && !(w->bspecs = (sts_tensor_spec *)sts__alloc(&w->c.mem, w->c.ncols * sizeof *w->bspecs))) return sts__nomem(err, "the batch layout");
+    if (!w->bspecs && !(w->bspecs = (sts_tensor_spec *)sts__alloc(&w->c.mem, w->c.ncols * sizeof *w->bspecs)))
+        return sts__nomem(err, "the batch layout");
     memset(w->bspecs, 0, w->c.ncols * sizeof *w->bspecs);
-    if ((r = sts__batch_plan(w, w->c.batch_size, &w->plan, err)) != STS_OK) return r == STS_ERR_HEADER_TOO_LARGE ? sts__batch_too_large(w, err) : r;
-    if (w->plan.data_len > (uint64_t)INT64_MAX || 8 + w->plan.header_len > (uint64_t)INT64_MAX - w->plan.data_len) {  /* past what a file offset (off_t) holds */
+    if ((r = sts__batch_plan(w, w->c.batch_size, &w->plan, err)) != STS_OK)
+        return r == STS_ERR_HEADER_TOO_LARGE ? sts__batch_too_large(w, err) : r;
+    /* past what a file offset (off_t) holds */
+    if (w->plan.data_len > (uint64_t)INT64_MAX || 8 + w->plan.header_len > (uint64_t)INT64_MAX - w->plan.data_len) {
         sts__plan_free(&w->plan);
         return sts__batch_too_big(w, err);
     }
@@ -6538,7 +6660,10 @@ STS__PRIVATE sts_result sts__batch_begin(sts_task_writer *w, sts_error *err) {
         sts__wb_queue(w, STS__WB_TRUNCATE, s->a.fd, NULL, 0, hbytes + w->plan.data_len, -1);
     } else {
         if ((r = sts__wb_sync(w, err)) != STS_OK) { sts__plan_free(&w->plan); return r; }
-        if (!(hdr = (uint8_t *)sts__alloc(&w->c.mem, hbytes))) { sts__plan_free(&w->plan); return sts__task_fail(w, sts__nomem(err, "a batch header")); }
+        if (!(hdr = (uint8_t *)sts__alloc(&w->c.mem, hbytes))) {
+            sts__plan_free(&w->plan);
+            return sts__task_fail(w, sts__nomem(err, "a batch header"));
+        }
         sts__plan_render(&w->plan, w->bspecs, NULL, 0, hdr);
         e = sts__pwrite_all(&w->c.mem, s->a.fd, hdr, hbytes, 0);
         sts__free(&w->c.mem, hdr, hbytes);
@@ -6571,7 +6696,8 @@ STS__PRIVATE sts_result sts__batch_shrink(sts_task_writer *w, uint64_t rows, sts
        the file's layout order, so no column is overwritten before it has moved */
     for (k = 0; k < w->c.ncols && !e; k++) {
         size_t i = w->plan.order[k];
-        uint64_t src = w->data_off + w->plan.begin[i], dst = hbytes + small.begin[i], left = rows * w->c.cols[i].row_bytes;
+        uint64_t src = w->data_off + w->plan.begin[i], dst = hbytes + small.begin[i],
+        left = rows * w->c.cols[i].row_bytes;
         while (left && src != dst && !e) {
             size_t n = left > bufsz ? bufsz : (size_t)left;
             if ((e = sts__pread_all(s->a.fd, buf, n, src)) == 0) e = sts__pwrite_all(&w->c.mem, s->a.fd, buf, n, dst);
@@ -6608,14 +6734,17 @@ STS__PRIVATE sts_result sts__batch_end(sts_task_writer *w, uint64_t rows, int sh
     s->state = 1;
     return STS_OK;
 }
-STS__PRIVATE sts_result sts__batch_cell(sts_task_writer *w, sts__ocol *o, const sts_value *v, uint64_t bytes, uint64_t off, sts_error *err) {
+STS__PRIVATE sts_result sts__batch_cell(sts_task_writer *w, sts__ocol *o, const sts_value *v, uint64_t bytes,
+                                        uint64_t off, sts_error *err) {
     sts_result r;
     int e;
     if (o->stage_len && o->stage_off + o->stage_len != off && (r = sts__stage_flush(w, o, err)) != STS_OK) return r;
     if (!o->stage_len) o->stage_off = off;
-    if ((o->kind == STS_VALUE_TENSOR || o->elem == o->dtype) && bytes >= STS__STAGE) {  /* large: zero-copy, from the caller's thread */
+    /* large: zero-copy, from the caller's thread */
+    if ((o->kind == STS_VALUE_TENSOR || o->elem == o->dtype) && bytes >= STS__STAGE) {
         if ((r = sts__stage_flush(w, o, err)) != STS_OK || (r = sts__wb_sync(w, err)) != STS_OK) return r;
-        if ((e = sts__pwrite_all(&w->c.mem, sts__cur_shard(w)->a.fd, v->data, bytes, off)) != 0) return sts__io_fail(w, e, "write", err);
+        if ((e = sts__pwrite_all(&w->c.mem, sts__cur_shard(w)->a.fd, v->data, bytes, off)) != 0)
+            return sts__io_fail(w, e, "write", err);
         o->stage_off = off + bytes;
         return STS_OK;
     }
@@ -6625,7 +6754,8 @@ STS__PRIVATE sts_result sts__batch_cell(sts_task_writer *w, sts__ocol *o, const 
         while (from < total) {  /* elements (arrays) or bytes (tensors), a stage at a time */
             size_t room, n;
             if (!o->stage) {
-                if ((o->stage_id = sts__stage_take(w)) < 0) return sts__task_fail(w, sts__nomem(err, "a column buffer"));
+                if ((o->stage_id = sts__stage_take(w)) < 0)
+                    return sts__task_fail(w, sts__nomem(err, "a column buffer"));
                 o->stage = w->stages[o->stage_id].p;
             }
             room = (STS__STAGE - o->stage_len) / esz;
@@ -6658,7 +6788,7 @@ STS__PRIVATE sts_result sts__batch_row(sts_task_writer *w, const sts_value *row,
     return STS_OK;
 }
 
-/* ---- KV mode ---- */
+/* >>kv ---- KV mode ---- */
 /* Upper bound of the shard's file size with `n` entries, `fixed` header bytes and `data` bytes:
    every offset is counted with as many digits as the data size has. Exact size <= bound. */
 STS__PRIVATE uint64_t sts__shard_bound(uint64_t n, uint64_t fixed, uint64_t data, uint64_t *header) {
@@ -6694,7 +6824,8 @@ STS__PRIVATE void *sts__kv_data(sts_task_writer *w, uint64_t bytes, sts_error *e
         if (!w->chunk_budget || w->chunk_bytes + cap <= w->chunk_budget || (t = sts__wb_take(&w->wb, 1)) < 0) break;
         w->chunks[t].state = STS__CHUNK_FREE;
     }
-    if (w->nchunks == w->chunks_cap && !sts__grow(&w->c.mem, (void **)&w->chunks, &w->chunks_cap, w->nchunks + 1, sizeof *w->chunks)) {
+    if (w->nchunks == w->chunks_cap && !sts__grow(&w->c.mem, (void **)&w->chunks, &w->chunks_cap, w->nchunks + 1,
+                                                  sizeof *w->chunks)) {
         sts__nomem(err, "the shard buffer");
         return NULL;
     }
@@ -6724,7 +6855,8 @@ STS__PRIVATE char *sts__kv_name_store(sts_task_writer *w, const char *name, size
     w->names_left -= len + 1;
     return p;
 }
-STS__PRIVATE const uint64_t *sts__kv_shape_store(sts_task_writer *w, const uint64_t *dims, uint32_t rank) {  /* 8-aligned */
+/* 8-aligned */
+STS__PRIVATE const uint64_t *sts__kv_shape_store(sts_task_writer *w, const uint64_t *dims, uint32_t rank) {
     sts__chunk *c;
     uint64_t *p;
     size_t need = (rank ? rank : 1) * sizeof(uint64_t);
@@ -6749,7 +6881,10 @@ STS__PRIVATE void sts__kv_shapes_free(sts_task_writer *w) {
 }
 STS__PRIVATE sts__names sts__key_names(sts_task_writer *w) {
     sts__names k;
-    k.items = w->keys; k.stride = sizeof *w->keys; k.ptr_off = offsetof(sts__key, name); k.len_off = offsetof(sts__key, len);
+    k.items = w->keys;
+    k.stride = sizeof *w->keys;
+    k.ptr_off = offsetof(sts__key, name);
+    k.len_off = offsetof(sts__key, len);
     k.hashes = &w->keys[0].hash; k.hash_stride = sizeof *w->keys;
     return k;
 }
@@ -6761,22 +6896,26 @@ STS__PRIVATE int sts__kv_ents_reserve(sts_task_writer *w, size_t need) {
     if (need <= w->ents_cap && need <= w->efix_cap && need <= w->ord_cap && need <= w->echk_cap) return 1;
     if (cap < need) cap = need;
     if (w->ents_cap < cap) {
-        if (!sts__mulsz(cap, sizeof *w->ents, &bytes) || !(p = sts__realloc(&w->c.mem, w->ents, w->ents_cap * sizeof *w->ents, bytes))) return 0;
+        if (!sts__mulsz(cap, sizeof *w->ents, &bytes) || !(p = sts__realloc(&w->c.mem, w->ents,
+                w->ents_cap * sizeof *w->ents, bytes))) return 0;
         w->ents = (sts_tensor_spec *)p;
         w->ents_cap = cap;
     }
     if (w->efix_cap < cap) {
-        if (!sts__mulsz(cap, sizeof *w->efix, &bytes) || !(p = sts__realloc(&w->c.mem, w->efix, w->efix_cap * sizeof *w->efix, bytes))) return 0;
+        if (!sts__mulsz(cap, sizeof *w->efix, &bytes) || !(p = sts__realloc(&w->c.mem, w->efix,
+                w->efix_cap * sizeof *w->efix, bytes))) return 0;
         w->efix = (uint32_t *)p;
         w->efix_cap = cap;
     }
     if (w->ord_cap < cap) {
-        if (!sts__mulsz(cap, sizeof *w->ord, &bytes) || !(p = sts__realloc(&w->c.mem, w->ord, w->ord_cap * sizeof *w->ord, bytes))) return 0;
+        if (!sts__mulsz(cap, sizeof *w->ord, &bytes) || !(p = sts__realloc(&w->c.mem, w->ord,
+                w->ord_cap * sizeof *w->ord, bytes))) return 0;
         w->ord = (size_t *)p;
         w->ord_cap = cap;
     }
     if (w->echk_cap < cap) {
-        if (!sts__mulsz(cap, sizeof *w->echk, &bytes) || !(p = sts__realloc(&w->c.mem, w->echk, w->echk_cap * sizeof *w->echk, bytes))) return 0;
+        if (!sts__mulsz(cap, sizeof *w->echk, &bytes) || !(p = sts__realloc(&w->c.mem, w->echk,
+                w->echk_cap * sizeof *w->echk, bytes))) return 0;
         w->echk = (uint32_t *)p;
         w->echk_cap = cap;
     }
@@ -6828,7 +6967,9 @@ STS__PRIVATE uint64_t sts__kv_exact(sts_task_writer *w, size_t n, uint64_t *head
     size_t nc = w->c.ncols, i, j, p, cnt = 0, nev = 0, ev = 0;
     uint64_t json = 2, cursor = 0;
     for (i = 0; i < 2 * nc; i++) {  /* events: insert tensor i at rpos[i]; drop entry rrep[i - nc] at rpos[i] */
-        const sts_tensor_spec *key = i < nc ? &w->rspec[i] : w->rrep[i - nc] != (size_t)-1 ? &w->ents[w->rrep[i - nc]] : NULL;
+        const sts_tensor_spec *key = i < nc                       ? &w->rspec[i]
+                                     : w->rrep[i - nc] != (size_t)-1 ? &w->ents[w->rrep[i - nc]]
+                                                                     : NULL;
         size_t lo = 0, hi = n;
         if (!key) continue;
         while (lo < hi) {
@@ -6840,7 +6981,8 @@ STS__PRIVATE uint64_t sts__kv_exact(sts_task_writer *w, size_t n, uint64_t *head
         w->rord[j] = i;
         nev++;
     }
-#define STS__EMIT(fix, size) do { json += (fix) + sts__digits(cursor); cursor += (size); json += sts__digits(cursor); cnt++; } while (0)
+#define STS__EMIT(fix, size) \
+    do { json += (fix) + sts__digits(cursor); cursor += (size); json += sts__digits(cursor); cnt++; } while (0)
     for (p = 0; p <= n; p++) {
         int drop = 0;
         for (; ev < nev && w->rpos[w->rord[ev]] == p; ev++) {
@@ -6871,9 +7013,11 @@ STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
     if (!w->nents) return STS_OK;
     if ((r = sts__wb_sync(w, err)) != STS_OK) return r;  /* the previous shard is out */
     if (!sts__kv_order(w)) return sts__task_fail(w, sts__nomem(err, "the shard's layout"));
-    if ((r = sts__plan_trusted(&pl, w->ents, w->nents, w->ord, w->efix, &w->c.mem, err)) != STS_OK) return sts__task_fail(w, r);
+    if ((r = sts__plan_trusted(&pl, w->ents, w->nents, w->ord, w->efix, &w->c.mem, err)) != STS_OK)
+        return sts__task_fail(w, r);
     if ((r = sts__shard_open(w, &s, err)) != STS_OK) { sts__plan_free(&pl); return sts__task_fail(w, r); }
-    if (!w->sink && !(w->sink = (sts__fdsink *)sts__alloc(&w->c.mem, sizeof *w->sink))) r = sts__nomem(err, "the file sink");
+    if (!w->sink && !(w->sink = (sts__fdsink *)sts__alloc(&w->c.mem, sizeof *w->sink)))
+        r = sts__nomem(err, "the file sink");
     else if (!sts__wb_reserve(&w->wb, w->nchunks)) r = sts__nomem(err, "the write queue");
     else {
         w->sink->mem = &w->c.mem; w->sink->fd = s->a.fd; w->sink->err_no = 0; w->sink->n = 0; w->sink->pending = 0;
@@ -6914,7 +7058,8 @@ STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
     }
     if (it.len) { it.more = 0; sts__wb_put(&w->wb, &it); }
     for (k = 0; k < w->nchunks; k++)
-        if (w->chunks[k].state == STS__CHUNK_OPEN) w->chunks[k].state = w->chunks[k].last == (size_t)-1 ? STS__CHUNK_FREE : STS__CHUNK_LENT;
+        if (w->chunks[k].state == STS__CHUNK_OPEN)
+            w->chunks[k].state = w->chunks[k].last == (size_t)-1 ? STS__CHUNK_FREE : STS__CHUNK_LENT;
     sts__wb_queue(w, STS__WB_SEAL, s->a.fd, NULL, 0, 0, -1);
     s->a.fd = -1;  /* the I/O thread closes it */
     s->bytes = 8 + pl.header_len + pl.data_len;
@@ -6932,15 +7077,19 @@ STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
 }
 STS__PRIVATE sts_result sts__kv_keys_reserve(sts_task_writer *w, size_t more, sts_error *err) {
     size_t need = w->nkeys + more, i;
-    if ((uint64_t)w->nkeys + more > (uint64_t)STS__EMPTY)  /* the key index holds 32-bit entry numbers, STS__EMPTY excepted */
-        return sts__fail(err, STS_RULE_ROW_VALUE, STS_OFFSET_UNKNOWN, "row %U: the task writer holds %U tensor names, and one holds at most %U (KV mode): use more tasks",
+    /* the key index holds 32-bit entry numbers, STS__EMPTY excepted */
+    if ((uint64_t)w->nkeys + more > (uint64_t)STS__EMPTY)
+        return sts__failx(err, STS_RULE_ROW_VALUE, "row %U: the task writer holds %U tensor names, and one holds at "
+                                                   "most %U (KV mode): use more tasks",
                          w->calls, (uint64_t)w->nkeys, (uint64_t)STS__EMPTY);
-    if (need > w->keys_cap && !sts__grow(&w->c.mem, (void **)&w->keys, &w->keys_cap, need, sizeof *w->keys)) return sts__nomem(err, "the key set");
+    if (need > w->keys_cap && !sts__grow(&w->c.mem, (void **)&w->keys, &w->keys_cap, need, sizeof *w->keys))
+        return sts__nomem(err, "the key set");
     if (!w->kindex.slots || need * 2 > w->kindex.mask + 1) {  /* rehash at half load */
         sts__index nix;
         sts__names k = sts__key_names(w);
         if (!sts__index_init(&w->c.mem, &nix, need * 2)) return sts__nomem(err, "the key set");
-        for (i = 0; i < w->nkeys; i++) nix.slots[sts__index_probe(&nix, &k, w->keys[i].hash, w->keys[i].name, w->keys[i].len)] = (uint32_t)i;
+        for (i = 0; i < w->nkeys; i++)
+            nix.slots[sts__index_probe(&nix, &k, w->keys[i].hash, w->keys[i].name, w->keys[i].len)] = (uint32_t)i;
         sts__index_free(&w->c.mem, &w->kindex);
         w->kindex = nix;
     }
@@ -6968,9 +7117,12 @@ STS__PRIVATE sts_result sts__kv_check(sts_task_writer *w, const sts_value *row, 
     x->add_fixed = x->add_data = 0;
     x->cur = (uint32_t)w->nshards;
     x->fresh = 1;
-    if (kv->size && !kv->data) return sts__fail(err, STS_RULE_ROW_VALUE, STS_OFFSET_UNKNOWN, "row %U: the key has %U bytes but no data", w->calls, kv->size);
-    if (kv->size > ((uint64_t)1 << 30) || sts__utf8_check((const uint8_t *)x->key, x->klen) != x->klen || (x->klen && memchr(x->key, 0, x->klen)))
-        return sts__fail(err, STS_RULE_ROW_VALUE, STS_OFFSET_UNKNOWN, "row %U: key %q must be UTF-8 without NUL", w->calls, x->key, x->klen);
+    if (kv->size && !kv->data)
+        return sts__failx(err, STS_RULE_ROW_VALUE, "row %U: the key has %U bytes but no data", w->calls, kv->size);
+    if (kv->size > ((uint64_t)1 << 30) || sts__utf8_check((const uint8_t *)x->key, x->klen) != x->klen ||
+        (x->klen && memchr(x->key, 0, x->klen)))
+        return sts__failx(err, STS_RULE_ROW_VALUE, "row %U: key %q must be UTF-8 without NUL", w->calls, x->key,
+                          x->klen);
     if (!w->rspec) {  /* the per-row arrays, once */
         w->rspec = (sts_tensor_spec *)sts__alloc(&w->c.mem, nc * sizeof *w->rspec);
         w->rhash = (uint64_t *)sts__alloc(&w->c.mem, 3 * nc * sizeof *w->rhash);
@@ -7015,13 +7167,15 @@ STS__PRIVATE sts_result sts__kv_names(sts_task_writer *w, const sts_value *row, 
         memcpy(n + x->klen + w->c.sep_len, o->name, o->name_len);
         pos_end += nl;
         if (nl == 12 && memcmp(n, "__metadata__", 12) == 0)
-            return sts__fail(err, STS_RULE_ROW_VALUE, STS_OFFSET_UNKNOWN, "row %U: key %q and column %q make the tensor name \"__metadata__\", which readers take for the metadata",
+            return sts__failx(err, STS_RULE_ROW_VALUE, "row %U: key %q and column %q make the tensor name "
+                                                       "\"__metadata__\", which readers take for the metadata",
                              w->calls, x->key, x->klen, o->name, o->name_len);
         w->rhash[i] = sts__hash(n, nl, 0x6b657973u);
         pos = sts__index_probe(&w->kindex, &x->kn, w->rhash[i], n, nl);
         slot = w->kindex.slots[pos];
         if (slot != STS__EMPTY && w->c.dup == STS_DUPLICATES_FAIL)
-            return sts__fail(err, STS_RULE_DUPLICATE_KEY, STS_OFFSET_UNKNOWN, "row %U: key %q gives tensor %q, which this task already wrote (duplicatesStrategy=fail)",
+            return sts__failx(err, STS_RULE_DUPLICATE_KEY, "row %U: key %q gives tensor %q, which this task already "
+                                                           "wrote (duplicatesStrategy=fail)",
                              w->calls, x->key, x->klen, n, nl);
         w->rrep[i] = slot != STS__EMPTY && w->keys[slot].shard == x->cur ? w->keys[slot].ent : (size_t)-1;
         memset(e, 0, sizeof *e);
@@ -7049,7 +7203,8 @@ STS__PRIVATE sts_result sts__kv_names(sts_task_writer *w, const sts_value *row, 
    they shift across a power of ten. */
 STS__PRIVATE int sts__kv_fits(sts_task_writer *w, const sts__kvrow *x) {
     uint64_t nc = w->c.ncols, header, dd;
-    uint64_t bound = sts__shard_bound(w->nents + nc, w->shard_fixed + x->add_fixed, w->shard_data + x->add_data, &header);
+    uint64_t bound = sts__shard_bound(w->nents + nc, w->shard_fixed + x->add_fixed, w->shard_data + x->add_data,
+                                      &header);
     int fits = bound <= w->c.target && header <= STS_MAX_HEADER_SIZE;
     if (!fits && w->exact) {
         dd = sts__digits(w->shard_data + x->add_data);
@@ -7085,10 +7240,12 @@ STS__PRIVATE sts_result sts__kv_append(sts_task_writer *w, const sts_value *row,
         sts_tensor_spec *e;
         void *dst;
         uint32_t d;
-        pos = sts__index_probe(&w->kindex, &x->kn, w->rhash[i], t->name, t->name_len);  /* again: earlier columns may have taken slots */
+        /* again: earlier columns may have taken slots */
+        pos = sts__index_probe(&w->kindex, &x->kn, w->rhash[i], t->name, t->name_len);
         if (w->kindex.slots[pos] == STS__EMPTY) {
             k = &w->keys[w->nkeys];
-            if (!(k->name = sts__kv_name_store(w, t->name, t->name_len))) return sts__task_fail(w, sts__nomem(err, "a key"));
+            if (!(k->name = sts__kv_name_store(w, t->name, t->name_len)))
+                return sts__task_fail(w, sts__nomem(err, "a key"));
             k->hash = w->rhash[i];
             k->len = t->name_len;
             k->shard = (uint32_t)-1;
@@ -7113,13 +7270,16 @@ STS__PRIVATE sts_result sts__kv_append(sts_task_writer *w, const sts_value *row,
         e->data_size = b;
         e->rank = t->rank;
         /* the row's shape: the column's own when equal (the usual case), else a copy */
-        if (t->rank == o->rank && (!t->rank || memcmp(t->shape, o->shape + 1, t->rank * sizeof *t->shape) == 0)) e->shape = o->shape + 1;
-        else if (!(e->shape = sts__kv_shape_store(w, t->shape, t->rank))) return sts__task_fail(w, sts__nomem(err, "a shape"));
+        if (t->rank == o->rank && (!t->rank || memcmp(t->shape, o->shape + 1, t->rank * sizeof *t->shape) == 0))
+            e->shape = o->shape + 1;
+        else if (!(e->shape = sts__kv_shape_store(w, t->shape, t->rank)))
+            return sts__task_fail(w, sts__nomem(err, "a shape"));
         /* data next to the previous tensor's, so the shard goes out in few large writes */
         if (!(dst = sts__kv_data(w, b, err))) return sts__task_fail(w, STS_ERR_NOMEM);
         e->data = dst;
         w->echk[ent] = (uint32_t)w->chunk_at;
-        if (b && (r = sts__cell_encode(w, o, v, 0, (size_t)(o->kind == STS_VALUE_ARRAY ? v->size : b), dst, err)) != STS_OK) return sts__task_fail(w, r);
+        if (b && (r = sts__cell_encode(w, o, v, 0, (size_t)(o->kind == STS_VALUE_ARRAY ? v->size : b), dst,
+                                       err)) != STS_OK) return sts__task_fail(w, r);
         /* the schema's shape: dims that differ between rows become -1 */
         if (e->rank != o->rank) memset(o->varies, 1, o->rank ? o->rank : 1);
         else for (d = 0; d < e->rank; d++) if (e->shape[d] != o->shape[1 + d]) o->varies[d] = 1;
@@ -7142,8 +7302,10 @@ STS__PRIVATE sts_result sts__kv_alone(sts_task_writer *w, const sts__kvrow *x, s
     sts__kv_exact(w, 0, &header);
     if (header <= STS_MAX_HEADER_SIZE) return STS_OK;
     for (i = 0; i < w->c.ncols; i++) if (w->rfix[i] > most) { most = w->rfix[i]; at = i; }
-    return sts__fail(err, STS_RULE_ROW_VALUE, STS_OFFSET_UNKNOWN, "row %U, column %q: its tensors need a %U-byte header (key of %U bytes), over the %U-byte limit",
-                     w->calls, w->c.cols[at].name, w->c.cols[at].name_len, header, (uint64_t)x->klen, (uint64_t)STS_MAX_HEADER_SIZE);
+    return sts__failx(err, STS_RULE_ROW_VALUE, "row %U, column %q: its tensors need a %U-byte header (key of %U "
+                                               "bytes), over the %U-byte limit",
+                     w->calls, w->c.cols[at].name, w->c.cols[at].name_len, header, (uint64_t)x->klen,
+                     (uint64_t)STS_MAX_HEADER_SIZE);
 }
 /* One KV row: checked, named and checked for duplicates, the open shard rolled when the row would
    push it past the target (or the header cap), then appended. A refused row changes nothing. */
@@ -7168,12 +7330,14 @@ STS__PRIVATE sts_result sts__kv_row(sts_task_writer *w, const sts_value *row, st
 
 STSDEF sts_result sts_task_write(sts_task_writer *w, const sts_value *row, sts_error *err) {
     sts_result r;
-    if (!w || !row) return sts__fail(err, STS_RULE_ARGUMENT, STS_OFFSET_UNKNOWN, "sts_task_write needs a writer and a row");
-    if (w->committed) return sts__fail(err, STS_RULE_STATE, STS_OFFSET_UNKNOWN, "the task writer is already committed");
+    if (!w || !row) return sts__failx(err, STS_RULE_ARGUMENT, "sts_task_write needs a writer and a row");
+    if (w->committed) return sts__failx(err, STS_RULE_STATE, "the task writer is already committed");
     if (w->failed != STS_OK)
-        return sts__fail(err, STS_RULE_STATE, STS_OFFSET_UNKNOWN, "the task writer failed earlier (%s); close it to abort", sts_result_name(w->failed));
+        return sts__failx(err, STS_RULE_STATE, "the task writer failed earlier (%s); close it to abort",
+                          sts_result_name(w->failed));
     r = w->c.kv ? sts__kv_row(w, row, err) : sts__batch_row(w, row, err);
-    if (r == STS_OK && !w->wb.threaded && w->wb.err_no) r = sts__wb_fail(w, err);  /* no I/O thread: this row's own write */
+    /* no I/O thread: this row's own write */
+    if (r == STS_OK && !w->wb.threaded && w->wb.err_no) r = sts__wb_fail(w, err);
     w->calls++;
     if (r == STS_OK) sts__ok(err);
     return r;
@@ -7642,7 +7806,8 @@ STS__PRIVATE sts_result sts__commit_keys(sts__commit *c, sts_error *err) {
     sts__names kn;
     for (i = 0; i < c->nshards; i++) total += sts_count(c->shards[i].f);
     if (c->nshards > 0xfffffffeu || total > 0xfffffffeu)  /* the index and the reader number them in 32 bits */
-        return sts__failx(err, STS_RULE_MESSAGE, "the tasks wrote %z shards and %z tensors; a dataset holds fewer than 2^32 "
+        return sts__failx(err, STS_RULE_MESSAGE, "the tasks wrote %z shards and %z tensors; a dataset holds fewer "
+                                                 "than 2^32 "
                           "of each", c->nshards, total);
     if (!(c->refs = (sts__cref *)sts__alloc(&c->mem, (total ? total : 1) * sizeof *c->refs)) ||
         !(c->winner = (uint32_t *)sts__alloc(&c->mem, (total ? total : 1) * sizeof *c->winner)) ||
