@@ -9,6 +9,7 @@
 2. The sections after io (writer, codec, dataset layers, archive) make no system call: none of the
    POSIX calls below, no errno, no struct stat, no system header.
 3. The table of contents at the top lists every anchor, in the order the sections appear.
+4. No line is longer than 120 characters.
 
 Exit status 1 with one line per problem; prints a summary otherwise. Usage: check_layers.py [--self-test] [HEADER]
 (--self-test first plants one fault of each kind in a copy and fails unless each is found)
@@ -153,6 +154,11 @@ def check(text):
         problems.append("the table of contents lists the anchors in another order than the file: "
                         + " ".join(order))
 
+    # 4. line length (the house style's 120 columns)
+    for no, line in enumerate(text.split("\n"), 1):
+        if len(line) > 120:
+            problems.append(f"{HEADER}:{no}: {len(line)} characters (at most 120)")
+
     summary = (f"check_layers: {len(sections)} sections ({' '.join(s['name'] for s in sections)}), "
                f"{len(anchors)} anchors in the table of contents, no call outside 'May call:', "
                f"no system call after >>{NO_SYSCALL_AFTER}")
@@ -172,6 +178,7 @@ def self_test(text):
         "dataset read calls dataset write": plant(">>dataset_read", "static void sts__probe_c(void) { sts__wcfg_free(0); }"),
         "io calls dataset read": plant(">>io", "static void sts__probe_d(void) { sts_dataset_close(0); }"),
         "anchor missing from the contents": text.replace(">>dataset_read\n", ">>dataset_reed\n", 1),
+        "a line of 121 characters": text.replace("\n#endif /* STS_NO_STDIO */\n", "\n" + "/" * 121 + "\n#endif /* STS_NO_STDIO */\n", 1),
     }
     bad = 0
     for what, mutant in mutants.items():
