@@ -2884,6 +2884,29 @@ STS__PRIVATE int sts__link_path(const sts__mem *m, const char *from, const char 
     if (e) return e;
     return link(from, to) == 0 ? 0 : errno ? errno : EIO;
 }
+/* Moves from to `to` only when nothing is at `to` (EEXIST otherwise), through the "rename" hook:
+   a hard link then the unlink of from; where the file system has no hard links, a rename after
+   checking that `to` is free (the job lock keeps others out of that moment). 0 or an errno. */
+STS__PRIVATE int sts__rename_noreplace(const sts__mem *m, const char *from, const char *to) {
+    int e = sts__fault(m, "rename");
+    if (e) return e;
+    if (link(from, to) == 0) { (void)unlink(from); return 0; }
+    e = errno ? errno : EIO;
+    if (e == EEXIST) return e;
+    if (e == EPERM || e == ENOSYS || e == EMLINK
+#ifdef EOPNOTSUPP
+        || e == EOPNOTSUPP
+#endif
+#ifdef ENOTSUP
+        || e == ENOTSUP
+#endif
+    ) {
+        struct stat st;
+        if (lstat(to, &st) == 0) return EEXIST;
+        return rename(from, to) == 0 ? 0 : errno ? errno : EIO;
+    }
+    return e;
+}
 /* ftruncate through the hook: 0 or an errno. */
 STS__PRIVATE int sts__truncate_fd(const sts__mem *m, int fd, uint64_t size) {
     int e = sts__fault(m, "ftruncate");
@@ -6154,45 +6177,59 @@ STS__PRIVATE sts_result sts__wcfg_make(sts__wcfg *c, const sts_write_config *cfg
 }
 
 /* ---- folders ---- */
-/* Removes our temporaries; reports the first entry that makes the folder non-empty. */
+/* The folder check of prepare: the first entry that makes the folder non-empty (our temporaries
+   and the job lock aside); with `remove`, removes the temporaries instead (left by a job that
+   crashed: never visible to readers), once the folder is ours. */
 typedef struct sts__fcheck {
     const sts__mem *m;
     const char *dir;
-    int overwrite;
+    int overwrite, remove;
     sts_result r;
     sts_error *err;
 } sts__fcheck;
 STS__PRIVATE sts_result sts__folder_entry(void *user, const char *n) {
     sts__fcheck *fc = (sts__fcheck *)user;
-    if (sts__is_temp_name(n)) {  /* left by a crashed writer: never visible to readers */
+    if (strcmp(n, STS__LOCK) == 0) return STS_OK;
+    if (sts__is_temp_name(n)) {
         size_t sz;
-        char *p = sts__join(fc->m, fc->dir, n, &sz);
-        if (p) { sts__remove_path(p); sts__free(fc->m, p, sz); }
+        char *p;
+        if (fc->remove && (p = sts__join(fc->m, fc->dir, n, &sz)) != NULL) {
+            sts__remove_path(p);
+            sts__free(fc->m, p, sz);
+        }
         return STS_OK;
     }
-    if (!fc->overwrite && fc->r == STS_OK)
+    if (!fc->remove && !fc->overwrite && fc->r == STS_OK)
         fc->r = sts__failx(fc->err, STS_RULE_EXISTS, "the output folder %q is not empty (it holds %q); set "
-                                                     "mode=overwrite to "
-                           "replace it", fc->dir, strlen(fc->dir), n, strlen(n));
+                                                     "mode=overwrite "
+                           "to replace it", fc->dir, strlen(fc->dir), n, strlen(n));
     return STS_OK;
 }
-STS__PRIVATE sts_result sts__folder_check(const char *dir, const sts__mem *m, int overwrite, sts_error *err) {
+STS__PRIVATE sts_result sts__folder_pass(const char *dir, const sts__mem *m, int overwrite, int remove,
+                                         sts_error *err) {
     sts__fcheck fc;
     sts_result r;
-    fc.m = m; fc.dir = dir; fc.overwrite = overwrite; fc.r = STS_OK; fc.err = err;
+    fc.m = m; fc.dir = dir; fc.overwrite = overwrite; fc.remove = remove; fc.r = STS_OK; fc.err = err;
     r = sts__list_dir(dir, sts__folder_entry, &fc, err);
     return r != STS_OK ? r : fc.r;
 }
 
+/* Takes the folder for a job: created when missing, locked (EXISTS when another job holds it),
+   checked (EXISTS when not empty, unless overwrite; the lock is given back then), and cleared of
+   temporaries that crashed jobs left. */
 STSDEF sts_result sts_dataset_prepare(const char *dir, const sts_write_config *cfg, const sts_column *schema,
-                                      size_t ncols,
-                                      const sts_options *opts, sts_error *err) {
+                                      size_t ncols, const sts_options *opts, sts_error *err) {
     sts__wcfg c;
+    sts__joblock mine;
     sts_result r;
     if (!dir || !dir[0]) return sts__failx(err, STS_RULE_ARGUMENT, "sts_dataset_prepare needs a folder");
     if ((r = sts__wcfg_make(&c, cfg, schema, ncols, opts, err)) != STS_OK) return r;
     if ((r = sts__make_dirs(&c.mem, dir, err)) != STS_OK) { sts__wcfg_free(&c); return r; }
-    r = sts__folder_check(dir, &c.mem, c.overwrite, err);
+    if ((r = sts__lock_take(&c.mem, dir, c.durable, &mine, err)) != STS_OK) { sts__wcfg_free(&c); return r; }
+    if ((r = sts__folder_pass(dir, &c.mem, c.overwrite, 0, err)) != STS_OK)
+        sts__lock_release(&c.mem, dir, mine.job, mine.job_len);
+    else (void)sts__folder_pass(dir, &c.mem, c.overwrite, 1, NULL);
+    sts__lock_free(&c.mem, &mine);
     sts__wcfg_free(&c);
     if (r == STS_OK) sts__ok(err);
     return r;
@@ -6226,6 +6263,7 @@ struct sts_task_writer {
     size_t dir_size;
     uint32_t task;
     char uuid[37];
+    sts__joblock job;               /* the job that holds the folder (from its lock) */
     sts_result failed;              /* sticky I/O failure */
     int committed;
     uint64_t rows;                  /* rows accepted */
@@ -6344,11 +6382,20 @@ STSDEF sts_result sts_task_open(const char *dir, uint32_t task_id, const sts_wri
             return sts__fail_errno(err, e ? e : ENOTDIR, "use the output folder (call sts_dataset_prepare first)", dir);
         }
     }
-    if (!(w = (sts_task_writer *)sts__alloc(&c.mem, sizeof *w))) {
-        sts__wcfg_free(&c);
-        return sts__nomem(err, "the task writer");
+    {
+        sts__joblock l;
+        int found;
+        /* the job that holds the folder (none: the writer works alone, and sts_dataset_commit, which
+           commits only the messages of the folder's job, refuses its message) */
+        if ((r = sts__lock_read(&c.mem, dir, &l, &found, err)) != STS_OK) { sts__wcfg_free(&c); return r; }
+        if (!(w = (sts_task_writer *)sts__alloc(&c.mem, sizeof *w))) {
+            sts__lock_free(&c.mem, &l);
+            sts__wcfg_free(&c);
+            return sts__nomem(err, "the task writer");
+        }
+        memset(w, 0, sizeof *w);
+        w->job = l;
     }
-    memset(w, 0, sizeof *w);
     w->c = c;
     w->task = task_id;
     w->kindex.slots = NULL;
@@ -6362,6 +6409,7 @@ STSDEF sts_result sts_task_open(const char *dir, uint32_t task_id, const sts_wri
         size_t dl = strlen(dir);
         w->dir_size = dl + 1;
         if (!(w->dir = (char *)sts__alloc(&c.mem, w->dir_size))) {
+            sts__lock_free(&c.mem, &w->job);
             sts__free(&c.mem, w, sizeof *w);
             sts__wcfg_free(&c);
             return sts__nomem(err, "the task writer");
@@ -7394,6 +7442,9 @@ STSDEF sts_result sts_task_commit(sts_task_writer *w, char **message, size_t *me
     sts__out_init(&o, &w->c.mem, -1);
     sts__out_cstr(&o, "{\"sts_task_commit\":1,\"writer\":\"safetensors_spark.h " STS_VERSION_STRING "\",\"task\":");
     sts__out_u64(&o, w->task);
+    sts__out_cstr(&o, ",\"job\":");
+    if (w->job.job) sts__out_json(&o, w->job.job, w->job.job_len);
+    else sts__out_cstr(&o, "null");
     sts__out_cstr(&o, ",\"uuid\":\"");
     sts__out_cstr(&o, w->uuid);
     sts__out_cstr(&o, w->c.kv ? "\",\"mode\":\"kv\",\"kv_separator\":" : "\",\"mode\":\"batch\",\"kv_separator\":");
@@ -7476,6 +7527,7 @@ STSDEF void sts_task_close(sts_task_writer *w) {
     sts__free(&m, w->scratch, w->scratch_cap);
     sts__free(&m, w->sink, sizeof *w->sink);
     sts__free(&m, w->dir, w->dir_size);
+    sts__lock_free(&m, &w->job);
     sts__wcfg_free(&w->c);
     sts__free(&m, w, sizeof *w);
 }
@@ -7514,7 +7566,8 @@ typedef struct sts__commit {
     sts__index ix;
     uint32_t *winner;               /* KV: per ref, 1 when it is the key's winner */
     char dataset_id[37];
-    sts__manifest man;              /* reindex: the manifest read (sep and names live there) */
+    sts__manifest man;              /* the published manifest read before: reindex's source, overwrite's old shards */
+    sts__joblock lock;              /* commit: the job that holds the folder */
 } sts__commit;
 
 STS__PRIVATE sts_result sts__msg_fail(sts_error *err, size_t m, const char *what) {
@@ -7610,6 +7663,25 @@ STS__PRIVATE sts_result sts__msg_read(sts__commit *c, size_t m, size_t *nshards_
     if (sts__jdoc_is(d, t, "kv")) kv = 1;
     else if (sts__jdoc_is(d, t, "batch")) kv = 0;
     else return sts__msg_fail(err, m, "mode must be \"kv\" or \"batch\"");
+    t = sts__jdoc_get(d, 0, "job");
+    if (!t || d->tok[t].type != '"')
+        return sts__msg_fail(err, m, "names no job: its task writer was opened in a folder that no job held "
+                                     "(call sts_dataset_prepare before the tasks)");
+    {
+        size_t jl;
+        char *job = sts__jdoc_dup(&c->mem, d, t, &jl);
+        int same;
+        if (!job) return sts__nomem(err, "a job id");
+        same = jl == c->lock.job_len && memcmp(job, c->lock.job, jl) == 0;
+        if (!same) {
+            r = sts__failx(err, STS_RULE_MESSAGE, "commit message %z belongs to job %q, but %q is held by job %q: a "
+                           "message of another job is never committed", m, job, jl, c->dir, strlen(c->dir), c->lock.job,
+                           c->lock.job_len);
+            sts__free(&c->mem, job, jl + 1);
+            return r;
+        }
+        sts__free(&c->mem, job, jl + 1);
+    }
     sh = sts__jdoc_get(d, 0, "shards");
     if (!sh || d->tok[sh].type != '[') return sts__msg_fail(err, m, "shards must be an array");
     if (count_only) {
@@ -7657,6 +7729,7 @@ STS__PRIVATE void sts__commit_free(sts__commit *c) {
     for (i = 0; i < c->ncols; i++) sts__scol_free(&c->mem, &c->cols[i]);
     sts__free(&c->mem, c->cols, c->cols_cap * sizeof *c->cols);
     sts__manifest_free(&c->man);
+    sts__lock_free(&c->mem, &c->lock);
     sts__free(&c->mem, c->refs, (c->nrefs ? c->nrefs : 1) * sizeof *c->refs);
     sts__free(&c->mem, c->winner, (c->nrefs ? c->nrefs : 1) * sizeof *c->winner);
     sts__index_free(&c->mem, &c->ix);
@@ -8067,8 +8140,13 @@ STS__PRIVATE sts_result sts__publish_all(sts__commit *c, sts__atomic *a, char **
             placed_idx = i + 1;
         }
     }
-    if ((e = sts__rename_path(&c->mem, a[nidx].tmp, man)) != 0) {
-        r = sts__fail_errno(err, e, "rename into", man);
+    /* a manifest that appeared meanwhile is never replaced (only the one kept as a backup is) */
+    e = man_linked ? sts__rename_path(&c->mem, a[nidx].tmp, man) : sts__rename_noreplace(&c->mem, a[nidx].tmp, man);
+    if (e) {
+        r = e == EEXIST && !man_linked
+                ? sts__failx(err, STS_RULE_EXISTS, "%q appeared while this job committed: another job published a "
+                             "dataset here; nothing of this job was published", man, strlen(man))
+                : sts__fail_errno(err, e, "rename into", man);
         goto undo;
     }
     sts__free(&a[nidx].mem, a[nidx].tmp, a[nidx].tmp_size);
@@ -8103,35 +8181,33 @@ out:
     sts__free(&c->mem, man_bak, man_bak_sz);
     return r;
 }
-/* overwrite: once the new manifest is published, the old dataset's files go. */
-typedef struct sts__cleanup { sts__commit *c; int index; } sts__cleanup;
-STS__PRIVATE sts_result sts__cleanup_entry(void *user, const char *n) {
-    sts__cleanup *cu = (sts__cleanup *)user;
-    sts__commit *c = cu->c;
-    int remove = 0;
-    if (sts__is_shard_name(n)) {
-        size_t lo = 0, hi = c->nshards;  /* ours? binary search in the sorted shard list */
-        remove = 1;
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
-            int cmp = strcmp(c->shards[mid].name, n);
-            if (cmp == 0) { remove = 0; break; }
-            if (cmp < 0) lo = mid + 1; else hi = mid;
-        }
-    } else if (!cu->index && (strcmp(n, "_tensor_index.csv") == 0 || strcmp(n, "_tensor_index.json") == 0)) remove = 1;
-    else if (sts__is_temp_name(n)) remove = 1;
-    if (remove) {
-        size_t sz;
-        char *p = sts__join(&c->mem, c->dir, n, &sz);
-        if (p) { sts__remove_path(p); sts__free(&c->mem, p, sz); }
+/* overwrite: once the new manifest is published, the old dataset's files go: the shards its
+   manifest named that the new one does not, and the old index when no new one was written.
+   Nothing else: other part-* files (another job's, a user's) and temporaries stay for sts clean. */
+STS__PRIVATE int sts__shard_listed(const sts__commit *c, const char *n) {  /* in the new, sorted shard list */
+    size_t lo = 0, hi = c->nshards;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int cmp = strcmp(c->shards[mid].name, n);
+        if (cmp == 0) return 1;
+        if (cmp < 0) lo = mid + 1; else hi = mid;
     }
-    return STS_OK;
+    return 0;
 }
 STS__PRIVATE void sts__commit_cleanup(sts__commit *c, int index) {
-    sts__cleanup cu;
-    cu.c = c;
-    cu.index = index;
-    (void)sts__list_dir(c->dir, sts__cleanup_entry, &cu, NULL);
+    size_t i, sz;
+    char *p;
+    for (i = 0; i < c->man.nshards; i++) {
+        const char *n = c->man.shards[i].name;
+        if (sts__shard_listed(c, n) || !(p = sts__join(&c->mem, c->dir, n, &sz))) continue;
+        sts__remove_path(p);
+        sts__free(&c->mem, p, sz);
+    }
+    for (i = 0; i < 2 && !index; i++) {
+        if (!(p = sts__join(&c->mem, c->dir, i ? "_tensor_index.json" : "_tensor_index.csv", &sz))) continue;
+        sts__remove_path(p);
+        sts__free(&c->mem, p, sz);
+    }
 }
 
 STSDEF sts_result sts_dataset_commit(const char *dir, const sts_write_config *cfg, const char *const *messages,
@@ -8165,9 +8241,24 @@ STSDEF sts_result sts_dataset_commit(const char *dir, const sts_write_config *cf
     index = cfg->generate_index != 0;
     overwrite = cfg->overwrite != 0;
     c.ix.slots = NULL;
+    {   /* the folder must be held by a job, and every message must be that job's */
+        int found;
+        if ((r = sts__lock_read(&c.mem, dir, &c.lock, &found, err)) != STS_OK) goto fail;
+        if (!found || !c.lock.job) {
+            r = sts__failx(err, STS_RULE_STATE, "no job holds %q%s: sts_dataset_prepare takes the folder for a job, "
+                                                "and "
+                           "its commit or abort ends it (was this job committed, aborted or cleaned already?)", dir,
+                           strlen(dir), found ? " (its lock names no job)" : "");
+            goto fail;
+        }
+    }
     if ((r = sts__commit_load(&c, messages, lens, n, err)) != STS_OK) goto fail;
     if ((r = sts__commit_check_shards(&c, err)) != STS_OK) goto fail;
     if ((r = sts__commit_keys(&c, err)) != STS_OK) goto fail;
+    if (overwrite) {  /* the dataset being replaced: only its shards go once the new one is published */
+        int found;
+        if ((r = sts__manifest_read(&c.mem, dir, &c.man, &found, err)) != STS_OK) goto fail;
+    }
     sts__uuid4(c.dataset_id);
     if (index) {
         if ((r = sts__commit_file(&c, "_tensor_index.csv", sts__commit_csv, durable, &a[0], &paths[0], &psize[0],
@@ -8182,6 +8273,7 @@ STSDEF sts_result sts_dataset_commit(const char *dir, const sts_write_config *cf
     nfiles++;
     if ((r = sts__publish_all(&c, a, paths, nfiles - 1, err)) != STS_OK) goto fail;
     if (overwrite) sts__commit_cleanup(&c, index);
+    sts__lock_release(&c.mem, dir, c.lock.job, c.lock.job_len);  /* the job ends: the folder is free */
     if (durable && (e = sts__fsync_dir(&c.mem, paths[nfiles - 1])) != 0) {
         r = sts__fail_errno(err, e, "fsync the folder of", paths[nfiles - 1]);  /* published, but not yet durable */
         goto out;
@@ -8198,9 +8290,8 @@ STSDEF sts_result sts_dataset_commit(const char *dir, const sts_write_config *cf
     sts__ok(err);
     r = STS_OK;
     goto out;
-fail:
+fail:  /* nothing is published; the tasks' shards stay for a corrected commit (or sts_dataset_abort) */
     for (i = 0; i < 3; i++) if (a[i].tmp) sts__atomic_abort(&a[i]);
-    sts__remove_job(&c.mem, dir, messages, lens, n, NULL);
 out:
     for (i = 0; i < 3; i++) sts__free(&c.mem, paths[i], psize[i]);
     sts__commit_free(&c);
@@ -8267,6 +8358,13 @@ STSDEF sts_result sts_dataset_reindex(const char *dir, const sts_options *opts, 
     c.sep = "__";
     c.sep_len = 2;
     if (!dir) return sts__failx(err, STS_RULE_ARGUMENT, "sts_dataset_reindex needs a folder");
+    {   /* a job writing the folder would publish its own index: never race it */
+        sts__joblock l;
+        int found;
+        if ((r = sts__lock_read(&c.mem, dir, &l, &found, err)) == STS_OK && found) r = sts__lock_held(dir, &l, err);
+        sts__lock_free(&c.mem, &l);
+        if (r != STS_OK) goto out;
+    }
     if ((r = sts__reindex_shards(&c, err)) != STS_OK) goto out;
     if ((r = sts__commit_check_shards(&c, err)) != STS_OK) goto out;
     if ((r = sts__commit_keys(&c, err)) != STS_OK) goto out;
@@ -8299,6 +8397,28 @@ STSDEF sts_result sts_dataset_abort(const char *dir, const char *const *messages
     if (!dir || (!messages && n))
         return sts__failx(err, STS_RULE_ARGUMENT, "sts_dataset_abort needs a folder and the messages");
     r = sts__remove_job(&m, dir, messages, lens, n, err);
+    {   /* the job ends: its lock goes when a message names it, or when no message was given */
+        sts__joblock l;
+        int found, ours = n == 0;
+        size_t i;
+        if (sts__lock_read(&m, dir, &l, &found, NULL) == STS_OK && found && l.job) {
+            for (i = 0; i < n && !ours; i++) {
+                sts__jdoc d;
+                uint32_t t;
+                size_t len = lens ? lens[i] : (messages[i] ? strlen(messages[i]) : 0);
+                if (!messages[i] || sts__jdoc_parse(&d, messages[i], len, &m, "a commit message", STS_RULE_MESSAGE,
+                                                    NULL))
+                    continue;
+                t = d.tok[0].type == '{' ? sts__jdoc_get(&d, 0, "job") : 0;
+                if (t && d.tok[t].type == '"' && !d.tok[t].esc && d.tok[t].len == l.job_len &&
+                    memcmp(d.text + d.tok[t].at, l.job, l.job_len) == 0)
+                    ours = 1;
+                sts__jdoc_free(&d);
+            }
+            if (ours) sts__lock_release(&m, dir, l.job, l.job_len);
+        }
+        sts__lock_free(&m, &l);
+    }
     if (r == STS_OK) sts__ok(err);
     return r;
 }
