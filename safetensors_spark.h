@@ -698,9 +698,15 @@ STSDEF sts_result sts_dataset_commit(const char *dir, const sts_write_config *cf
    file's). Shards are checked as the dataset commit checks them. */
 STSDEF sts_result sts_dataset_reindex(const char *dir, const sts_options *opts, sts_dataset_summary *summary,
                                       sts_error *err);
-/* Removes the shards named in committed task messages (a job that fails after some tasks committed). */
+/* Ends a job without publishing: removes the shards its committed task messages name (never a
+   published dataset's) and releases the folder when a message names its job, or when no message is
+   given (a driver that aborts before any task committed). */
 STSDEF sts_result sts_dataset_abort(const char *dir, const char *const *messages, const size_t *lens, size_t n,
                                     const sts_options *opts, sts_error *err);
+/* Drops some task outputs while the job goes on: removes the shards these messages name (a
+   speculative attempt that lost, the first attempt of a retried task) and keeps the folder's lock. */
+STSDEF sts_result sts_dataset_discard(const char *dir, const char *const *messages, const size_t *lens, size_t n,
+                                      const sts_options *opts, sts_error *err);
 
 /* ---- dataset read (layer 9) -------------------------------------------------------------------
    Open a dataset (a folder with or without dataset_manifest.json, or a single file), settle its
@@ -8388,6 +8394,16 @@ STSDEF sts_result sts_dataset_reindex(const char *dir, const sts_options *opts, 
 out:
     for (i = 0; i < 2; i++) { if (a[i].tmp) sts__atomic_abort(&a[i]); sts__free(&c.mem, paths[i], psize[i]); }
     sts__commit_free(&c);
+    return r;
+}
+STSDEF sts_result sts_dataset_discard(const char *dir, const char *const *messages, const size_t *lens, size_t n,
+                                      const sts_options *opts, sts_error *err) {
+    sts__mem m = sts__mem_from(opts);
+    sts_result r;
+    if (!dir || (!messages && n))
+        return sts__failx(err, STS_RULE_ARGUMENT, "sts_dataset_discard needs a folder and the messages");
+    r = sts__remove_job(&m, dir, messages, lens, n, err);
+    if (r == STS_OK) sts__ok(err);
     return r;
 }
 STSDEF sts_result sts_dataset_abort(const char *dir, const char *const *messages, const size_t *lens, size_t n,
