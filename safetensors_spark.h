@@ -5084,6 +5084,49 @@ STS__PRIVATE uint32_t sts__crc32c_with(uint32_t crc, const void *p, size_t n, in
     return sts__crc32c_sw(crc, (const uint8_t *)p, n);
 }
 STS__PRIVATE uint32_t sts__crc32c(uint32_t crc, const void *p, size_t n) { return sts__crc32c_with(crc, p, n, 1); }
+/* Joining pieces computed apart (a batch file's header and column regions): with c1 the CRC of A
+   and c2 that of B (each started from 0), the CRC of A then B is x^(8|B|) * c1 + c2 (mod P). */
+STS__PRIVATE uint32_t sts__crc_mulmod(uint32_t a, uint32_t b) {  /* a * b mod P, reflected: bit 31 is x^0 */
+    uint32_t m = 0x80000000u, prod = 0;
+    while (m) {
+        if (a & m) prod ^= b;
+        m >>= 1;
+        b = (b >> 1) ^ (0x82F63B78u & (0u - (b & 1u)));
+    }
+    return prod;
+}
+STS__PRIVATE uint32_t sts__crc32c_combine(uint32_t c1, uint32_t c2, uint64_t len2) {
+    uint32_t xn = 0x80000000u, sq = 0x00800000u;  /* x^0, and x^8: one byte */
+    for (; len2; len2 >>= 1, sq = sts__crc_mulmod(sq, sq))
+        if (len2 & 1) xn = sts__crc_mulmod(xn, sq);
+    return sts__crc_mulmod(xn, c1) ^ c2;
+}
+/* The CRC of crc's bytes followed by n zero bytes (a batch file's padding rows). */
+STS__PRIVATE uint32_t sts__crc32c_zeros(uint32_t crc, uint64_t n) {
+    static const uint8_t zeros[4096] = { 0 };
+    uint32_t z = 0;
+    uint64_t left = n;
+    if (n > ((uint64_t)1 << 24)) {  /* long runs: doubling by joins */
+        uint32_t block = sts__crc32c(0, zeros, sizeof zeros);
+        uint64_t have = sizeof zeros;
+        while (have * 2 <= n) { block = sts__crc32c_combine(block, block, have); have *= 2; }
+        z = block;
+        left = n - have;
+        while (left >= have) { z = sts__crc32c_combine(z, block, have); left -= have; }
+        while (left) {
+            size_t k = left > sizeof zeros ? sizeof zeros : (size_t)left;
+            z = sts__crc32c_combine(z, sts__crc32c(0, zeros, k), k);
+            left -= k;
+        }
+        return sts__crc32c_combine(crc, z, n);
+    }
+    while (left) {
+        size_t k = left > sizeof zeros ? sizeof zeros : (size_t)left;
+        crc = sts__crc32c(crc, zeros, k);
+        left -= k;
+    }
+    return crc;
+}
 
 /* ==============================================================================================
    >>dataset_common  8a. dataset common

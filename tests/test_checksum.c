@@ -57,6 +57,28 @@ int main(void) {
         CHECK(piece == want, "large in pieces: %08x want %08x", piece, want);
         if (big <= ((size_t)1 << 20)) CHECK(ref_crc(0, buf, big) == want, "large reference");
     }
+    {   /* joins: any split of a buffer, and runs of zeros, short and long */
+        size_t splits[] = { 0, 1, 7, 4096, 12287, 12288, 12289, 100000, 999999 };
+        size_t k, len = 1000000 < big ? 1000000 : big;
+        uint32_t whole = sts__crc32c(0, buf, len);
+        static uint8_t zero[1 << 20];
+        uint32_t z1 = sts__crc32c(0, zero, sizeof zero);
+        for (k = 0; k < sizeof splits / sizeof splits[0]; k++) {
+            size_t a0 = splits[k] <= len ? splits[k] : len;
+            uint32_t j = sts__crc32c_combine(sts__crc32c(0, buf, a0), sts__crc32c(0, buf + a0, len - a0), len - a0);
+            CHECK(j == whole, "join at %zu: %08x want %08x", a0, j, whole);
+        }
+        CHECK(sts__crc32c_zeros(0, sizeof zero) == z1, "a MiB of zeros");
+        CHECK(sts__crc32c_zeros(123, 5000) == sts__crc32c(123, zero, 5000), "5000 zeros after a value");
+        {   /* 40 MiB of zeros by joins (the long path) against 40 passes over the buffer */
+            uint32_t want = 77;
+            int r;
+            for (r = 0; r < 40; r++) want = sts__crc32c(want, zero, sizeof zero);
+            CHECK(sts__crc32c_zeros(77, (uint64_t)40 << 20) == want, "40 MiB of zeros");
+            want = sts__crc32c(want, zero, 12345);
+            CHECK(sts__crc32c_zeros(77, ((uint64_t)40 << 20) + 12345) == want, "40 MiB + 12345 zeros");
+        }
+    }
     free(buf);
     printf("test_checksum: %s (CRC-32C, %s path)\n", failures ? "FAILED" : "all checks passed",
 #ifdef STS__X86_DYN
