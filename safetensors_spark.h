@@ -5279,6 +5279,7 @@ typedef struct sts__mshard {
     size_t name_len;
     uint64_t bytes;
     uint64_t samples;               /* UINT64_MAX when the manifest gives none */
+    uint64_t crc32c;                /* the file's CRC-32C, or UINT64_MAX when the manifest gives none */
 } sts__mshard;
 typedef struct sts__manifest {
     sts__mem mem;
@@ -5378,6 +5379,12 @@ STS__PRIVATE sts_result sts__manifest_read(const sts__mem *m, const char *dir, s
             goto done;
         }
         x->samples = UINT64_MAX;
+        x->crc32c = UINT64_MAX;
+        if ((t = sts__jdoc_get(&d, s, "crc32c")) != 0 && (!sts__jdoc_u64(&d, t, &x->crc32c) ||
+                                                          x->crc32c > 0xffffffffu)) {
+            r = sts__manifest_bad(err, "has a crc32c that is not a 32-bit integer", i);
+            goto done;
+        }
         if ((t = sts__jdoc_get(&d, s, "samples_count")) != 0 && !sts__jdoc_u64(&d, t, &x->samples)) {
             r = sts__manifest_bad(err, "has a samples_count that is not an integer in [0, 2^64)", i);
             goto done;
@@ -5836,6 +5843,8 @@ typedef struct sts__ocol {          /* an output column */
     const uint64_t *opt_dims;
     int has_opt;
     uint8_t *stage;                 /* batch mode write-combining: a buffer of the task writer's pool */
+    uint32_t crc;                   /* batch mode: CRC-32C of the column's bytes written so far in this file */
+    uint64_t crc_len;
     int stage_id;                   /* its index there, or -1 */
     uint64_t stage_off;
     size_t stage_len;
@@ -6291,6 +6300,7 @@ typedef struct sts__shard {
     sts__atomic a;                  /* its temporary until published */
     int state;                      /* 0 open, 1 sealed, 2 published */
     uint64_t bytes, samples, tensors;
+    uint32_t crc;                   /* CRC-32C of the whole file, computed while writing */
 } sts__shard;
 
 typedef struct sts__key {          /* KV: a tensor name written by this task */
@@ -6313,6 +6323,7 @@ struct sts_task_writer {
     uint32_t task;
     char uuid[37];
     sts__joblock job;               /* the job that holds the folder (from its lock) */
+    uint32_t batch_hcrc;            /* batch mode: CRC-32C of the open file's 8 + N header bytes */
     sts_result failed;              /* sticky I/O failure */
     int committed;
     uint64_t rows;                  /* rows accepted */
@@ -6680,6 +6691,8 @@ STS__PRIVATE sts_result sts__stage_flush(sts_task_writer *w, sts__ocol *o, sts_e
     (void)err;
     if (!o->stage_len) return STS_OK;
     w->stages[o->stage_id].state = STS__CHUNK_LENT;
+    o->crc = sts__crc32c(o->crc, o->stage, o->stage_len);  /* just written to: in the cache */
+    o->crc_len += o->stage_len;
     sts__wb_queue(w, STS__WB_PWRITE, sts__cur_shard(w)->a.fd, o->stage, o->stage_len, o->stage_off, o->stage_id);
     o->stage_off += o->stage_len;
     o->stage_len = 0;
@@ -6752,6 +6765,7 @@ STS__PRIVATE sts_result sts__batch_begin(sts_task_writer *w, sts_error *err) {
         int id = sts__stage_take(w);
         if (id < 0) { sts__plan_free(&w->plan); return sts__task_fail(w, sts__nomem(err, "a batch header")); }
         sts__plan_render(&w->plan, w->bspecs, NULL, 0, w->stages[id].p);
+        w->batch_hcrc = sts__crc32c(0, w->stages[id].p, hbytes);
         w->stages[id].state = STS__CHUNK_LENT;
         sts__wb_queue(w, STS__WB_PWRITE, s->a.fd, w->stages[id].p, hbytes, 0, id);
         sts__wb_queue(w, STS__WB_TRUNCATE, s->a.fd, NULL, 0, hbytes + w->plan.data_len, -1);
@@ -6762,6 +6776,7 @@ STS__PRIVATE sts_result sts__batch_begin(sts_task_writer *w, sts_error *err) {
             return sts__task_fail(w, sts__nomem(err, "a batch header"));
         }
         sts__plan_render(&w->plan, w->bspecs, NULL, 0, hdr);
+        w->batch_hcrc = sts__crc32c(0, hdr, hbytes);
         e = sts__pwrite_all(&w->c.mem, s->a.fd, hdr, hbytes, 0);
         sts__free(&w->c.mem, hdr, hbytes);
         if (!e) e = sts__truncate_fd(&w->c.mem, s->a.fd, hbytes + w->plan.data_len);
@@ -6770,7 +6785,7 @@ STS__PRIVATE sts_result sts__batch_begin(sts_task_writer *w, sts_error *err) {
     w->data_off = hbytes;
     w->batch_rows = 0;
     w->batch_open = 1;
-    for (i = 0; i < w->c.ncols; i++) w->c.cols[i].stage_len = 0;
+    for (i = 0; i < w->c.ncols; i++) { w->c.cols[i].stage_len = 0; w->c.cols[i].crc = 0; w->c.cols[i].crc_len = 0; }
     return STS_OK;
 }
 /* Moves each column's first `rows` rows down to the layout of a `rows`-row file (the tail). */
@@ -6803,6 +6818,7 @@ STS__PRIVATE sts_result sts__batch_shrink(sts_task_writer *w, uint64_t rows, sts
     }
     if (!e) {
         sts__plan_render(&small, w->bspecs, NULL, 0, hdr);
+        w->batch_hcrc = sts__crc32c(0, hdr, hbytes);  /* the columns' bytes move, unchanged */
         e = sts__pwrite_all(&w->c.mem, s->a.fd, hdr, hbytes, 0);
     }
     if (!e) e = sts__truncate_fd(&w->c.mem, s->a.fd, hbytes + small.data_len);
@@ -6821,6 +6837,13 @@ STS__PRIVATE sts_result sts__batch_end(sts_task_writer *w, uint64_t rows, int sh
     for (i = 0; i < w->c.ncols; i++)
         if ((r = sts__stage_flush(w, &w->c.cols[i], err)) != STS_OK) return r;
     if (shrink && (r = sts__batch_shrink(w, rows, err)) != STS_OK) return r;
+    s->crc = w->batch_hcrc;  /* the file's CRC: the header's, then each column's region in layout order */
+    for (i = 0; i < w->c.ncols; i++) {
+        size_t ci = w->plan.order[i];
+        const sts__ocol *o = &w->c.cols[ci];
+        uint64_t region = w->bspecs[ci].data_size;  /* padding rows (tail pad) are the zeros past what was written */
+        s->crc = sts__crc32c_combine(s->crc, sts__crc32c_zeros(o->crc, region - o->crc_len), region);
+    }
     s->bytes = w->data_off + w->plan.data_len;
     s->samples = rows;
     s->tensors = w->c.ncols;
@@ -6842,6 +6865,8 @@ STS__PRIVATE sts_result sts__batch_cell(sts_task_writer *w, sts__ocol *o, const 
         if ((r = sts__stage_flush(w, o, err)) != STS_OK || (r = sts__wb_sync(w, err)) != STS_OK) return r;
         if ((e = sts__pwrite_all(&w->c.mem, sts__cur_shard(w)->a.fd, v->data, bytes, off)) != 0)
             return sts__io_fail(w, e, "write", err);
+        o->crc = sts__crc32c(o->crc, v->data, (size_t)bytes);
+        o->crc_len += bytes;
         o->stage_off = off + bytes;
         return STS_OK;
     }
@@ -7099,10 +7124,19 @@ STS__PRIVATE uint64_t sts__kv_exact(sts_task_writer *w, size_t n, uint64_t *head
    temporary from the caller's thread, then its data, in layout order, is queued for the I/O thread
    straight from the chunks (runs of adjacent tensors in one piece), then the seal. Each chunk comes
    back after its last piece. */
+/* KV shards: the header goes to the file sink through this one, which keeps the CRC-32C. */
+typedef struct sts__crcsink { sts__fdsink *fd; uint32_t crc; } sts__crcsink;
+STS__PRIVATE sts_result sts__crcsink_write(void *user, const void *bytes, size_t len) {
+    sts__crcsink *c = (sts__crcsink *)user;
+    c->crc = sts__crc32c(c->crc, bytes, len);
+    return sts__fdsink_write(c->fd, bytes, len);
+}
+STS__PRIVATE sts_result sts__crcsink_flush(void *user) { return sts__fdsink_flush(((sts__crcsink *)user)->fd); }
 STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
     sts__shard *s;
     sts__plan pl;
     sts_sink sink;
+    sts__crcsink cs;
     sts_result r;
     sts__wbitem it;
     size_t i, k, cur = (size_t)-1, group_pieces = 0;
@@ -7118,9 +7152,11 @@ STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
     else if (!sts__wb_reserve(&w->wb, w->nchunks)) r = sts__nomem(err, "the write queue");
     else {
         w->sink->mem = &w->c.mem; w->sink->fd = s->a.fd; w->sink->err_no = 0; w->sink->n = 0; w->sink->pending = 0;
-        sink.write = sts__fdsink_write;
-        sink.user = w->sink;
-        r = sts__plan_emit_header(&pl, w->ents, NULL, 0, &sink, sts__fdsink_flush_cb, err);
+        cs.fd = w->sink;
+        cs.crc = 0;
+        sink.write = sts__crcsink_write;
+        sink.user = &cs;
+        r = sts__plan_emit_header(&pl, w->ents, NULL, 0, &sink, sts__crcsink_flush, err);
         if (r != STS_OK && w->sink->err_no) sts__fail_errno(err, w->sink->err_no, "write", s->path);
     }
     if (r != STS_OK) {
@@ -7141,6 +7177,7 @@ STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
         const sts_tensor_spec *t = &w->ents[w->ord[i]];
         size_t ch = w->echk[w->ord[i]];
         if (!t->data_size) continue;
+        cs.crc = sts__crc32c(cs.crc, t->data, (size_t)t->data_size);  /* the file's bytes, in its order */
         if (it.len && (ch != cur || it.p + it.len != (const uint8_t *)t->data)) {
             group_bytes += it.len;
             it.more = ++group_pieces < STS__IOV_MAX && group_bytes < STS__CHUNK;
@@ -7160,6 +7197,7 @@ STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
     sts__wb_queue(w, STS__WB_SEAL, s->a.fd, NULL, 0, 0, -1);
     s->a.fd = -1;  /* the I/O thread closes it */
     s->bytes = 8 + pl.header_len + pl.data_len;
+    s->crc = cs.crc;
     s->samples = w->shard_rows;
     s->tensors = w->nents;
     s->state = 1;
@@ -7524,6 +7562,8 @@ STSDEF sts_result sts_task_commit(sts_task_writer *w, char **message, size_t *me
         sts__out_u64(&o, s->bytes);
         sts__out_cstr(&o, ",\"tensors\":");
         sts__out_u64(&o, s->tensors);
+        sts__out_cstr(&o, ",\"crc32c\":");
+        sts__out_u64(&o, s->crc);
         sts__out_put(&o, "}", 1);
     }
     sts__out_cstr(&o, "]}");
@@ -7585,6 +7625,7 @@ typedef struct sts__cshard {        /* a shard named by a commit message (or a m
     char *name;                     /* NUL-terminated copy, the commit's to free */
     size_t name_len;
     uint64_t samples, bytes, tensors;
+    uint64_t crc32c;                /* the file's CRC-32C, or UINT64_MAX when none was recorded */
     size_t msg;
     sts_file *f;                    /* header-only */
 } sts__cshard;
@@ -7645,8 +7686,11 @@ STS__PRIVATE sts_result sts__msg_shards(sts__commit *c, size_t m, uint32_t sh, s
             !(f = sts__jdoc_get(d, s, "bytes")) || !sts__jdoc_u64(d, f, &x->bytes) ||
             !(f = sts__jdoc_get(d, s, "tensors")) || !sts__jdoc_u64(d, f, &x->tensors))
             return sts__failx(err, STS_RULE_MESSAGE, "commit message %z: shard %q needs samples_count, bytes and "
-                                                     "tensors", m,
-                              x->name, x->name_len);
+                                                     "tensors", m, x->name, x->name_len);
+        x->crc32c = UINT64_MAX;
+        if ((f = sts__jdoc_get(d, s, "crc32c")) != 0 && (!sts__jdoc_u64(d, f, &x->crc32c) || x->crc32c > 0xffffffffu))
+            return sts__failx(err, STS_RULE_MESSAGE, "commit message %z: shard %q has a crc32c that is not a 32-bit "
+                              "integer", m, x->name, x->name_len);
         x->msg = m;
     }
     return STS_OK;
@@ -8076,6 +8120,10 @@ STS__PRIVATE void sts__commit_manifest(sts__commit *c, sts__out *o) {
         sts__out_u64(o, c->shards[i].samples);
         sts__out_cstr(o, ", \"bytes\": ");
         sts__out_u64(o, c->shards[i].bytes);
+        if (c->shards[i].crc32c != UINT64_MAX) {
+            sts__out_cstr(o, ", \"crc32c\": ");
+            sts__out_u64(o, c->shards[i].crc32c);
+        }
         sts__out_put(o, "}", 1);
     }
     sts__out_cstr(o, c->nshards ? "\n  ],\n  \"schema\": {" : "],\n  \"schema\": {");
@@ -8362,6 +8410,7 @@ STS__PRIVATE sts_result sts__reindex_add(void *user, const char *name, uint64_t 
     x->name_len = n;
     x->bytes = size;
     x->tensors = UINT64_MAX;
+    x->crc32c = UINT64_MAX;
     c->nshards++;
     return STS_OK;
 }

@@ -308,6 +308,54 @@ static void test_manifest_columns(void **state) {
     sts_dataset_close(ds);
 }
 
+/* Every shard's crc32c in the manifest is the CRC-32C of the file's bytes (computed here with the
+   portable loop over the file as read back): KV shards, batch files full, with a tail written
+   (moved down) and padded (zeros past the rows). */
+static void expect_checksums(const char *dir) {
+    sts__manifest mf;
+    sts__mem m;
+    sts_error e;
+    int found;
+    size_t i;
+    memset(&m, 0, sizeof m);
+    DR_OK(sts__manifest_read(&m, dir, &mf, &found, &e));
+    assert_true(found);
+    assert_true(mf.nshards > 0);
+    for (i = 0; i < mf.nshards; i++) {
+        char path[600];
+        size_t n;
+        uint8_t *bytes;
+        tf_join(path, sizeof path, dir, mf.shards[i].name);
+        bytes = tf_read(path, &n);
+        if (mf.shards[i].crc32c == UINT64_MAX) fail_msg("%s: shard %s has no crc32c", dir, mf.shards[i].name);
+        if (sts__crc32c_with(0, bytes, n, 0) != (uint32_t)mf.shards[i].crc32c)
+            fail_msg("%s: shard %s: crc32c %llu in the manifest, %u in the file", dir, mf.shards[i].name,
+                     (unsigned long long)mf.shards[i].crc32c, (unsigned)sts__crc32c_with(0, bytes, n, 0));
+        free(bytes);
+    }
+    sts__manifest_free(&mf);
+}
+static void test_checksums_written(void **state) {
+    static const sts_tail tails[3] = { STS_TAIL_WRITE, STS_TAIL_PAD, STS_TAIL_DROP };
+    char dir[512];
+    int t;
+    (void)state;
+    write_kv(dir, sizeof dir, "crc_kv");
+    expect_checksums(dir);
+    for (t = 0; t < 3; t++) {
+        dr_batch b;
+        memset(&b, 0, sizeof b);
+        b.tasks = 2;
+        b.rows_per_task[0] = 5;  /* a full batch of 2, another, and a tail of 1 */
+        b.rows_per_task[1] = 4;
+        b.batch_size = 2;
+        b.tail = tails[t];
+        fresh(dir, sizeof dir, "crc_batch");
+        dr_write_batch(dir, &b);
+        expect_checksums(dir);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_absent_mode_kv),
@@ -316,6 +364,7 @@ int main(void) {
         cmocka_unit_test(test_long_strings),
         cmocka_unit_test(test_fifos),
         cmocka_unit_test(test_manifest_columns),
+        cmocka_unit_test(test_checksums_written),
     };
     return cmocka_run_group_tests(tests, setup_root, teardown_root);
 }
