@@ -39,6 +39,7 @@
                files, the manifest, the tensor index                      >>index
                schema, open, lookups                                      >>ds_open
                scans with projection and pushdown                         >>scan
+               check and clean: everything a folder promises               >>check
          10 archive (next): the format-independent reader, providers (safetensors, sharded
             checkpoints, datasets, .npy, GGUF), probe, views, windows, streams, SHA-256
       license ................................................... end of file
@@ -364,7 +365,16 @@ typedef enum sts_result { STS_RESULT_LIST(STS__RESULT_ENUM) STS_RESULT_COUNT } s
         "dataset: _tensor_index.json is valid, current (the manifest's dataset_id) and agrees with the " \
         "shards' headers") \
     X(STS_RULE_READ_SCHEMA,       STS_ERR_SCHEMA, "read.schema", \
-        "dataset: a schema is given or inferred, and every file agrees with an explicit one")
+        "dataset: a schema is given or inferred, and every file agrees with an explicit one") \
+    X(STS_RULE_DATASET_ORPHAN,    STS_ERR_DATASET, "dataset.orphan", \
+        "dataset: every part-* shard beside a manifest is one it names (others were left by jobs that did not " \
+        "commit)") \
+    X(STS_RULE_DATASET_TEMPORARY, STS_ERR_DATASET, "dataset.temporary", \
+        "dataset: no writer's temporary is left in the folder") \
+    X(STS_RULE_DATASET_LOCK,      STS_ERR_DATASET, "dataset.lock", \
+        "dataset: no job holds the folder (a lock is a job writing, or one that crashed)") \
+    X(STS_RULE_DATASET_CHECKSUM,  STS_ERR_DATASET, "dataset.checksum", \
+        "dataset: a shard's bytes have the CRC-32C its manifest records")
 
 #define STS__RULE_ENUM(e, code, id, text) e,
 typedef enum sts_rule { STS_RULE_LIST(STS__RULE_ENUM) STS_RULE_COUNT } sts_rule;
@@ -808,6 +818,44 @@ STSDEF sts_result sts_scan_next(sts_scan *s, const sts_view **cells, size_t *nce
 STSDEF size_t sts_scan_files(const sts_scan *s);                              /* files the plan visits */
 STSDEF sts_scan_stats sts_scan_get_stats(const sts_scan *s);
 STSDEF void sts_scan_close(sts_scan *s);
+
+/* ---- check and clean (layer 9) ------------------------------------------------------------------
+   sts_dataset_check finds what is wrong with a dataset folder (or a file) and reports each problem
+   as an sts_error (code, rule, message naming the file and the tensor): the manifest against the
+   shards (existence, sizes, totals, sample counts, the schema against every header), every shard's
+   header strictly, with data every shard's bytes against the manifest's crc32c, the index against
+   every header both ways, _tensor_index.csv against _tensor_index.json and its weight_map, orphan
+   shards (part-* files the manifest does not name: left by a job that did not commit), writers'
+   temporaries and a job lock. sts_dataset_clean removes what check calls left behind: orphans (only
+   next to a manifest), temporaries, and a lock whose process is gone; only files of this library's
+   naming, never a shard the manifest names. */
+typedef void (*sts_problem_fn)(void *user, const sts_error *problem);
+typedef struct sts_check_config {       /* zero = defaults */
+    int data;                           /* also read every shard's bytes: crc32c and full validation */
+    sts_problem_fn problem;             /* each problem found (may be NULL) */
+    void *user;
+} sts_check_config;
+typedef struct sts_check_report {
+    uint64_t shards, tensors, bytes;    /* what was checked */
+    uint64_t checksums;                 /* shards whose bytes matched their crc32c (data only) */
+    uint64_t problems;
+} sts_check_report;
+/* STS_OK: no problem; STS_ERR_DATASET: problems were found (each through cfg->problem, and the
+   first in *err); another code: the check itself could not run (err says why). */
+STSDEF sts_result sts_dataset_check(const char *path, const sts_check_config *cfg, const sts_options *opts,
+                                    sts_check_report *report, sts_error *err);
+typedef void (*sts_clean_fn)(void *user, const char *name, const char *why);
+typedef struct sts_clean_config {       /* zero = defaults */
+    int dry_run;                        /* say what would be removed; remove nothing */
+    int force;                          /* also clear a lock whose process may live (another host, or running) */
+    sts_clean_fn removed;               /* each file removed (or that would be), with the reason */
+    void *user;
+} sts_clean_config;
+/* Removes orphan shards (a manifest is needed to tell them), writers' temporaries and a stale job
+   lock. A lock whose process still runs (or of another host) refuses the clean with EXISTS unless
+   force. *count gets the number of files removed (or that would be). */
+STSDEF sts_result sts_dataset_clean(const char *dir, const sts_clean_config *cfg, const sts_options *opts,
+                                    size_t *count, sts_error *err);
 #endif /* STS_NO_STDIO */
 
 #ifdef __cplusplus
@@ -8538,7 +8586,7 @@ STSDEF sts_result sts_dataset_abort(const char *dir, const char *const *messages
    for staleness), the schema (explicit or inferred), the key table (from the index, or built
    once from the headers) with O(1) lookups, lazily mapped files published without locks, and
    scans (wide and long) with projection and pushdown, counting what they read.
-   May call: util, json, dtype, header, io, dataset common.
+   May call: util, json, dtype, header, io, codec (CRC-32C), dataset common.
    ============================================================================================== */
 #ifndef STS_NO_STDIO
 
@@ -10022,6 +10070,576 @@ STSDEF sts_result sts_scan_next(sts_scan *s, const sts_view **cells, size_t *nce
         sts__ok(err);
         return STS_OK;
     }
+}
+/* >>check ---- check and clean ----
+   Check reads the manifest with the one manifest reader, each shard's header strictly (and, asked
+   for, each shard's bytes against its crc32c), the index through the dataset's key table, and the
+   CSV and the JSON's weight_map as text; each problem is reported as it is found and the check goes
+   on. Clean removes only files of this library's naming that no published manifest names. */
+typedef struct sts__ck {
+    sts__mem mem;
+    const sts_check_config *cfg;
+    sts_check_report rep;
+    sts_error first;
+    int has_first;
+    const char *dir;
+} sts__ck;
+STS__PRIVATE void sts__ck_report(sts__ck *ck, const sts_error *e) {
+    ck->rep.problems++;
+    if (!ck->has_first) { ck->first = *e; ck->has_first = 1; }
+    if (ck->cfg && ck->cfg->problem) ck->cfg->problem(ck->cfg->user, e);
+}
+STS__PRIVATE void sts__ck_fail(sts__ck *ck, sts_rule rule, const char *fmt, ...) {
+    sts_error e;
+    va_list ap;
+    va_start(ap, fmt);
+    (void)sts__failv(&e, sts__rule_codes[rule], rule, STS_OFFSET_UNKNOWN, fmt, ap);
+    va_end(ap);
+    sts__ck_report(ck, &e);
+}
+/* A problem from a lower layer, with the file named in front. */
+STS__PRIVATE void sts__ck_file(sts__ck *ck, const char *file, const sts_error *inner) {
+    sts_error e;
+    const char *id = sts_rule_id(inner->rule), *msg = inner->message;
+    size_t il = strlen(id);
+    if (strncmp(msg, id, il) == 0 && msg[il] == ':' && msg[il + 1] == ' ') msg += il + 2;
+    (void)sts__fail_code(&e, inner->code, inner->rule, inner->offset, "file %q: %s", file, strlen(file), msg);
+    sts__ck_report(ck, &e);
+}
+STS__PRIVATE int sts__ck_by_name(const void *ctx, size_t a, size_t b) {
+    const char *const *n = (const char *const *)ctx;
+    return strcmp(n[a], n[b]) < 0;
+}
+STS__PRIVATE int sts__ck_has(char *const *names, size_t n, const char *name) {  /* sorted names */
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(names[mid], name);
+        if (!c) return 1;
+        if (c < 0) lo = mid + 1; else hi = mid;
+    }
+    return 0;
+}
+/* The manifest's shard names, sorted (for orphans); NULL with *n 0 when there are none. */
+STS__PRIVATE char **sts__ck_names(const sts__mem *m, const sts__manifest *mf, size_t *n) {
+    char **v;
+    size_t i;
+    *n = 0;
+    if (!mf->nshards || !(v = (char **)sts__alloc(m, mf->nshards * sizeof *v))) return NULL;
+    for (i = 0; i < mf->nshards; i++) v[i] = mf->shards[i].name;
+    if (!sts__sort_records(m, v, mf->nshards, sizeof *v, sts__ck_by_name)) {
+        sts__free(m, v, mf->nshards * sizeof *v);
+        return NULL;
+    }
+    *n = mf->nshards;
+    return v;
+}
+STS__PRIVATE int sts__is_backup_name(const char *n) {  /* a commit's backups of the replaced files */
+    size_t len = strlen(n);
+    return n[0] == '.' && len > 11 && strcmp(n + len - 11, ".tmp-backup") == 0;
+}
+/* ---- the folder's entries: temporaries, orphans ---- */
+typedef struct sts__ck_dir { sts__ck *ck; char **names; size_t nnames; int has_mf; } sts__ck_dir;
+STS__PRIVATE sts_result sts__ck_entry(void *user, const char *n) {
+    sts__ck_dir *cd = (sts__ck_dir *)user;
+    if (sts__is_temp_name(n) || sts__is_backup_name(n))
+        sts__ck_fail(cd->ck, STS_RULE_DATASET_TEMPORARY, "%q is a writer's temporary, left by a job or a commit that "
+                     "stopped (sts clean removes it)", n, strlen(n));
+    else if (cd->has_mf && sts__is_shard_name(n) && !sts__ck_has(cd->names, cd->nnames, n))
+        sts__ck_fail(cd->ck, STS_RULE_DATASET_ORPHAN, "%q is a shard that dataset_manifest.json does not name: left by "
+                     "a job that did not commit (sts clean removes it)", n, strlen(n));
+    return STS_OK;
+}
+/* ---- one shard against the manifest ---- */
+STS__PRIVATE int sts__ck_col_of(const sts__manifest *mf, const sts_tensor *t) {  /* KV: the column a name ends with */
+    size_t i;
+    int best = -1;
+    for (i = 0; i < mf->ncols; i++) {
+        size_t cl = mf->cols[i].name_len;
+        if (t->name_len >= cl + mf->sep_len && memcmp(t->name + t->name_len - cl, mf->cols[i].name, cl) == 0 &&
+            memcmp(t->name + t->name_len - cl - mf->sep_len, mf->sep, mf->sep_len) == 0 &&
+            (best < 0 || cl > mf->cols[best].name_len))
+            best = (int)i;
+    }
+    return best;
+}
+STS__PRIVATE void sts__ck_schema(sts__ck *ck, const sts__manifest *mf, const sts__mshard *x, const sts_file *f) {
+    size_t i, n = sts_count(f);
+    uint32_t d;
+    if (!mf->ncols) return;
+    if (!mf->kv) {  /* batch: one tensor per column, [rows] + the sample shape */
+        if (n != mf->ncols)
+            sts__ck_fail(ck, STS_RULE_DATASET_MANIFEST, "shard %q holds %z tensors, but the manifest's schema has %z "
+                         "columns", x->name, x->name_len, n, mf->ncols);
+        for (i = 0; i < mf->ncols; i++) {
+            const sts__scol *c = &mf->cols[i];
+            const sts_tensor *t = sts_find(f, c->name, c->name_len);
+            int ok = 1;
+            if (!t) {
+                sts__ck_fail(ck, STS_RULE_DATASET_MANIFEST, "shard %q has no tensor %q, a column of the manifest's "
+                             "schema", x->name, x->name_len, c->name, c->name_len);
+                continue;
+            }
+            ok = t->dtype == c->dtype && t->rank == c->rank && t->rank >= 1;
+            for (d = 1; ok && d < t->rank; d++) ok = c->dims[d] < 0 || (uint64_t)c->dims[d] == t->shape[d];
+            if (ok && c->dims[0] >= 0 && t->shape[0] > (uint64_t)c->dims[0]) ok = 0;
+            if (!ok)
+                sts__ck_fail(ck, STS_RULE_DATASET_MANIFEST, "shard %q: %q is %s %S, but the manifest's schema says %s "
+                             "with rank %d", x->name, x->name_len, c->name, c->name_len, sts_dtype_name(t->dtype),
+                             t->shape, (size_t)t->rank, sts_dtype_name(c->dtype), (int)c->rank);
+            else if (x->samples != UINT64_MAX && x->samples > t->shape[0])
+                sts__ck_fail(ck, STS_RULE_DATASET_MANIFEST, "shard %q: samples_count %U, but %q holds %U rows",
+                             x->name, x->name_len, x->samples, c->name, c->name_len, t->shape[0]);
+        }
+        return;
+    }
+    for (i = 0; i < n; i++) {  /* KV: key + separator + column, the column's dtype and shape */
+        const sts_tensor *t = sts_at(f, i);
+        int ci = sts__ck_col_of(mf, t), ok = 1;
+        const sts__scol *c;
+        if (ci < 0) {
+            sts__ck_fail(ck, STS_RULE_DATASET_MANIFEST, "shard %q: tensor %q ends with no column of the manifest's "
+                         "schema", x->name, x->name_len, t->name, t->name_len);
+            continue;
+        }
+        c = &mf->cols[ci];
+        if (t->rank != c->rank) {
+            int all = 1;
+            for (d = 0; d < c->rank; d++) all &= c->dims[d] < 0;
+            ok = t->dtype == c->dtype && all;  /* tasks saw different ranks: every dim is -1 */
+        } else
+            for (d = 0; ok && d < c->rank; d++) ok = c->dims[d] < 0 || (uint64_t)c->dims[d] == t->shape[d];
+        if (!ok)
+            sts__ck_fail(ck, STS_RULE_DATASET_MANIFEST, "shard %q: %q is %s %S, which column %q of the manifest's "
+                         "schema (%s, rank %d) does not allow", x->name, x->name_len, t->name, t->name_len,
+                         sts_dtype_name(t->dtype), t->shape, (size_t)t->rank, c->name, c->name_len,
+                         sts_dtype_name(c->dtype), (int)c->rank);
+    }
+    if (x->samples != UINT64_MAX && mf->ncols) {  /* each row writes every column once */
+        uint64_t rows_max;
+        if (!sts__mul64(x->samples, mf->ncols, &rows_max)) rows_max = UINT64_MAX;
+        if (n > rows_max || (mf->dup == STS_DUPLICATES_FAIL && n != rows_max))
+            sts__ck_fail(ck, STS_RULE_DATASET_MANIFEST, "shard %q holds %z tensors, but samples_count %U rows of %z "
+                         "columns make %U", x->name, x->name_len, n, x->samples, mf->ncols, rows_max);
+    }
+}
+STS__PRIVATE void sts__ck_shard(sts__ck *ck, const sts__manifest *mf, const sts__mshard *x, const char *path) {
+    sts_options o;
+    sts_file *f;
+    sts_error e;
+    sts__stat st;
+    int err_no = sts__stat_path(path, &st);
+    if (err_no || st.kind != STS__FT_REG) {
+        sts__ck_fail(ck, STS_RULE_DATASET_MANIFEST, "shard %q is listed in dataset_manifest.json but %s", x->name,
+                     x->name_len, err_no ? sts__errno_name(err_no) : "is not a regular file");
+        return;
+    }
+    if (mf && st.size != x->bytes)
+        sts__ck_fail(ck, STS_RULE_DATASET_MANIFEST, "shard %q has %U bytes, but dataset_manifest.json lists %U",
+                     x->name, x->name_len, st.size, x->bytes);
+    memset(&o, 0, sizeof o);
+    o.allocator = ck->mem.a;
+    o.strict = 1;  /* a dataset's shards come from a strict writer */
+    o.header_only = !(ck->cfg && ck->cfg->data);
+    if (sts_open(path, &o, &f, &e) != STS_OK) { sts__ck_file(ck, x->name, &e); return; }
+    ck->rep.shards++;
+    ck->rep.tensors += sts_count(f);
+    ck->rep.bytes += sts_file_size(f);
+    if (!o.header_only && mf && x->crc32c != UINT64_MAX) {
+        uint32_t crc = sts__crc32c(0, f->header - 8, (size_t)sts_file_size(f));
+        if (crc != (uint32_t)x->crc32c)
+            sts__ck_fail(ck, STS_RULE_DATASET_CHECKSUM, "shard %q: its bytes have CRC-32C %U, but "
+                                                        "dataset_manifest.json "
+                         "records %U: the file changed after it was written", x->name, x->name_len, (uint64_t)crc,
+                         x->crc32c);
+        else ck->rep.checksums++;
+    }
+    if (mf) sts__ck_schema(ck, mf, x, f);
+    sts_close(f);
+}
+/* ---- the index against the headers, both ways ---- */
+STS__PRIVATE void sts__ck_index(sts__ck *ck, const sts_dataset *ds) {
+    const sts__keymap *k = ds->index;
+    size_t fi, i;
+    for (fi = 0; fi < ds->nfiles; fi++) {
+        const sts__dfile *df = &ds->files[fi];
+        sts_file *h;
+        sts_error e;
+        if (sts__ds_header(ds, fi, &h, NULL, &e) != STS_OK) continue;  /* reported with the shard */
+        for (i = k->fstart[fi]; i < k->fstart[fi + 1]; i++) {
+            const sts__dkey *en = sts__dk_at(k, k->byfile[i]);
+            int same;
+            const sts_tensor *t = sts__dk_in(en, h, NULL, &same);
+            if (!t || !same)
+                sts__ck_fail(ck, STS_RULE_DATASET_INDEX, "_tensor_index.json: key %q in file %q: %s", sts__dk_key(en),
+                             (size_t)en->len, df->name, df->name_len,
+                             t ? "the file's header disagrees (dtype, shape or offsets)"
+                               : "the file has no such tensor");
+        }
+        for (i = 0; i < sts_count(h); i++) {
+            const sts_tensor *t = sts_at(h, i);
+            const sts__dkey *en;
+            char small[256], *key = small;
+            size_t kl = t->name_len;
+            if (ds->has_manifest && !ds->kv) {  /* batch keys: file/name */
+                kl = df->name_len + 1 + t->name_len;
+                if (kl > sizeof small && !(key = (char *)sts__alloc(&ck->mem, kl))) continue;
+                memcpy(key, df->name, df->name_len);
+                key[df->name_len] = '/';
+                memcpy(key + df->name_len + 1, t->name, t->name_len);
+            } else key = (char *)(uintptr_t)t->name;
+            en = sts__keymap_find(k, sts__hash(key, kl, ds->seed), key, kl);
+            if (!en)
+                sts__ck_fail(ck, STS_RULE_DATASET_INDEX, "tensor %q of file %q is not in _tensor_index.json", key, kl,
+                             df->name, df->name_len);
+            else if (en->file != fi && !(ds->lastwin && sts__natcmp(ds->files[en->file].name, df->name) > 0))
+                sts__ck_fail(ck, STS_RULE_DATASET_INDEX, "tensor %q is in file %q, but _tensor_index.json places it in "
+                             "%q", key, kl, df->name, df->name_len, ds->files[en->file].name,
+                             ds->files[en->file].name_len);
+            if (key != small && key != t->name) sts__free(&ck->mem, key, kl);
+        }
+        sts_close(h);
+    }
+}
+/* The entry of key (unescaped) in the key table, or NULL. */
+STS__PRIVATE const sts__dkey *sts__ck_find(const sts_dataset *ds, const char *key, size_t len) {
+    return sts__keymap_find(ds->index, sts__hash(key, len, ds->seed), key, len);
+}
+/* _tensor_index.csv, row by row (RFC 4180), against the key table. */
+STS__PRIVATE size_t sts__csv_field(const char *p, size_t n, size_t at, char *out, size_t *len, int *end_row) {
+    size_t o = 0;
+    *end_row = 0;
+    if (at < n && p[at] == '"') {
+        at++;
+        while (at < n) {
+            if (p[at] == '"') { if (at + 1 < n &&
+                                    p[at + 1] == '"') { out[o++] = '"'; at += 2; continue; } at++; break; }
+            out[o++] = p[at++];
+        }
+    } else
+        while (at < n && p[at] != ',' && p[at] != '\r' && p[at] != '\n') out[o++] = p[at++];
+    *len = o;
+    if (at < n && p[at] == ',') return at + 1;
+    if (at < n && p[at] == '\r') at++;
+    if (at < n && p[at] == '\n') at++;
+    *end_row = 1;
+    return at;
+}
+STS__PRIVATE void sts__ck_csv(sts__ck *ck, const sts_dataset *ds, const char *text, size_t n) {
+    static const char head[] = "tensor_key,file_name,shape,dtype";
+    size_t at, rows = 0, row_no = 1;
+    char *f[4];
+    size_t fl[4], k;
+    int end;
+    if (n < sizeof head - 1 || memcmp(text, head, sizeof head - 1) != 0) {
+        sts__ck_fail(ck, STS_RULE_DATASET_INDEX, "_tensor_index.csv does not start with the header %s", head);
+        return;
+    }
+    for (k = 0; k < 4; k++) if (!(f[k] = (char *)sts__alloc(&ck->mem, n + 1))) {
+        while (k--) sts__free(&ck->mem, f[k], n + 1);
+        return;
+    }
+    at = sizeof head - 1;
+    while (at < n && (text[at] == '\r' || text[at] == '\n')) at++;
+    while (at < n) {
+        const sts__dkey *en;
+        char *key = f[0], shape[512];
+        size_t kl = 0, c;
+        sts__buf b;
+        row_no++;
+        for (c = 0, end = 0; c < 4 && !end; c++) at = sts__csv_field(text, n, at, f[c], &fl[c], &end);
+        if (c != 4 || !end) {
+            sts__ck_fail(ck, STS_RULE_DATASET_INDEX, "_tensor_index.csv: row %z does not have 4 fields", row_no);
+            while (!end && at < n) at = sts__csv_field(text, n, at, f[3], &fl[3], &end);
+            continue;
+        }
+        rows++;
+        if (ds->has_manifest && !ds->kv) {  /* the JSON's key: file/name */
+            memmove(f[0] + fl[1] + 1, f[0], fl[0]);
+            memcpy(f[0], f[1], fl[1]);
+            f[0][fl[1]] = '/';
+            kl = fl[1] + 1 + fl[0];
+        } else kl = fl[0];
+        en = sts__ck_find(ds, key, kl);
+        if (!en) {
+            sts__ck_fail(ck, STS_RULE_DATASET_INDEX, "_tensor_index.csv row %z: key %q is not in _tensor_index.json",
+                         row_no,
+                         key, kl);
+            continue;
+        }
+        b.p = shape; b.n = 0; b.cap = sizeof shape;
+        sts__buf_put(&b, "[", 1);
+        for (c = 0; c < en->rank; c++) { if (c) sts__buf_put(&b, ",", 1); sts__buf_u64(&b, sts__dk_shape(en)[c]); }
+        sts__buf_put(&b, "]", 1);
+        if (fl[1] != ds->files[en->file].name_len || memcmp(f[1], ds->files[en->file].name, fl[1]) != 0 ||
+            fl[2] != b.n || memcmp(f[2], shape, b.n) != 0 || fl[3] != strlen(sts_dtype_name((sts_dtype)en->dtype)) ||
+            memcmp(f[3], sts_dtype_name((sts_dtype)en->dtype), fl[3]) != 0)
+            sts__ck_fail(ck, STS_RULE_DATASET_INDEX, "_tensor_index.csv row %z (key %q) disagrees with "
+                         "_tensor_index.json: a stale CSV (sts index rebuilds both)", row_no, key, kl);
+    }
+    if (rows != ds->index->n)
+        sts__ck_fail(ck, STS_RULE_DATASET_INDEX, "_tensor_index.csv has %z rows, _tensor_index.json %z keys: a stale "
+                     "CSV (sts index rebuilds both)", rows, ds->index->n);
+    for (k = 0; k < 4; k++) sts__free(&ck->mem, f[k], n + 1);
+}
+/* The JSON's weight_map and metadata.total_size against its "tensors" (the key table). */
+STS__PRIVATE void sts__ck_weight_map(sts__ck *ck, const sts_dataset *ds, const char *text, size_t n) {
+    sts__jdoc d;
+    uint32_t wm, md, t, s, i;
+    uint64_t total = 0, want = 0;
+    const sts__dkey *en;
+    if (sts__jdoc_parse(&d, text, n, &ck->mem, "_tensor_index.json", STS_RULE_DATASET_INDEX, NULL) != STS_OK) return;
+    wm = sts__jdoc_get(&d, 0, "weight_map");
+    if (!wm || d.tok[wm].type != '{')
+        sts__ck_fail(ck, STS_RULE_DATASET_INDEX, "_tensor_index.json has no weight_map object");
+    else {
+        if (d.tok[wm].count != ds->index->n)
+            sts__ck_fail(ck, STS_RULE_DATASET_INDEX, "_tensor_index.json: weight_map has %z keys, tensors %z",
+                         (size_t)d.tok[wm].count, ds->index->n);
+        for (i = 0, s = wm + 1; i < d.tok[wm].count; i++, s = sts__jdoc_next(&d, s + 1)) {
+            size_t kl, fl;
+            char *key = sts__jdoc_dup(&ck->mem, &d, s, &kl), *file;
+            if (!key) break;
+            file = d.tok[s + 1].type == '"' ? sts__jdoc_dup(&ck->mem, &d, s + 1, &fl) : NULL;
+            en = sts__ck_find(ds, key, kl);
+            if (!en || !file || fl != ds->files[en->file].name_len || memcmp(file, ds->files[en->file].name, fl) != 0)
+                sts__ck_fail(ck, STS_RULE_DATASET_INDEX, "_tensor_index.json: weight_map's %q %s", key, kl,
+                             en ? "names another file than tensors does" : "is not in tensors");
+            sts__free(&ck->mem, key, kl + 1);
+            if (file) sts__free(&ck->mem, file, fl + 1);
+        }
+    }
+    md = sts__jdoc_get(&d, 0, "metadata");
+    t = md ? sts__jdoc_get(&d, md, "total_size") : 0;
+    for (en = sts__dk_first(ds->index); en; en = sts__dk_next(ds->index, en)) want += en->end - en->begin;
+    if (!t || !sts__jdoc_u64(&d, t, &total) || total != want)
+        sts__ck_fail(ck, STS_RULE_DATASET_INDEX, "_tensor_index.json: metadata.total_size is not the %U bytes of its "
+                     "tensors", want);
+    sts__jdoc_free(&d);
+}
+STSDEF sts_result sts_dataset_check(const char *path, const sts_check_config *cfg, const sts_options *opts,
+                                    sts_check_report *report, sts_error *err) {
+    sts__ck ck;
+    sts__manifest mf;
+    sts__joblock lock;
+    sts__stat st;
+    sts_result r;
+    int found = 0, lfound = 0, e, mf_ok;
+    size_t i;
+    memset(&ck, 0, sizeof ck);
+    ck.mem = sts__mem_from(opts);
+    ck.cfg = cfg;
+    ck.dir = path;
+    memset(&mf, 0, sizeof mf);
+    if (!path) return sts__failx(err, STS_RULE_ARGUMENT, "sts_dataset_check needs a path");
+    if (!sts__mem_valid(&ck.mem))
+        return sts__failx(err, STS_RULE_ARGUMENT, "the allocator needs all three hooks or none");
+    if ((e = sts__stat_path(path, &st)) != 0) return sts__fail_errno(err, e, "check", path);
+    if (st.kind != STS__FT_DIR) {  /* one file: strictly valid */
+        sts__mshard x;
+        const char *slash = strrchr(path, '/');
+        memset(&x, 0, sizeof x);
+        x.name = (char *)(uintptr_t)(slash ? slash + 1 : path);
+        x.name_len = strlen(x.name);
+        x.crc32c = UINT64_MAX;
+        sts__ck_shard(&ck, NULL, &x, path);
+    } else {
+        sts_error me;
+        r = sts__manifest_read(&ck.mem, path, &mf, &found, &me);
+        mf_ok = r == STS_OK;
+        if (r == STS_ERR_NOMEM) { if (err) *err = me; return r; }
+        if (!mf_ok) { sts__ck_report(&ck, &me); found = 1; }
+        if ((r = sts__lock_read(&ck.mem, path, &lock, &lfound, err)) == STS_ERR_NOMEM) {
+            sts__manifest_free(&mf);
+            return r;
+        }
+        if (lfound) {
+            char host[256];
+            int alive;
+            sts__host(host, sizeof host);
+            alive = lock.host && strcmp(lock.host, host) == 0 ? sts__pid_alive(lock.pid) : -1;
+            sts__ck_fail(&ck, STS_RULE_DATASET_LOCK, "%q is held by job %q (process %U on %q): %s", path, strlen(path),
+                         lock.job ? lock.job : "?", lock.job ? lock.job_len : (size_t)1, lock.pid,
+                         lock.host ? lock.host : "?", lock.host ? lock.host_len : (size_t)1,
+                         alive == 0 ? "its process is gone, so the job crashed; sts clean clears the lock and what the "
+                                      "job left"
+                         : alive == 1 ? "its process runs: a job is writing here"
+                                      : "on another host: if that job is gone, sts clean --force clears the lock");
+            sts__lock_free(&ck.mem, &lock);
+        }
+        {   /* temporaries and orphans */
+            sts__ck_dir cd;
+            sts_error le;
+            cd.ck = &ck;
+            cd.has_mf = found && mf_ok;
+            cd.names = cd.has_mf ? sts__ck_names(&ck.mem, &mf, &cd.nnames) : NULL;
+            if (!cd.names) cd.nnames = 0;
+            if (sts__list_dir(path, sts__ck_entry, &cd, &le) != STS_OK) sts__ck_report(&ck, &le);
+            sts__free(&ck.mem, cd.names, cd.nnames * sizeof *cd.names);
+        }
+        if (found && mf_ok) {  /* the manifest's shards, totals and schema */
+            uint64_t bytes = 0, samples = 0;
+            int samples_known = 1;
+            for (i = 0; i < mf.nshards; i++) {
+                char *p;
+                size_t psz;
+                if (!(p = sts__join(&ck.mem, path, mf.shards[i].name, &psz))) {
+                    sts__manifest_free(&mf);
+                    return sts__nomem(err, "a path");
+                }
+                sts__ck_shard(&ck, &mf, &mf.shards[i], p);
+                sts__free(&ck.mem, p, psz);
+                bytes += mf.shards[i].bytes;
+                if (mf.shards[i].samples == UINT64_MAX) samples_known = 0;
+                else samples += mf.shards[i].samples;
+            }
+            if (bytes != mf.total_bytes)
+                sts__ck_fail(&ck, STS_RULE_DATASET_MANIFEST, "dataset_manifest.json: total_bytes is %U, but its "
+                                                             "shards' "
+                             "bytes add up to %U", mf.total_bytes, bytes);
+            if (samples_known && samples != mf.total_samples)
+                sts__ck_fail(&ck, STS_RULE_DATASET_MANIFEST, "dataset_manifest.json: total_samples is %U, but its "
+                             "shards' samples_count add up to %U", mf.total_samples, samples);
+        }
+        {   /* the dataset as a reader sees it: the index against the headers, the CSV, the weight_map */
+            sts_dataset *ds = NULL;
+            sts_read_config rc;
+            sts_error oe;
+            memset(&rc, 0, sizeof rc);
+            rc.infer_schema = 1;
+            r = sts_dataset_open(path, &rc, opts, &ds, &oe);
+            if (r != STS_OK && oe.rule == STS_RULE_DATASET_INDEX) {
+                sts__ck_report(&ck, &oe);
+                rc.no_index = 1;
+                r = sts_dataset_open(path, &rc, opts, &ds, &oe);
+            }
+            if (r == STS_ERR_NOMEM) { sts__manifest_free(&mf); *err = oe; return r; }
+            if (r == STS_OK && !found) {  /* no manifest: every visible shard, strictly */
+                for (i = 0; i < ds->nfiles; i++) {
+                    sts__mshard x;
+                    memset(&x, 0, sizeof x);
+                    x.name = ds->files[i].name;
+                    x.name_len = ds->files[i].name_len;
+                    x.crc32c = UINT64_MAX;
+                    sts__ck_shard(&ck, NULL, &x, ds->files[i].path);
+                }
+            }
+            if (r == STS_OK && ds->index_stale)
+                sts__ck_fail(&ck, STS_RULE_DATASET_INDEX, "_tensor_index.json belongs to another dataset (its "
+                                                          "dataset_id is "
+                             "not the manifest's): sts index rebuilds it");
+            if (r == STS_OK && ds->index) {
+                char *p, *text;
+                size_t psz, tsz;
+                sts_error fe;
+                sts__ck_index(&ck, ds);
+                if ((p = sts__join(&ck.mem, path, "_tensor_index.csv", &psz)) != NULL) {
+                    if (sts__path_kind(p) == STS__FT_NONE)
+                        sts__ck_fail(&ck, STS_RULE_DATASET_INDEX,
+                                     "_tensor_index.json has no _tensor_index.csv beside it");
+                    else if (sts__read_file(&ck.mem, p, &text, &tsz, &fe) != STS_OK) sts__ck_report(&ck, &fe);
+                    else { sts__ck_csv(&ck, ds, text, tsz); sts__free(&ck.mem, text, tsz + 1); }
+                    sts__free(&ck.mem, p, psz);
+                }
+                if ((p = sts__join(&ck.mem, path, "_tensor_index.json", &psz)) != NULL) {
+                    if (sts__read_file(&ck.mem, p, &text, &tsz, &fe) == STS_OK) {
+                        sts__ck_weight_map(&ck, ds, text, tsz);
+                        sts__free(&ck.mem, text, tsz + 1);
+                    }
+                    sts__free(&ck.mem, p, psz);
+                }
+            } else if (r == STS_OK) {
+                char *p;
+                size_t psz;
+                if ((p = sts__join(&ck.mem, path, "_tensor_index.csv", &psz)) != NULL) {
+                    if (sts__path_kind(p) != STS__FT_NONE && !ds->index_stale)
+                        sts__ck_fail(&ck, STS_RULE_DATASET_INDEX,
+                                     "_tensor_index.csv has no _tensor_index.json beside it");
+                    sts__free(&ck.mem, p, psz);
+                }
+            }
+            if (r != STS_OK && !ck.rep.problems) sts__ck_report(&ck, &oe);  /* else what failed it is reported */
+            sts_dataset_close(ds);
+        }
+        sts__manifest_free(&mf);
+    }
+    if (report) *report = ck.rep;
+    if (ck.rep.problems) {
+        if (err) *err = ck.first;
+        return STS_ERR_DATASET;
+    }
+    sts__ok(err);
+    return STS_OK;
+}
+
+/* Clean: temporaries, a stale lock, and (next to a readable manifest) orphan shards. */
+typedef struct sts__cl {
+    sts__mem mem;
+    const sts_clean_config *cfg;
+    const char *dir;
+    char **names;
+    size_t nnames, count;
+    int has_mf;
+} sts__cl;
+STS__PRIVATE void sts__cl_remove(sts__cl *cl, const char *name, const char *why) {
+    char *p;
+    size_t sz;
+    cl->count++;
+    if (cl->cfg && cl->cfg->removed) cl->cfg->removed(cl->cfg->user, name, why);
+    if ((cl->cfg && cl->cfg->dry_run) || !(p = sts__join(&cl->mem, cl->dir, name, &sz))) return;
+    sts__remove_path(p);
+    sts__free(&cl->mem, p, sz);
+}
+STS__PRIVATE sts_result sts__cl_entry(void *user, const char *n) {
+    sts__cl *cl = (sts__cl *)user;
+    if (sts__is_temp_name(n) || sts__is_backup_name(n)) sts__cl_remove(cl, n, "a writer's temporary");
+    else if (cl->has_mf && sts__is_shard_name(n) && !sts__ck_has(cl->names, cl->nnames, n))
+        sts__cl_remove(cl, n, "a shard the manifest does not name");
+    return STS_OK;
+}
+STSDEF sts_result sts_dataset_clean(const char *dir, const sts_clean_config *cfg, const sts_options *opts,
+                                    size_t *count, sts_error *err) {
+    sts__cl cl;
+    sts__manifest mf;
+    sts__joblock lock;
+    sts_result r;
+    int found = 0, lfound = 0;
+    memset(&cl, 0, sizeof cl);
+    cl.mem = sts__mem_from(opts);
+    cl.cfg = cfg;
+    cl.dir = dir;
+    if (!dir) return sts__failx(err, STS_RULE_ARGUMENT, "sts_dataset_clean needs a folder");
+    if (!sts__mem_valid(&cl.mem))
+        return sts__failx(err, STS_RULE_ARGUMENT, "the allocator needs all three hooks or none");
+    if (sts__path_kind(dir) != STS__FT_DIR) return sts__fail_errno(err, ENOTDIR, "clean", dir);
+    if ((r = sts__lock_read(&cl.mem, dir, &lock, &lfound, err)) != STS_OK) return r;
+    if (lfound) {  /* a live job's files are not left-overs: refuse, unless told */
+        char host[256];
+        int alive;
+        sts__host(host, sizeof host);
+        alive = lock.host && strcmp(lock.host, host) == 0 ? sts__pid_alive(lock.pid) : -1;
+        if (alive != 0 && !(cfg && cfg->force)) {
+            r = sts__failx(err, STS_RULE_EXISTS, "%q is held by job %q (process %U on %q), which %s: nothing removed "
+                           "(force clears it anyway)", dir, strlen(dir), lock.job ? lock.job : "?",
+                           lock.job ? lock.job_len : (size_t)1, lock.pid, lock.host ? lock.host : "?",
+                           lock.host ? lock.host_len : (size_t)1,
+                           alive == 1 ? "still runs" : "may run on another host");
+            sts__lock_free(&cl.mem, &lock);
+            return r;
+        }
+        sts__lock_free(&cl.mem, &lock);
+    }
+    r = sts__manifest_read(&cl.mem, dir, &mf, &found, NULL);
+    if (r == STS_ERR_NOMEM) return sts__nomem(err, "the manifest");
+    cl.has_mf = r == STS_OK && found;  /* an unreadable manifest: no shard can be told an orphan */
+    if (cl.has_mf) cl.names = sts__ck_names(&cl.mem, &mf, &cl.nnames);
+    r = sts__list_dir(dir, sts__cl_entry, &cl, err);
+    if (r == STS_OK && lfound) sts__cl_remove(&cl, STS__LOCK, "the lock of a job that is gone");
+    sts__free(&cl.mem, cl.names, cl.nnames * sizeof *cl.names);
+    sts__manifest_free(&mf);
+    if (count) *count = cl.count;
+    if (r == STS_OK) sts__ok(err);
+    return r;
 }
 #endif /* STS_NO_STDIO */
 
