@@ -1338,84 +1338,62 @@ static int cmd_index(int argc, char **argv) {
     return 0;
 }
 
-/* ---- check ------------------------------------------------------------------------------------ */
+/* ---- check and clean ---------------------------------------------------------------------------- */
+static void check_problem(void *user, const sts_error *e) {
+    (void)user;
+    printf("FAIL %s\n", e->message);  /* the message starts with the rule it broke */
+}
 static int cmd_check(int argc, char **argv) {
-    const char *dir;
-    sts_dataset *ds;
-    sts_read_config rc;
-    sts_dataset_info info;
-    sts_scan_spec spec;
-    sts_scan *sc;
-    const sts_view *cells;
-    size_t n, i, problems = 0, index_problems = 0;
-    uint64_t tensors = 0, bytes = 0, samples = 0;
+    const char *dir = NULL;
+    sts_check_config cfg;
+    sts_check_report rep;
     sts_error e;
-    sts_options strict;
-    int single;
-    if (argc != 2 || (argv[1][0] == '-' && argv[1][1])) return usage_error("%s", "usage: sts check DIR|FILE");
-    dir = argv[1];
-    single = !is_dir(dir);
-    memset(&rc, 0, sizeof rc);
-    rc.infer_schema = 1;
-    /* open: the manifest's shards exist with their sizes; the index is read and tied to the manifest */
-    if (sts_dataset_open(dir, &rc, NULL, &ds, &e) != STS_OK) return fail(&e, dir);
-    info = sts_dataset_describe(ds);
-    memset(&strict, 0, sizeof strict);
-    strict.strict = 1;
-    for (i = 0; i < info.files; i++) {  /* every shard valid, strictly */
-        char *path;
-        sts_file *f;
-        sts_result r;
-        uint64_t s = sts_dataset_file_samples(ds, i);
-        const char *name = sts_dataset_file(ds, i);
-        if (!(path = single || !name ? path_join(dir, "") : path_join(dir, name))) { sts_dataset_close(ds); return out_of_memory(); }
-        if (single || !name) path[strlen(dir)] = 0;  /* the file itself (paths are never cut) */
-        if (s != UINT64_MAX) samples += s;
-        r = sts_open(path, &strict, &f, &e);
-        free(path);
-        if (r != STS_OK) { printf("FAIL %s: %s: %s\n", sts_dataset_file(ds, i), sts_result_name(e.code), e.message); problems++; continue; }
-        bytes += sts_file_size(f);
-        sts_close(f);
+    sts_result r;
+    int k;
+    memset(&cfg, 0, sizeof cfg);
+    for (k = 1; k < argc; k++) {
+        if (strcmp(argv[k], "--data") == 0) cfg.data = 1;
+        else if (argv[k][0] == '-' && argv[k][1]) return usage_error("unknown option %s", argv[k]);
+        else if (dir) return usage_error("%s", "usage: sts check [--data] DIR|FILE");
+        else dir = argv[k];
     }
-    if (info.has_manifest && !problems && bytes != info.total_bytes) {
-        printf("FAIL dataset_manifest.json: total_bytes %llu, but the shards hold %llu\n", (unsigned long long)info.total_bytes, (unsigned long long)bytes);
-        problems++;
+    if (!dir) return usage_error("%s", "usage: sts check [--data] DIR|FILE");
+    cfg.problem = check_problem;
+    r = sts_dataset_check(dir, &cfg, NULL, &rep, &e);
+    if (r == STS_ERR_DATASET) {
+        printf("%s: %llu problem%s: PROBLEMS\n", dir, (unsigned long long)rep.problems, rep.problems == 1 ? "" : "s");
+        return EXIT_INVALID;
     }
-    if (info.has_manifest && !problems && samples != info.total_samples) {
-        printf("FAIL dataset_manifest.json: total_samples %llu, but the shards' samples_count add up to %llu\n", (unsigned long long)info.total_samples, (unsigned long long)samples);
-        problems++;
+    if (r != STS_OK) return fail(&e, dir);
+    printf("%s: %llu shard%s, %llu tensors, %llu bytes, all valid (strict)", dir, (unsigned long long)rep.shards,
+           rep.shards == 1 ? "" : "s", (unsigned long long)rep.tensors, (unsigned long long)rep.bytes);
+    if (cfg.data) printf(", %llu checksum%s verified", (unsigned long long)rep.checksums, rep.checksums == 1 ? "" : "s");
+    printf(": OK\n");
+    return 0;
+}
+static void clean_removed(void *user, const char *name, const char *why) {
+    printf("%s %s (%s)\n", *(const int *)user ? "would remove" : "removed", name, why);
+}
+static int cmd_clean(int argc, char **argv) {
+    const char *dir = NULL;
+    sts_clean_config cfg;
+    sts_error e;
+    size_t count = 0;
+    int k;
+    memset(&cfg, 0, sizeof cfg);
+    for (k = 1; k < argc; k++) {
+        if (strcmp(argv[k], "--dry-run") == 0) cfg.dry_run = 1;
+        else if (strcmp(argv[k], "--force") == 0) cfg.force = 1;
+        else if (argv[k][0] == '-' && argv[k][1]) return usage_error("unknown option %s", argv[k]);
+        else if (dir) return usage_error("%s", "usage: sts clean [--dry-run] [--force] DIR");
+        else dir = argv[k];
     }
-    if (info.index_stale) { printf("FAIL _tensor_index.json belongs to another dataset_id: rebuild it with sts index %s\n", dir); index_problems++; }
-    /* every tensor (winners only in lastWin datasets); with an index, each one looked up through it,
-       which checks the index entry against the header */
-    memset(&spec, 0, sizeof spec);
-    spec.long_form = 1;
-    if (!problems && sts_scan_open(ds, &spec, &sc, &e) == STS_OK) {
-        sts_result r;
-        while ((r = sts_scan_next(sc, &cells, &n, &e)) == STS_OK && cells) {
-            sts_view v;
-            tensors++;
-            if (!info.has_index || !info.kv) continue;
-            if (sts_dataset_get(ds, cells[0].key, cells[0].key_len, 1, &v, &e) != STS_OK) { printf("FAIL %s\n", e.message); index_problems++; }
-            else if (v.file != cells[0].file || v.nbytes != cells[0].nbytes) {
-                printf("FAIL the index places ");
-                put_name(stdout, cells[0].key, cells[0].key_len, 1);
-                printf(" in %s, the scan found it in %s\n", sts_dataset_file(ds, v.file), sts_dataset_file(ds, cells[0].file));
-                index_problems++;
-            }
-        }
-        if (r != STS_OK) { printf("FAIL %s\n", e.message); problems++; }
-        sts_scan_close(sc);
-    } else if (!problems) { printf("FAIL %s\n", e.message); problems++; }
-    if (problems || index_problems)
-        printf("%s: %zu shard%s; problems: %zu with the shards or manifest, %zu with the index: PROBLEMS\n", dir, info.files,
-               info.files == 1 ? "" : "s", problems, index_problems);
-    else
-        printf("%s: %zu shard%s, %llu tensors, %llu bytes, all valid (strict)%s%s: OK\n", dir, info.files, info.files == 1 ? "" : "s",
-               (unsigned long long)tensors, (unsigned long long)bytes, info.has_manifest ? ", manifest consistent" : ", no manifest",
-               info.has_index ? (info.kv ? ", index agrees with every header" : ", index present") : ", no index");
-    sts_dataset_close(ds);
-    return problems || index_problems ? EXIT_INVALID : 0;
+    if (!dir) return usage_error("%s", "usage: sts clean [--dry-run] [--force] DIR");
+    cfg.removed = clean_removed;
+    cfg.user = &cfg.dry_run;
+    if (sts_dataset_clean(dir, &cfg, NULL, &count, &e) != STS_OK) return fail(&e, dir);
+    printf("%s: %zu file%s %s\n", dir, count, count == 1 ? "" : "s", cfg.dry_run ? "would be removed (dry run)" : "removed");
+    return 0;
 }
 
 /* ---- convert ---------------------------------------------------------------------------------- */
@@ -1668,9 +1646,17 @@ static const command commands[] = {
       "terminal." },
     { "index", cmd_index, "sts index DIR",
       "Rebuild _tensor_index.csv and _tensor_index.json from the dataset's shard headers." },
-    { "check", cmd_check, "sts check DIR|FILE",
-      "Verify a whole dataset: every shard valid (strict), the manifest's counts and sizes match,\n"
-      "and the index belongs to the manifest and agrees with the headers. Exit 1 on any problem." },
+    { "check", cmd_check, "sts check [--data] DIR|FILE",
+      "Verify a whole dataset, one line per problem (FAIL rule: what): every shard valid (strict);\n"
+      "the manifest's sizes, totals, sample counts and schema against the shards; the index against\n"
+      "every header both ways; _tensor_index.csv against the JSON and its weight_map; shards the\n"
+      "manifest does not name (orphans), writers' temporaries and a job's lock. --data also reads\n"
+      "every shard and compares its CRC-32C with the manifest's. Exit 1 on any problem." },
+    { "clean", cmd_clean, "sts clean [--dry-run] [--force] DIR",
+      "Remove what jobs left behind: shards the manifest does not name, writers' temporaries, and\n"
+      "the lock of a job whose process is gone (--force: also one that may live, e.g. on another\n"
+      "host). Only files of this library's naming; never a shard the manifest names. Each file is\n"
+      "listed; --dry-run removes nothing." },
     { "convert", cmd_convert, "sts convert IN OUT|- --dtype F16|BF16|F32|F64 [--rounding truncate|nearest_even] [--force-tty]",
       "Convert every floating tensor (F16, BF16, F32, F64) of IN to the dtype and write OUT (other\n"
       "tensors and the metadata are copied). Default rounding: nearest_even, as numpy and PyTorch\n"
