@@ -16,7 +16,8 @@
    (the write config only borrows strings, so each call builds one and frees it). A task writer, an
    open file and an open dataset are C objects whose address Java holds in a long.
 
-   CELLS (taskWrite). A row is an Object[] in schema order:
+   CELLS (taskWrite). A row is an Object[] in schema order, each cell's type already checked by
+   TaskWriter.write against its column (in Java, where an instanceof costs nothing):
       String        the key column (name_col)        UTF-16 -> UTF-8 into a buffer the task owns
       Tensor        a Tensor Struct                  data: a direct ByteBuffer (GetDirectBufferAddress, no
                                                      pin) or a byte[] (pinned); shape int[]; dtype id
@@ -50,9 +51,7 @@
 
 /* ---- what JNI_OnLoad looks up once ---------------------------------------------------------- */
 static struct {
-    jclass string, tensor, info, sts_exception, iae, ioe, oom;
-    jclass arr[6];                   /* float[] double[] int[] long[] short[] byte[] */
-    sts_dtype arr_dtype[6];          /* their C element types, as sts_column.elem names them */
+    jclass string, tensor, info, sts_exception, iae, ioe, oom, npe;
     jfieldID t_data, t_direct, t_offset, t_length, t_shape, t_dtype;   /* Tensor's fields */
     jmethodID info_new, exc_new;     /* TensorInfo(...), SafetensorsException(...) */
     jstring dtype_names[STS_DTYPE_COUNT];
@@ -97,9 +96,11 @@ static size_t jni_to_utf8(const jchar *s, size_t n, char *out) {
 }
 
 /* A Java string as NUL-terminated UTF-8 in out (units: scratch for the UTF-16 copy). Returns 0,
-   or -1 with OutOfMemoryError pending. */
+   or -1 with an exception pending (null: NullPointerException). */
 static int jni_utf8(JNIEnv *env, jstring s, jni_buf *units, jni_buf *out, size_t *len) {
-    jsize n = (*env)->GetStringLength(env, s);
+    jsize n;
+    if (!s) { (*env)->ThrowNew(env, J.npe, "a path, option, name or key is null"); return -1; }
+    n = (*env)->GetStringLength(env, s);
     if (!jni_reserve(units, (size_t)n * sizeof(jchar) + 1) || !jni_reserve(out, (size_t)n * 3 + 1)) {
         (*env)->ThrowNew(env, J.oom, "sts_jni: a string buffer");
         return -1;
@@ -183,8 +184,6 @@ static jclass jni_class(JNIEnv *env, const char *name) {
 }
 
 JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
-    static const char *const arrays[6] = { "[F", "[D", "[I", "[J", "[S", "[B" };
-    static const sts_dtype elems[6] = { STS_DTYPE_F32, STS_DTYPE_F64, STS_DTYPE_I32, STS_DTYPE_I64, STS_DTYPE_I16, STS_DTYPE_I8 };
     JNIEnv *env;
     int i;
     (void)reserved;
@@ -192,12 +191,8 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
     if (!(J.string = jni_class(env, "java/lang/String")) || !(J.tensor = jni_class(env, PKG "Tensor")) ||
         !(J.info = jni_class(env, PKG "TensorInfo")) || !(J.sts_exception = jni_class(env, PKG "SafetensorsException")) ||
         !(J.iae = jni_class(env, "java/lang/IllegalArgumentException")) || !(J.ioe = jni_class(env, "java/io/IOException")) ||
-        !(J.oom = jni_class(env, "java/lang/OutOfMemoryError")))
+        !(J.oom = jni_class(env, "java/lang/OutOfMemoryError")) || !(J.npe = jni_class(env, "java/lang/NullPointerException")))
         return JNI_ERR;
-    for (i = 0; i < 6; i++) {
-        if (!(J.arr[i] = jni_class(env, arrays[i]))) return JNI_ERR;
-        J.arr_dtype[i] = elems[i];
-    }
     if (!(J.t_data = (*env)->GetFieldID(env, J.tensor, "data", "Ljava/lang/Object;")) ||
         !(J.t_direct = (*env)->GetFieldID(env, J.tensor, "direct", "Z")) ||
         !(J.t_offset = (*env)->GetFieldID(env, J.tensor, "offset", "J")) ||
@@ -252,9 +247,12 @@ static void jni_job_free(jni_job *j) {
    exception pending and nothing left allocated. */
 static int jni_job_make(JNIEnv *env, jni_job *j, jstring dir, jobjectArray keys, jobjectArray values,
                         jobjectArray names, jintArray kinds, jintArray elems) {
-    jsize nopt = (*env)->GetArrayLength(env, keys), ncols = names ? (*env)->GetArrayLength(env, names) : 0, i;
+    jsize nopt, ncols, i;
     sts_error e;
     memset(j, 0, sizeof *j);
+    if (!keys || !values) { (*env)->ThrowNew(env, J.npe, "the options are null"); return -1; }
+    nopt = (*env)->GetArrayLength(env, keys);
+    ncols = names ? (*env)->GetArrayLength(env, names) : 0;
     if ((*env)->GetArrayLength(env, values) != nopt ||
         (names && ((*env)->GetArrayLength(env, kinds) != ncols || (*env)->GetArrayLength(env, elems) != ncols))) {
         jni_throw_iae(env, "sts_jni: options and schema arrays differ in length");
@@ -312,28 +310,35 @@ JNIEXPORT void JNICALL Java_io_safetensors_spark_jni_Native_prepare(JNIEnv *env,
 }
 
 /* The messages as C strings: copied out of the byte[]s (they are small, and the commit does I/O,
-   too long to hold a pin). 0, or -1 with an exception pending. */
+   too long to hold a pin). 0, or -1 with an exception pending; free with jni_messages_free
+   either way. */
 static int jni_messages(JNIEnv *env, jobjectArray msgs, char ***out, size_t **lens, size_t *n) {
-    jsize count = (*env)->GetArrayLength(env, msgs), i;
-    char **m = (char **)calloc((size_t)count + 1, sizeof *m);
-    size_t *l = (size_t *)calloc((size_t)count + 1, sizeof *l);
+    jsize count, i;
+    char **m;
+    size_t *l;
+    *out = NULL;
+    *lens = NULL;
     *n = 0;
+    if (!msgs) { (*env)->ThrowNew(env, J.npe, "the messages are null"); return -1; }
+    count = (*env)->GetArrayLength(env, msgs);
+    m = (char **)calloc((size_t)count + 1, sizeof *m);
+    l = (size_t *)calloc((size_t)count + 1, sizeof *l);
     if (!m || !l) { free(m); free(l); (*env)->ThrowNew(env, J.oom, "sts_jni: the messages"); return -1; }
+    *out = m;
+    *lens = l;
+    *n = (size_t)count;
     for (i = 0; i < count; i++) {
         jbyteArray b = (jbyteArray)(*env)->GetObjectArrayElement(env, msgs, i);
         jsize len;
-        if (!b) { jni_throw_iae(env, "sts_jni: a commit message is null"); break; }
+        if (!b) { jni_throw_iae(env, "sts_jni: a commit message is null"); return -1; }
         len = (*env)->GetArrayLength(env, b);
-        if (!(m[i] = (char *)malloc((size_t)len + 1))) { (*env)->ThrowNew(env, J.oom, "sts_jni: a message"); break; }
+        if (!(m[i] = (char *)malloc((size_t)len + 1))) { (*env)->ThrowNew(env, J.oom, "sts_jni: a message"); return -1; }
         (*env)->GetByteArrayRegion(env, b, 0, len, (jbyte *)m[i]);
         m[i][len] = 0;
         l[i] = (size_t)len;
         (*env)->DeleteLocalRef(env, b);
     }
-    *out = m;
-    *lens = l;
-    *n = (size_t)count;
-    return (*env)->ExceptionCheck(env) ? -1 : 0;
+    return 0;
 }
 static void jni_messages_free(char **m, size_t *l, size_t n) {
     size_t i;
@@ -381,9 +386,8 @@ JNIEXPORT void JNICALL Java_io_safetensors_spark_jni_Native_abort(JNIEnv *env, j
 }
 
 /* ---- task writers --------------------------------------------------------------------------- */
-typedef struct jni_col {             /* per column: what a row's cell must be, and scratch for it */
+typedef struct jni_col {             /* per column: what a row's cell is, and scratch for it */
     sts_value_kind kind;
-    sts_dtype elem;                  /* arrays: the element type */
     jni_buf shape;                   /* tensors: the shape as uint64 */
     jni_buf text, units;             /* strings: UTF-8 and its UTF-16 scratch */
     jarray pin;                      /* an array to pin for this row, or NULL */
@@ -396,7 +400,6 @@ typedef struct jni_task {
     size_t ncols;
     jni_col *cols;
     sts_value *row;
-    const char **names;              /* column names, for messages (owned) */
 } jni_task;
 
 static void jni_task_free(jni_task *t) {
@@ -406,8 +409,6 @@ static void jni_task_free(jni_task *t) {
     for (i = 0; t->cols && i < t->ncols; i++) {
         free(t->cols[i].shape.p); free(t->cols[i].text.p); free(t->cols[i].units.p);
     }
-    for (i = 0; t->names && i < t->ncols; i++) free((void *)(uintptr_t)t->names[i]);
-    free((void *)t->names);
     free(t->cols);
     free(t->row);
     free(t);
@@ -424,19 +425,14 @@ JNIEXPORT jlong JNICALL Java_io_safetensors_spark_jni_Native_taskOpen(JNIEnv *en
     if (jni_job_make(env, &j, dir, keys, values, names, kinds, elems)) return 0;
     t = (jni_task *)calloc(1, sizeof *t);
     if (!t || !(t->cols = (jni_col *)calloc(j.ncols + 1, sizeof *t->cols)) ||
-        !(t->row = (sts_value *)calloc(j.ncols + 1, sizeof *t->row)) || !(t->names = (const char **)calloc(j.ncols + 1, sizeof *t->names))) {
+        !(t->row = (sts_value *)calloc(j.ncols + 1, sizeof *t->row))) {
         jni_task_free(t);
         jni_job_free(&j);
         (*env)->ThrowNew(env, J.oom, "sts_jni: the task writer");
         return 0;
     }
     t->ncols = j.ncols;
-    for (i = 0; i < j.ncols; i++) {
-        t->cols[i].kind = j.schema[i].kind;
-        t->cols[i].elem = j.schema[i].elem;
-        t->names[i] = j.schema[i].name;          /* ownership moves from the job to the task */
-    }
-    j.nstrings -= j.ncols;                       /* the column names were the last strings */
+    for (i = 0; i < j.ncols; i++) t->cols[i].kind = j.schema[i].kind;
     if (sts_task_open(j.dir, (uint32_t)partition, &j.cfg, j.schema, j.ncols, NULL, &t->w, &e) != STS_OK) {
         jni_throw(env, &e);
         jni_task_free(t);
@@ -446,38 +442,29 @@ JNIEXPORT jlong JNICALL Java_io_safetensors_spark_jni_Native_taskOpen(JNIEnv *en
     return HANDLE(t);
 }
 
-/* Reads cell i into t->row[i], or marks an array to pin. 0, or -1 with an exception pending. */
+/* Reads cell i into t->row[i], or marks an array to pin. TaskWriter.write has checked each cell's
+   Java type against its column and passes its own array, which no other thread sees: the casts
+   below hold. A Tensor's offset and length lie inside its buffer (its factories check; its fields
+   are final). 0, or -1 with an exception pending. */
 static int jni_cell(JNIEnv *env, jni_task *t, size_t i, jobject cell) {
     jni_col *c = &t->cols[i];
     sts_value *v = &t->row[i];
-    char msg[200];
     memset(v, 0, sizeof *v);
     c->pin = NULL;
-    if (!cell) {
-        snprintf(msg, sizeof msg, "column %.100s: the cell is null (cells are not nullable)", t->names[i]);
-        jni_throw_iae(env, msg);
-        return -1;
-    }
+    if (!cell) { jni_throw_iae(env, "sts_jni: a null cell"); return -1; }   /* TaskWriter.write refuses them */
     if (c->kind == STS_VALUE_STRING) {
         size_t len;
-        if (!(*env)->IsInstanceOf(env, cell, J.string)) goto wrong;
         if (jni_utf8(env, (jstring)cell, &c->units, &c->text, &len)) return -1;
         v->data = c->text.p;
         v->size = len;
     } else if (c->kind == STS_VALUE_TENSOR) {
-        jobject data;
-        jintArray shape;
-        jlong off, len, cap;
-        jsize rank, d;
+        jobject data = (*env)->GetObjectField(env, cell, J.t_data);
+        jintArray shape = (jintArray)(*env)->GetObjectField(env, cell, J.t_shape);
+        jlong off = (*env)->GetLongField(env, cell, J.t_offset);
+        jsize rank = (*env)->GetArrayLength(env, shape), d;
         jint *dims;
-        if (!(*env)->IsInstanceOf(env, cell, J.tensor)) goto wrong;
-        data = (*env)->GetObjectField(env, cell, J.t_data);
-        shape = (jintArray)(*env)->GetObjectField(env, cell, J.t_shape);
-        off = (*env)->GetLongField(env, cell, J.t_offset);
-        len = (*env)->GetLongField(env, cell, J.t_length);
+        v->size = (uint64_t)(*env)->GetLongField(env, cell, J.t_length);
         v->dtype = (sts_dtype)(*env)->GetIntField(env, cell, J.t_dtype);
-        if (!data || !shape) goto wrong;         /* Tensor's constructors never allow it */
-        rank = (*env)->GetArrayLength(env, shape);
         if (!jni_reserve(&c->shape, (size_t)rank * sizeof(uint64_t) + sizeof(uint64_t))) {
             (*env)->ThrowNew(env, J.oom, "sts_jni: a shape");
             return -1;
@@ -486,44 +473,24 @@ static int jni_cell(JNIEnv *env, jni_task *t, size_t i, jobject cell) {
         dims = (jint *)c->shape.p;
         (*env)->GetIntArrayRegion(env, shape, 0, rank, dims);
         (*env)->DeleteLocalRef(env, shape);
-        for (d = rank; d-- > 0;) {
-            if (dims[d] < 0) { jni_throw_iae(env, "sts_jni: a negative dimension in a Tensor's shape"); return -1; }
-            ((uint64_t *)c->shape.p)[d] = (uint64_t)dims[d];
-        }
+        for (d = rank; d-- > 0;) ((uint64_t *)c->shape.p)[d] = (uint64_t)dims[d];   /* >= 0: Tensor checks */
         v->rank = (uint32_t)rank;
         v->shape = (const uint64_t *)c->shape.p;
-        v->size = (uint64_t)len;
         if ((*env)->GetBooleanField(env, cell, J.t_direct)) {
             char *base = (char *)(*env)->GetDirectBufferAddress(env, data);
-            cap = (*env)->GetDirectBufferCapacity(env, data);
             (*env)->DeleteLocalRef(env, data);
-            if (!base || off < 0 || len < 0 || off > cap || len > cap - off) goto bounds;
+            if (!base) { jni_throw_iae(env, "sts_jni: a direct buffer without an address"); return -1; }
             v->data = base + off;
         } else {
-            cap = (*env)->GetArrayLength(env, (jarray)data);
-            if (off < 0 || len < 0 || off > cap || len > cap - off) goto bounds;
             c->pin = (jarray)data;               /* a byte[]: pinned just before the write */
             c->pin_offset = (size_t)off;
         }
     } else {                                     /* a numeric array of the column's element type */
-        int k;
-        for (k = 0; k < 6 && J.arr_dtype[k] != c->elem; k++) {}
-        if (k == 6 || !(*env)->IsInstanceOf(env, cell, J.arr[k])) goto wrong;
         v->size = (uint64_t)(*env)->GetArrayLength(env, (jarray)cell);
         c->pin = (jarray)cell;
         c->pin_offset = 0;
     }
     return 0;
-wrong:
-    snprintf(msg, sizeof msg, "column %.100s: expected %s", t->names[i],
-             c->kind == STS_VALUE_STRING ? "a String (the key)" : c->kind == STS_VALUE_TENSOR ? "a Tensor" :
-             "a numeric array of the column's element type");
-    jni_throw_iae(env, msg);
-    return -1;
-bounds:
-    snprintf(msg, sizeof msg, "column %.100s: the Tensor's bytes lie outside its buffer", t->names[i]);
-    jni_throw_iae(env, msg);
-    return -1;
 }
 
 JNIEXPORT void JNICALL Java_io_safetensors_spark_jni_Native_taskWrite(JNIEnv *env, jclass cls, jlong h, jobjectArray cells) {
@@ -659,10 +626,10 @@ JNIEXPORT jobjectArray JNICALL Java_io_safetensors_spark_jni_Native_fileTensors(
 /* Key lookups share one small scratch per thread-free call: the key's UTF-8 on the stack when short. */
 typedef struct jni_key { jni_buf units, text; size_t len; jchar u[128]; char s[384]; } jni_key;
 static int jni_key_get(JNIEnv *env, jstring k, jni_key *key) {
-    jsize n = (*env)->GetStringLength(env, k);
+    jsize n = k ? (*env)->GetStringLength(env, k) : 0;
     key->units.p = key->text.p = NULL;
     key->units.cap = key->text.cap = 0;
-    if (n <= 128) {                            /* the common case: no allocation */
+    if (k && n <= 128) {                            /* the common case: no allocation */
         (*env)->GetStringRegion(env, k, 0, n, key->u);
         key->len = jni_to_utf8(key->u, (size_t)n, key->s);
         key->text.p = key->s;

@@ -14,20 +14,22 @@ public final class Column implements Serializable {
 
     final String name;
     final int kind;
-    final int elem;  // arrays: the sts_dtype of the Java element type
+    final int elem;           // arrays: the sts_dtype of the Java element type
+    private final Class<?> type;  // what a cell must be
 
-    private Column(String name, int kind, int elem) {
+    private Column(String name, int kind, int elem, Class<?> type) {
         if (name == null) throw new NullPointerException("name");
         this.name = name;
         this.kind = kind;
         this.elem = elem;
+        this.type = type;
     }
 
     /** A StringType column: the key of KV mode (name_col). */
-    public static Column string(String name) { return new Column(name, STRING, 0); }
+    public static Column string(String name) { return new Column(name, STRING, 0, String.class); }
 
     /** A Tensor Struct column: cells are {@link Tensor}s. */
-    public static Column tensor(String name) { return new Column(name, TENSOR, 0); }
+    public static Column tensor(String name) { return new Column(name, TENSOR, 0, Tensor.class); }
 
     /** A numeric ArrayType column: element is float.class, double.class, int.class, long.class, short.class or byte.class. */
     public static Column array(String name, Class<?> element) {
@@ -35,7 +37,15 @@ public final class Column implements Serializable {
                 : element == long.class ? "I64" : element == short.class ? "I16" : element == byte.class ? "I8" : null;
         if (dt == null) throw new IllegalArgumentException("column " + name + ": arrays of " + element
                 + " cannot be written; use float, double, int, long, short or byte");
-        return new Column(name, ARRAY, Native.dtype(dt));
+        return new Column(name, ARRAY, Native.dtype(dt), java.lang.reflect.Array.newInstance(element, 0).getClass());
+    }
+
+    /** cell, if it fits this column (sts_jni.c relies on it); else IllegalArgumentException. */
+    Object check(Object cell) {
+        if (type.isInstance(cell)) return cell;
+        throw new IllegalArgumentException("column " + name + ": expected " + (kind == STRING ? "a String (the key)"
+                : kind == TENSOR ? "a Tensor" : "a " + type.getSimpleName()) + ", got " + (cell == null ? "null (cells are not nullable)"
+                : cell.getClass().getSimpleName()));
     }
 
     public String name() { return name; }

@@ -24,6 +24,6 @@ public final class WriterFactory implements Serializable {
      */
     public TaskWriter createWriter(int partitionId, long taskId) throws IOException {
         long h = Native.taskOpen(dir, keys, values, Column.names(schema), Column.kinds(schema), Column.elems(schema), partitionId);
-        return new TaskWriter(h, partitionId, taskId);
+        return new TaskWriter(h, partitionId, taskId, schema);
     }
 }

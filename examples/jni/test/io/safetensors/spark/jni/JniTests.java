@@ -58,6 +58,8 @@ public final class JniTests {
         test("a file the format rejects: SafetensorsException with result, rule, offset", JniTests::badFiles);
         test("Cleaner safety net: frees only when owner and buffers are unreachable", JniTests::cleanerSafetyNet);
         test("Cleaner safety net: a forgotten task writer is aborted", JniTests::cleanerAbortsWriter);
+        test("every native object the tests made was freed", () -> check(gcUntil(() -> Native.liveHandles() == 0, 300),
+                Native.liveHandles() + " task writers, files or datasets are still open"));
         System.out.println(failures == 0 ? "jni: all " + passed + " tests passed" : "jni: " + failures + " of " + (passed + failures) + " tests FAILED");
         System.exit(failures == 0 ? 0 : 1);
     }
@@ -569,6 +571,21 @@ public final class JniTests {
         expect(IllegalStateException.class, () -> w.write(Rows.kvRow(0, 2)));
         expect(IllegalStateException.class, w::commit);
         w.abort();  // after close: nothing left to do
+        // nulls: exceptions, never a crash
+        expect(NullPointerException.class, () -> SafetensorsFile.open(null));
+        expect(NullPointerException.class, () -> Dataset.open(null));
+        expect(NullPointerException.class, () -> job.commit(null));
+        expect(IllegalArgumentException.class, () -> job.abort(new byte[][] { null }));
+        try (TaskWriter w9 = f.createWriter(0, 9)) {
+            expect(NullPointerException.class, () -> w9.write((Object[]) null));
+        }
+        try (Dataset ds = Dataset.open(work.resolve("kv_threads").toString())) {
+            expect(NullPointerException.class, () -> ds.get(null));
+            expect(NullPointerException.class, () -> ds.info(null));
+        }
+        Map<String, String> nullValue = Rows.kvOptions("x");
+        nullValue.put("dtype", null);
+        expect(IllegalArgumentException.class, () -> BatchWrite.prepare(work.resolve("nulls").toString(), nullValue, Rows.KV_SCHEMA));
         expect(NullPointerException.class, () -> Tensor.of((byte[]) null, "F32"));
         expect(IllegalArgumentException.class, () -> Tensor.of(new byte[4], "F32", -1));
     }
