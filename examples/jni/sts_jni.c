@@ -472,13 +472,11 @@ static int jni_cell(JNIEnv *env, jni_task *t, size_t i, jobject cell) {
         /* the shape as int32 first, then widened in place from the end (uint64 slots are wider) */
         dims = (jint *)c->shape.p;
         (*env)->GetIntArrayRegion(env, shape, 0, rank, dims);
-        (*env)->DeleteLocalRef(env, shape);
         for (d = rank; d-- > 0;) ((uint64_t *)c->shape.p)[d] = (uint64_t)dims[d];   /* >= 0: Tensor checks */
         v->rank = (uint32_t)rank;
         v->shape = (const uint64_t *)c->shape.p;
         if ((*env)->GetBooleanField(env, cell, J.t_direct)) {
             char *base = (char *)(*env)->GetDirectBufferAddress(env, data);
-            (*env)->DeleteLocalRef(env, data);
             if (!base) { jni_throw_iae(env, "sts_jni: a direct buffer without an address"); return -1; }
             v->data = base + off;
         } else {
@@ -504,7 +502,9 @@ JNIEXPORT void JNICALL Java_io_safetensors_spark_jni_Native_taskWrite(JNIEnv *en
         jni_throw_iae(env, "sts_jni: a row needs one cell per schema column");
         return;
     }
-    if (t->ncols > 4 && (*env)->EnsureLocalCapacity(env, (jint)(2 * t->ncols + 8)) != 0) return;
+    /* local references: a cell, and a Tensor's data and shape, per column, plus 4 for an exception;
+       16 are always there (no DeleteLocalRef per cell: they all go when this returns) */
+    if (3 * t->ncols + 4 > 16 && (*env)->EnsureLocalCapacity(env, (jint)(3 * t->ncols + 4)) != 0) return;
     /* 1. read every cell (JNI calls allowed) */
     for (i = 0; i < t->ncols; i++) {
         jobject cell = (*env)->GetObjectArrayElement(env, cells, (jsize)i);

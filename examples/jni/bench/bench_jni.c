@@ -37,8 +37,9 @@ static size_t key(char *out, uint32_t r) {
     return o;
 }
 static const sts_column schema[2] = { { "id", STS_VALUE_STRING, STS_DTYPE_U8 }, { "x", STS_VALUE_TENSOR, STS_DTYPE_F32 } };
-static void config(sts_write_config *c) {   /* Bench.options(), typed */
+static void config(sts_write_config *c, int io_thread) {   /* Bench.options(), typed */
     memset(c, 0, sizeof *c);
+    c->no_io_thread = !io_thread;
     c->name_col = "id";
     c->generate_index = 1;
     c->no_fsync = 1;                       /* durable=false */
@@ -48,7 +49,7 @@ static void config(sts_write_config *c) {   /* Bench.options(), typed */
    sts_task_open to sts_task_commit (what Bench times on the JNI side), and in cpu[0] the calling
    thread's CPU time over the same span (the I/O thread's is not in it). */
 JNIEXPORT jlong JNICALL Java_io_safetensors_spark_jni_bench_Bench_writeC(JNIEnv *env, jclass cls, jstring jdir, jint rows,
-                                                                        jlongArray cpu) {
+                                                                        jboolean io_thread, jlongArray cpu) {
     static float ring[RING][ELEMS];
     const char *dir = (*env)->GetStringUTFChars(env, jdir, NULL);   /* an ASCII path */
     sts_write_config c;
@@ -64,7 +65,7 @@ JNIEXPORT jlong JNICALL Java_io_safetensors_spark_jni_bench_Bench_writeC(JNIEnv 
     if (!dir) return 0;
     for (i = 0; i < RING; i++)
         for (j = 0; j < ELEMS; j++) ring[i][j] = (float)i * 0.5f + (float)j;   /* Bench.fill */
-    config(&c);
+    config(&c, io_thread);
     memset(v, 0, sizeof v);
     v[1].dtype = STS_DTYPE_F32; v[1].rank = 1; v[1].shape = shape; v[1].size = sizeof ring[0];
     if (sts_dataset_prepare(dir, &c, schema, 2, NULL, &e) != STS_OK) { fail(env, "prepare", &e); goto out; }

@@ -31,15 +31,17 @@ import java.util.stream.Stream;
  *   get    Dataset.get(key) (read-only direct buffer over the mapping), each call timed alone,
  *          after the index load and one warm-up pass, against sts_dataset_get from C on the same
  *          keys: p50 and p99.
- * usage: Bench [--quick] [--rows N] [--runs N] [--lookups N] [--dir D]
- *   --quick  100,000 rows, 2 runs, 50,000 lookups (default 1,000,000 rows, 3 runs, 200,000 lookups)
+ * usage: Bench [--quick] [--rows N] [--runs N] [--lookups N] [--dir D] [--no-io-thread]
+ *   --quick  100,000 rows, 2 runs, 50,000 lookups (default 1,000,000 rows, 5 runs, 200,000 lookups)
  *   --dir    where the datasets go (default /tmp; 2 x 1.1 GB at a time), removed at the end
+ *   --no-io-thread  io_thread=false on both sides: every write on the calling thread, so wall
+ *            time is work done (the default overlaps the writes with the next rows' encoding)
  */
 public final class Bench {
     static { System.loadLibrary("sts_jni_bench"); }
 
     /** C: prepares dir, writes rows, commits; returns ns from task open to task commit, cpu[0] the thread's CPU ns. */
-    static native long writeC(String dir, int rows, long[] cpu);
+    static native long writeC(String dir, int rows, boolean ioThread, long[] cpu);
     /** C: sts_dataset_get of these rows' keys, each timed; {p50, p99} ns. */
     static native long[] getC(String dir, int[] rows);
 
@@ -50,11 +52,14 @@ public final class Bench {
 
     private Bench() {}
 
+    private static boolean ioThread = true;
+
     static Map<String, String> options() {
         Map<String, String> o = new HashMap<>();
         o.put("name_col", "id");
         o.put("generate_index", "true");
         o.put("durable", "false");
+        o.put("io_thread", Boolean.toString(ioThread));
         return o;
     }
 
@@ -98,7 +103,7 @@ public final class Bench {
     static long median(long[] v) { long[] c = v.clone(); Arrays.sort(c); return c[c.length / 2]; }
 
     public static void main(String[] args) throws Exception {
-        int rows = 1_000_000, runs = 3, lookups = 200_000;
+        int rows = 1_000_000, runs = 5, lookups = 200_000;
         String base = "/tmp";
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
@@ -107,7 +112,8 @@ public final class Bench {
                 case "--runs": runs = Integer.parseInt(args[++i]); break;
                 case "--lookups": lookups = Integer.parseInt(args[++i]); break;
                 case "--dir": base = args[++i]; break;
-                default: throw new IllegalArgumentException("usage: Bench [--quick] [--rows N] [--runs N] [--lookups N] [--dir D]");
+                case "--no-io-thread": ioThread = false; break;
+                default: throw new IllegalArgumentException("usage: Bench [--quick] [--rows N] [--runs N] [--lookups N] [--dir D] [--no-io-thread]");
             }
         }
         if (rows > 10_000_000) throw new IllegalArgumentException("at most 10,000,000 rows (7-digit keys)");
@@ -118,12 +124,12 @@ public final class Bench {
         }
         Path work = Files.createTempDirectory(Paths.get(base), "sts-jni-bench.");
         try {
-            System.out.printf("jni bench: %,d KV rows of F32 [256] (1 KiB) from direct buffers, durable=false, %d runs; %s, %s%n",
-                    rows, runs, System.getProperty("java.vm.name"), System.getProperty("java.vm.version"));
+            System.out.printf("jni bench: %,d KV rows of F32 [256] (1 KiB) from direct buffers, durable=false, io_thread=%s, %d runs; %s, %s%n",
+                    rows, ioThread, runs, System.getProperty("java.vm.name"), System.getProperty("java.vm.version"));
             int warm = Math.min(rows, 100_000);  // JIT and page cache
             long[] cpu = new long[1];
             writeJni(work.resolve("warm-jni"), warm, null, cpu);
-            writeC(work.resolve("warm-c").toString(), warm, cpu);
+            writeC(work.resolve("warm-c").toString(), warm, ioThread, cpu);
             delete(work.resolve("warm-jni"));
             delete(work.resolve("warm-c"));
 
@@ -133,7 +139,7 @@ public final class Bench {
                 delete(c);
                 delete(j);
                 for (int k = 0; k < 2; k++) {
-                    if ((k + r) % 2 == 0) { tc[r] = writeC(c.toString(), rows, cpu); cc[r] = cpu[0]; }
+                    if ((k + r) % 2 == 0) { tc[r] = writeC(c.toString(), rows, ioThread, cpu); cc[r] = cpu[0]; }
                     else { tj[r] = writeJni(j, rows, heap, cpu); cj[r] = cpu[0]; }
                 }
                 System.out.printf("  run %d: C %.3f s (calling thread CPU %.3f s), JNI %.3f s (%.3f s)%n", r + 1, tc[r] / 1e9, cc[r] / 1e9,
