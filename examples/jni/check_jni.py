@@ -40,7 +40,8 @@ def read_shard(path):
         end = e
     if end != len(data):
         problems.append(f"{path}: data ends at {end}, the file holds {len(data)} bytes")
-    return {name: (t["dtype"], t["shape"], data[t["data_offsets"][0]:t["data_offsets"][1]]) for name, t in header.items()}
+    return {name: (t["dtype"], t["shape"], data[t["data_offsets"][0]:t["data_offsets"][1]])
+            for name, t in header.items()}
 
 
 def check(work, name):
@@ -95,7 +96,8 @@ def main():
         print("check_jni:", p)
     if problems:
         return 1
-    print(f"check_jni: numpy read {total} tensors of {len(names)} datasets ({', '.join(names)}): bytes, dtypes and shapes agree")
+    print(f"check_jni: numpy read {total} tensors of {len(names)} datasets ({', '.join(names)}): "
+          "bytes, dtypes and shapes agree")
     return 0
 
 

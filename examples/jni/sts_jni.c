@@ -22,7 +22,7 @@
       Tensor        a Tensor Struct                  data: a direct ByteBuffer (GetDirectBufferAddress, no
                                                      pin) or a byte[] (pinned); shape int[]; dtype id
       float[] double[] int[] long[] short[] byte[]   a numeric array (F32 F64 I32 I64 I16 I8): pinned
-   Every cell is checked and read first; then the arrays are pinned with GetPrimitiveArrayCritical,
+   Every cell is read first; then the arrays are pinned with GetPrimitiveArrayCritical,
    sts_task_write runs, and every pin is released (JNI_ABORT: nothing was changed) before anything
    else, on every path. No JNI call happens while a pin is held, and no tensor byte is copied into
    a Java array.
@@ -33,7 +33,7 @@
 
    ERRORS. A failing library call throws: STS_ERR_OPTION -> IllegalArgumentException, STS_ERR_IO ->
    java.io.IOException, anything else -> SafetensorsException(result name, rule id, byte offset,
-   message). Bad cells give IllegalArgumentException. A native method that throws returns 0/NULL
+   message); TaskWriter.write refuses bad cells (IllegalArgumentException). A native method that throws returns 0/NULL
    and creates nothing, so Java never holds a half-made object. Every JNI call that can throw is
    checked before the next one.
 
@@ -48,6 +48,8 @@
 #include <string.h>
 
 #define PKG "io/safetensors/spark/jni/"
+/* A native method of io.safetensors.spark.jni.Native: JNI_FN(void, prepare) is Native.prepare. */
+#define JNI_FN(ret, name) JNIEXPORT ret JNICALL Java_io_safetensors_spark_jni_Native_##name
 
 /* ---- what JNI_OnLoad looks up once ---------------------------------------------------------- */
 static struct {
@@ -62,6 +64,8 @@ static void jni_count(int d) { __atomic_add_fetch(&jni_live, d, __ATOMIC_RELAXED
 
 #define HANDLE(p) ((jlong)(intptr_t)(p))
 #define PTR(type, h) ((type *)(intptr_t)(h))
+
+static void jni_throw_iae(JNIEnv *env, const char *msg);
 
 /* ---- strings -------------------------------------------------------------------------------- */
 typedef struct jni_buf { void *p; size_t cap; } jni_buf;   /* grows, never shrinks */
@@ -86,7 +90,9 @@ static size_t jni_to_utf8(const jchar *s, size_t n, char *out) {
         if (c < 0x80) out[o++] = (char)c;
         else if (c < 0x800) { out[o++] = (char)(0xC0 | c >> 6); out[o++] = (char)(0x80 | (c & 63)); }
         else if (c < 0x10000) {
-            out[o++] = (char)(0xE0 | c >> 12); out[o++] = (char)(0x80 | (c >> 6 & 63)); out[o++] = (char)(0x80 | (c & 63));
+            out[o++] = (char)(0xE0 | c >> 12);
+            out[o++] = (char)(0x80 | (c >> 6 & 63));
+            out[o++] = (char)(0x80 | (c & 63));
         } else {
             out[o++] = (char)(0xF0 | c >> 18); out[o++] = (char)(0x80 | (c >> 12 & 63));
             out[o++] = (char)(0x80 | (c >> 6 & 63)); out[o++] = (char)(0x80 | (c & 63));
@@ -111,12 +117,17 @@ static int jni_utf8(JNIEnv *env, jstring s, jni_buf *units, jni_buf *out, size_t
     return 0;
 }
 
-/* A Java string as a malloc'd UTF-8 copy (free it), or NULL with an exception pending. */
+/* A Java string as a malloc'd UTF-8 C string (free it), or NULL with an exception pending: paths,
+   options and column names, where a NUL would cut the string short. */
 static char *jni_utf8_dup(JNIEnv *env, jstring s) {
     jni_buf units = { NULL, 0 }, out = { NULL, 0 };
     size_t len;
     int r = jni_utf8(env, s, &units, &out, &len);
     free(units.p);
+    if (!r && strlen((char *)out.p) != len) {
+        jni_throw_iae(env, "sts_jni: a path, option or column name holds a NUL");
+        r = -1;
+    }
     if (r) { free(out.p); return NULL; }
     return (char *)out.p;
 }
@@ -134,7 +145,10 @@ static jstring jni_string(JNIEnv *env, const char *s, size_t n) {
         uint32_t c = 0xFFFD;
         size_t k = 1, left = n - i;
         if (p[0] < 0x80) c = p[0];
-        else if (p[0] >= 0xC2 && p[0] < 0xE0 && left >= 2 && (p[1] & 0xC0) == 0x80) { c = (uint32_t)(p[0] & 31) << 6 | (p[1] & 63); k = 2; }
+        else if (p[0] >= 0xC2 && p[0] < 0xE0 && left >= 2 && (p[1] & 0xC0) == 0x80) {
+            c = (uint32_t)(p[0] & 31) << 6 | (p[1] & 63);
+            k = 2;
+        }
         else if (p[0] >= 0xE0 && p[0] < 0xF0 && left >= 3 && (p[1] & 0xC0) == 0x80 && (p[2] & 0xC0) == 0x80) {
             c = (uint32_t)(p[0] & 15) << 12 | (uint32_t)(p[1] & 63) << 6 | (p[2] & 63);
             k = 3;
@@ -189,9 +203,12 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
     (void)reserved;
     if ((*vm)->GetEnv(vm, (void **)&env, JNI_VERSION_1_8) != JNI_OK) return JNI_ERR;
     if (!(J.string = jni_class(env, "java/lang/String")) || !(J.tensor = jni_class(env, PKG "Tensor")) ||
-        !(J.info = jni_class(env, PKG "TensorInfo")) || !(J.sts_exception = jni_class(env, PKG "SafetensorsException")) ||
-        !(J.iae = jni_class(env, "java/lang/IllegalArgumentException")) || !(J.ioe = jni_class(env, "java/io/IOException")) ||
-        !(J.oom = jni_class(env, "java/lang/OutOfMemoryError")) || !(J.npe = jni_class(env, "java/lang/NullPointerException")))
+        !(J.info = jni_class(env, PKG "TensorInfo")) ||
+        !(J.sts_exception = jni_class(env, PKG "SafetensorsException")) ||
+        !(J.iae = jni_class(env, "java/lang/IllegalArgumentException")) ||
+        !(J.ioe = jni_class(env, "java/io/IOException")) ||
+        !(J.oom = jni_class(env, "java/lang/OutOfMemoryError")) ||
+        !(J.npe = jni_class(env, "java/lang/NullPointerException")))
         return JNI_ERR;
     if (!(J.t_data = (*env)->GetFieldID(env, J.tensor, "data", "Ljava/lang/Object;")) ||
         !(J.t_direct = (*env)->GetFieldID(env, J.tensor, "direct", "Z")) ||
@@ -199,7 +216,8 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
         !(J.t_length = (*env)->GetFieldID(env, J.tensor, "length", "J")) ||
         !(J.t_shape = (*env)->GetFieldID(env, J.tensor, "shape", "[I")) ||
         !(J.t_dtype = (*env)->GetFieldID(env, J.tensor, "dtypeId", "I")) ||
-        !(J.info_new = (*env)->GetMethodID(env, J.info, "<init>", "(Ljava/lang/String;Ljava/lang/String;[JJLjava/lang/String;)V")) ||
+        !(J.info_new = (*env)->GetMethodID(env, J.info, "<init>",
+                                           "(Ljava/lang/String;Ljava/lang/String;[JJLjava/lang/String;)V")) ||
         !(J.exc_new = (*env)->GetMethodID(env, J.sts_exception, "<init>",
                                           "(Ljava/lang/String;Ljava/lang/String;JLjava/lang/String;)V")))
         return JNI_ERR;
@@ -213,7 +231,7 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
 }
 
 /* The 22 dtype names in sts_dtype order (Java keeps ids, so a row carries no dtype string). */
-JNIEXPORT jobjectArray JNICALL Java_io_safetensors_spark_jni_Native_dtypeNames(JNIEnv *env, jclass cls) {
+JNI_FN(jobjectArray, dtypeNames)(JNIEnv *env, jclass cls) {
     jobjectArray out = (*env)->NewObjectArray(env, (jsize)STS_DTYPE_COUNT, J.string, NULL);
     int i;
     (void)cls;
@@ -280,7 +298,10 @@ static int jni_job_make(JNIEnv *env, jni_job *j, jstring dir, jobjectArray keys,
     if (names) {
         jint *k = (*env)->GetIntArrayElements(env, kinds, NULL), *el;
         if (!k) goto fail;
-        if (!(el = (*env)->GetIntArrayElements(env, elems, NULL))) { (*env)->ReleaseIntArrayElements(env, kinds, k, JNI_ABORT); goto fail; }
+        if (!(el = (*env)->GetIntArrayElements(env, elems, NULL))) {
+            (*env)->ReleaseIntArrayElements(env, kinds, k, JNI_ABORT);
+            goto fail;
+        }
         for (i = 0; i < ncols; i++) { j->schema[i].kind = (sts_value_kind)k[i]; j->schema[i].elem = (sts_dtype)el[i]; }
         (*env)->ReleaseIntArrayElements(env, kinds, k, JNI_ABORT);
         (*env)->ReleaseIntArrayElements(env, elems, el, JNI_ABORT);
@@ -299,7 +320,7 @@ fail:
     return -1;
 }
 
-JNIEXPORT void JNICALL Java_io_safetensors_spark_jni_Native_prepare(JNIEnv *env, jclass cls, jstring dir, jobjectArray keys,
+JNI_FN(void, prepare)(JNIEnv *env, jclass cls, jstring dir, jobjectArray keys,
         jobjectArray values, jobjectArray names, jintArray kinds, jintArray elems) {
     jni_job j;
     sts_error e;
@@ -332,7 +353,10 @@ static int jni_messages(JNIEnv *env, jobjectArray msgs, char ***out, size_t **le
         jsize len;
         if (!b) { jni_throw_iae(env, "sts_jni: a commit message is null"); return -1; }
         len = (*env)->GetArrayLength(env, b);
-        if (!(m[i] = (char *)malloc((size_t)len + 1))) { (*env)->ThrowNew(env, J.oom, "sts_jni: a message"); return -1; }
+        if (!(m[i] = (char *)malloc((size_t)len + 1))) {
+            (*env)->ThrowNew(env, J.oom, "sts_jni: a message");
+            return -1;
+        }
         (*env)->GetByteArrayRegion(env, b, 0, len, (jbyte *)m[i]);
         m[i][len] = 0;
         l[i] = (size_t)len;
@@ -348,7 +372,7 @@ static void jni_messages_free(char **m, size_t *l, size_t n) {
 }
 
 /* Returns {shards, samples, bytes, tensors}. */
-JNIEXPORT jlongArray JNICALL Java_io_safetensors_spark_jni_Native_commit(JNIEnv *env, jclass cls, jstring dir, jobjectArray keys,
+JNI_FN(jlongArray, commit)(JNIEnv *env, jclass cls, jstring dir, jobjectArray keys,
         jobjectArray values, jobjectArray msgs) {
     jni_job j;
     char **m = NULL;
@@ -372,7 +396,7 @@ JNIEXPORT jlongArray JNICALL Java_io_safetensors_spark_jni_Native_commit(JNIEnv 
     return out;
 }
 
-JNIEXPORT void JNICALL Java_io_safetensors_spark_jni_Native_abort(JNIEnv *env, jclass cls, jstring dir, jobjectArray msgs) {
+JNI_FN(void, abort)(JNIEnv *env, jclass cls, jstring dir, jobjectArray msgs) {
     char *d, **m = NULL;
     size_t *l = NULL, n = 0;
     sts_error e;
@@ -414,7 +438,7 @@ static void jni_task_free(jni_task *t) {
     free(t);
 }
 
-JNIEXPORT jlong JNICALL Java_io_safetensors_spark_jni_Native_taskOpen(JNIEnv *env, jclass cls, jstring dir, jobjectArray keys,
+JNI_FN(jlong, taskOpen)(JNIEnv *env, jclass cls, jstring dir, jobjectArray keys,
         jobjectArray values, jobjectArray names, jintArray kinds, jintArray elems, jint partition) {
     jni_job j;
     jni_task *t;
@@ -491,7 +515,7 @@ static int jni_cell(JNIEnv *env, jni_task *t, size_t i, jobject cell) {
     return 0;
 }
 
-JNIEXPORT void JNICALL Java_io_safetensors_spark_jni_Native_taskWrite(JNIEnv *env, jclass cls, jlong h, jobjectArray cells) {
+JNI_FN(void, taskWrite)(JNIEnv *env, jclass cls, jlong h, jobjectArray cells) {
     jni_task *t = PTR(jni_task, h);
     size_t i;
     int pin_failed = 0;
@@ -532,7 +556,7 @@ JNIEXPORT void JNICALL Java_io_safetensors_spark_jni_Native_taskWrite(JNIEnv *en
     if (r != STS_OK) jni_throw(env, &e);
 }
 
-JNIEXPORT jbyteArray JNICALL Java_io_safetensors_spark_jni_Native_taskCommit(JNIEnv *env, jclass cls, jlong h) {
+JNI_FN(jbyteArray, taskCommit)(JNIEnv *env, jclass cls, jlong h) {
     jni_task *t = PTR(jni_task, h);
     char *msg = NULL;
     size_t len = 0;
@@ -549,7 +573,7 @@ JNIEXPORT jbyteArray JNICALL Java_io_safetensors_spark_jni_Native_taskCommit(JNI
     return out;
 }
 
-JNIEXPORT void JNICALL Java_io_safetensors_spark_jni_Native_taskClose(JNIEnv *env, jclass cls, jlong h) {
+JNI_FN(void, taskClose)(JNIEnv *env, jclass cls, jlong h) {
     (void)env; (void)cls;
     jni_task_free(PTR(jni_task, h));
     jni_count(-1);
@@ -566,8 +590,8 @@ static jobject jni_buffer(JNIEnv *env, const void *p, uint64_t n) {
         e.code = STS_ERR_UNSUPPORTED;
         e.rule = STS_RULE_UNSUPPORTED;
         e.offset = STS_OFFSET_UNKNOWN;
-        snprintf(e.message, sizeof e.message, "unsupported: a tensor of %llu bytes does not fit one ByteBuffer (2 GiB - 1)",
-                 (unsigned long long)n);
+        snprintf(e.message, sizeof e.message,
+                 "unsupported: a tensor of %llu bytes does not fit one ByteBuffer (2 GiB - 1)", (unsigned long long)n);
         jni_throw(env, &e);
         return NULL;
     }
@@ -595,7 +619,7 @@ static jobject jni_info(JNIEnv *env, const char *name, size_t name_len, sts_dtyp
     return o;
 }
 
-JNIEXPORT jlong JNICALL Java_io_safetensors_spark_jni_Native_fileOpen(JNIEnv *env, jclass cls, jstring path) {
+JNI_FN(jlong, fileOpen)(JNIEnv *env, jclass cls, jstring path) {
     char *p = jni_utf8_dup(env, path);
     sts_file *f = NULL;
     sts_error e;
@@ -607,7 +631,7 @@ JNIEXPORT jlong JNICALL Java_io_safetensors_spark_jni_Native_fileOpen(JNIEnv *en
     return HANDLE(f);
 }
 
-JNIEXPORT jobjectArray JNICALL Java_io_safetensors_spark_jni_Native_fileTensors(JNIEnv *env, jclass cls, jlong h) {
+JNI_FN(jobjectArray, fileTensors)(JNIEnv *env, jclass cls, jlong h) {
     const sts_file *f = PTR(const sts_file, h);
     size_t n = sts_count(f), i;
     jobjectArray out;
@@ -643,7 +667,7 @@ static void jni_key_free(jni_key *key) {
 }
 
 /* null when the file has no such tensor */
-JNIEXPORT jobject JNICALL Java_io_safetensors_spark_jni_Native_fileGet(JNIEnv *env, jclass cls, jlong h, jstring name) {
+JNI_FN(jobject, fileGet)(JNIEnv *env, jclass cls, jlong h, jstring name) {
     const sts_file *f = PTR(const sts_file, h);
     const sts_tensor *t;
     jni_key k;
@@ -655,13 +679,13 @@ JNIEXPORT jobject JNICALL Java_io_safetensors_spark_jni_Native_fileGet(JNIEnv *e
     return out;
 }
 
-JNIEXPORT void JNICALL Java_io_safetensors_spark_jni_Native_fileClose(JNIEnv *env, jclass cls, jlong h) {
+JNI_FN(void, fileClose)(JNIEnv *env, jclass cls, jlong h) {
     (void)env; (void)cls;
     sts_close(PTR(sts_file, h));
     jni_count(-1);
 }
 
-JNIEXPORT jlong JNICALL Java_io_safetensors_spark_jni_Native_datasetOpen(JNIEnv *env, jclass cls, jstring path) {
+JNI_FN(jlong, datasetOpen)(JNIEnv *env, jclass cls, jstring path) {
     char *p = jni_utf8_dup(env, path);
     sts_dataset *ds = NULL;
     sts_read_config rc;
@@ -693,27 +717,27 @@ static jobject jni_dataset_get(JNIEnv *env, jlong h, jstring key, int with_data)
     else out = jni_info(env, v.key, v.key_len, v.dtype, v.rank, v.shape, v.nbytes, sts_dataset_file(ds, v.file));
     return out;
 }
-JNIEXPORT jobject JNICALL Java_io_safetensors_spark_jni_Native_datasetGet(JNIEnv *env, jclass cls, jlong h, jstring key) {
+JNI_FN(jobject, datasetGet)(JNIEnv *env, jclass cls, jlong h, jstring key) {
     (void)cls;
     return jni_dataset_get(env, h, key, 1);
 }
-JNIEXPORT jobject JNICALL Java_io_safetensors_spark_jni_Native_datasetInfo(JNIEnv *env, jclass cls, jlong h, jstring key) {
+JNI_FN(jobject, datasetInfo)(JNIEnv *env, jclass cls, jlong h, jstring key) {
     (void)cls;
     return jni_dataset_get(env, h, key, 0);
 }
 
-JNIEXPORT void JNICALL Java_io_safetensors_spark_jni_Native_datasetClose(JNIEnv *env, jclass cls, jlong h) {
+JNI_FN(void, datasetClose)(JNIEnv *env, jclass cls, jlong h) {
     (void)env; (void)cls;
     sts_dataset_close(PTR(sts_dataset, h));
     jni_count(-1);
 }
 
 /* ---- for the tests -------------------------------------------------------------------------- */
-JNIEXPORT jlong JNICALL Java_io_safetensors_spark_jni_Native_liveHandles(JNIEnv *env, jclass cls) {
+JNI_FN(jlong, liveHandles)(JNIEnv *env, jclass cls) {
     (void)env; (void)cls;
     return (jlong)__atomic_load_n(&jni_live, __ATOMIC_RELAXED);
 }
-JNIEXPORT jlong JNICALL Java_io_safetensors_spark_jni_Native_address(JNIEnv *env, jclass cls, jobject buffer) {
+JNI_FN(jlong, address)(JNIEnv *env, jclass cls, jobject buffer) {
     (void)cls;
     return (jlong)(intptr_t)(*env)->GetDirectBufferAddress(env, buffer);
 }

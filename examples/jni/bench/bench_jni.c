@@ -36,7 +36,9 @@ static size_t key(char *out, uint32_t r) {
     out[o] = 0;
     return o;
 }
-static const sts_column schema[2] = { { "id", STS_VALUE_STRING, STS_DTYPE_U8 }, { "x", STS_VALUE_TENSOR, STS_DTYPE_F32 } };
+static const sts_column schema[2] = {
+    { "id", STS_VALUE_STRING, STS_DTYPE_U8 }, { "x", STS_VALUE_TENSOR, STS_DTYPE_F32 }
+};
 static void config(sts_write_config *c, int io_thread) {   /* Bench.options(), typed */
     memset(c, 0, sizeof *c);
     c->no_io_thread = !io_thread;
@@ -48,8 +50,8 @@ static void config(sts_write_config *c, int io_thread) {   /* Bench.options(), t
 /* Writes rows [0, rows) into dir (prepared here) and commits the job; returns the nanoseconds from
    sts_task_open to sts_task_commit (what Bench times on the JNI side), and in cpu[0] the calling
    thread's CPU time over the same span (the I/O thread's is not in it). */
-JNIEXPORT jlong JNICALL Java_io_safetensors_spark_jni_bench_Bench_writeC(JNIEnv *env, jclass cls, jstring jdir, jint rows,
-                                                                        jboolean io_thread, jlongArray cpu) {
+#define BENCH_FN(ret, name) JNIEXPORT ret JNICALL Java_io_safetensors_spark_jni_bench_Bench_##name
+BENCH_FN(jlong, writeC)(JNIEnv *env, jclass cls, jstring jdir, jint rows, jboolean io_thread, jlongArray cpu) {
     static float ring[RING][ELEMS];
     const char *dir = (*env)->GetStringUTFChars(env, jdir, NULL);   /* an ASCII path */
     sts_write_config c;
@@ -82,7 +84,10 @@ JNIEXPORT jlong JNICALL Java_io_safetensors_spark_jni_bench_Bench_writeC(JNIEnv 
     t1 = now_ns() - t0;
     used = (jlong)(clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0);
     (*env)->SetLongArrayRegion(env, cpu, 0, 1, &used);
-    if (sts_dataset_commit(dir, &c, (const char *const *)&msg, &len, 1, NULL, NULL, &e) != STS_OK) { fail(env, "commit", &e); t1 = 0; }
+    if (sts_dataset_commit(dir, &c, (const char *const *)&msg, &len, 1, NULL, NULL, &e) != STS_OK) {
+        fail(env, "commit", &e);
+        t1 = 0;
+    }
 out:
     if (msg) sts_free(NULL, msg, len + 1);
     sts_task_close(w);
@@ -97,7 +102,7 @@ static int cmp_u64(const void *a, const void *b) {
 /* sts_dataset_get(with data) of `lookups` keys chosen as Bench chooses them (rows[i]), each timed
    alone after one warm-up pass; returns {p50, p99} in ns. The dataset is opened here (its index load
    is not timed). */
-JNIEXPORT jlongArray JNICALL Java_io_safetensors_spark_jni_bench_Bench_getC(JNIEnv *env, jclass cls, jstring jdir, jintArray jrows) {
+BENCH_FN(jlongArray, getC)(JNIEnv *env, jclass cls, jstring jdir, jintArray jrows) {
     const char *dir = (*env)->GetStringUTFChars(env, jdir, NULL);
     jsize n = (*env)->GetArrayLength(env, jrows), i;
     jint *rows = (jint *)malloc((size_t)n * sizeof *rows);

@@ -80,6 +80,8 @@ public final class BatchWrite {
             this.tensors = tensors;
         }
         @Override
-        public String toString() { return shards + " shards, " + samples + " samples, " + bytes + " bytes, " + tensors + " tensors"; }
+        public String toString() {
+            return shards + " shards, " + samples + " samples, " + bytes + " bytes, " + tensors + " tensors";
+        }
     }
 }

@@ -31,7 +31,7 @@ public final class Column implements Serializable {
     /** A Tensor Struct column: cells are {@link Tensor}s. */
     public static Column tensor(String name) { return new Column(name, TENSOR, 0, Tensor.class); }
 
-    /** A numeric ArrayType column: element is float.class, double.class, int.class, long.class, short.class or byte.class. */
+    /** A numeric ArrayType column: element is float, double, int, long, short or byte (.class). */
     public static Column array(String name, Class<?> element) {
         String dt = element == float.class ? "F32" : element == double.class ? "F64" : element == int.class ? "I32"
                 : element == long.class ? "I64" : element == short.class ? "I16" : element == byte.class ? "I8" : null;
@@ -43,15 +43,27 @@ public final class Column implements Serializable {
     /** cell, if it fits this column (sts_jni.c relies on it); else IllegalArgumentException. */
     Object check(Object cell) {
         if (type.isInstance(cell)) return cell;
-        throw new IllegalArgumentException("column " + name + ": expected " + (kind == STRING ? "a String (the key)"
-                : kind == TENSOR ? "a Tensor" : "a " + type.getSimpleName()) + ", got " + (cell == null ? "null (cells are not nullable)"
-                : cell.getClass().getSimpleName()));
+        String want = kind == STRING ? "a String (the key)" : kind == TENSOR ? "a Tensor" : "a " + type.getSimpleName();
+        String got = cell == null ? "null (cells are not nullable)" : cell.getClass().getSimpleName();
+        throw new IllegalArgumentException("column " + name + ": expected " + want + ", got " + got);
     }
 
     public String name() { return name; }
 
     // the schema as the native calls take it
-    static String[] names(Column[] s) { String[] r = new String[s.length]; for (int i = 0; i < s.length; i++) r[i] = s[i].name; return r; }
-    static int[] kinds(Column[] s) { int[] r = new int[s.length]; for (int i = 0; i < s.length; i++) r[i] = s[i].kind; return r; }
-    static int[] elems(Column[] s) { int[] r = new int[s.length]; for (int i = 0; i < s.length; i++) r[i] = s[i].elem; return r; }
+    static String[] names(Column[] s) {
+        String[] r = new String[s.length];
+        for (int i = 0; i < s.length; i++) r[i] = s[i].name;
+        return r;
+    }
+    static int[] kinds(Column[] s) {
+        int[] r = new int[s.length];
+        for (int i = 0; i < s.length; i++) r[i] = s[i].kind;
+        return r;
+    }
+    static int[] elems(Column[] s) {
+        int[] r = new int[s.length];
+        for (int i = 0; i < s.length; i++) r[i] = s[i].elem;
+        return r;
+    }
 }

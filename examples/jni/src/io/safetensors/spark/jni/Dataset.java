@@ -21,7 +21,9 @@ public final class Dataset implements AutoCloseable {
     public static Dataset open(String path) throws IOException { return new Dataset(Native.datasetOpen(path)); }
 
     /** The tensor's bytes, or null when no tensor has that key. */
-    public ByteBuffer get(String key) throws IOException { return ref.track(Native.datasetGet(ref.get("the dataset"), key)); }
+    public ByteBuffer get(String key) throws IOException {
+        return ref.track(Native.datasetGet(ref.get("the dataset"), key));
+    }
 
     /** The tensor's dtype, shape, size and shard, without touching its data; null when absent. */
     public TensorInfo info(String key) throws IOException { return Native.datasetInfo(ref.get("the dataset"), key); }

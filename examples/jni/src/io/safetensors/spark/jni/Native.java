@@ -27,7 +27,8 @@ final class Native {
     /** The sts_dtype of a header spelling ("F32", "BF16", ...). */
     static int dtype(String name) {
         Integer id = DTYPE_IDS.get(name);
-        if (id == null) throw new IllegalArgumentException("unknown dtype: " + name + " (one of " + String.join(" ", DTYPES) + ")");
+        if (id == null)
+            throw new IllegalArgumentException("unknown dtype: " + name + " (one of " + String.join(" ", DTYPES) + ")");
         return id;
     }
 

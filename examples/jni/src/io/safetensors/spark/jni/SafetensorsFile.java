@@ -18,7 +18,9 @@ public final class SafetensorsFile implements AutoCloseable {
      * @throws IOException the file cannot be opened or read
      * @throws SafetensorsException the file breaks a rule of the format (result, rule, byte offset)
      */
-    public static SafetensorsFile open(String path) throws IOException { return new SafetensorsFile(Native.fileOpen(path)); }
+    public static SafetensorsFile open(String path) throws IOException {
+        return new SafetensorsFile(Native.fileOpen(path));
+    }
 
     /** The tensors in data-offset order. */
     public List<TensorInfo> tensors() { return Arrays.asList(Native.fileTensors(ref.get("the file"))); }

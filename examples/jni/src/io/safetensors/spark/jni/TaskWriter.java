@@ -35,7 +35,7 @@ public final class TaskWriter implements AutoCloseable {
     public void write(Object... cells) throws IOException {
         long h = ref.get("the task writer");
         if (cells.length != schema.length)
-            throw new IllegalArgumentException("a row has " + schema.length + " cells (one per column), got " + cells.length);
+            throw new IllegalArgumentException("a row has " + schema.length + " cells, got " + cells.length);
         try {
             for (int i = 0; i < cells.length; i++) row[i] = schema[i].check(cells[i]);
             Native.taskWrite(h, row);

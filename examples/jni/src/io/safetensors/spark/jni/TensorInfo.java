@@ -27,6 +27,7 @@ public final class TensorInfo {
 
     @Override
     public String toString() {
-        return name + " " + dtype + " " + Arrays.toString(shape) + " " + nbytes + " bytes" + (file != null ? " in " + file : "");
+        String in = file != null ? " in " + file : "";
+        return name + " " + dtype + " " + Arrays.toString(shape) + " " + nbytes + " bytes" + in;
     }
 }

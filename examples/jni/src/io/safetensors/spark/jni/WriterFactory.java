@@ -23,7 +23,8 @@ public final class WriterFactory implements Serializable {
      * of the same partition never collide.
      */
     public TaskWriter createWriter(int partitionId, long taskId) throws IOException {
-        long h = Native.taskOpen(dir, keys, values, Column.names(schema), Column.kinds(schema), Column.elems(schema), partitionId);
+        long h = Native.taskOpen(dir, keys, values, Column.names(schema), Column.kinds(schema), Column.elems(schema),
+                                 partitionId);
         return new TaskWriter(h, partitionId, taskId, schema);
     }
 }

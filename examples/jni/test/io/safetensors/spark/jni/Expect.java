@@ -21,7 +21,12 @@ final class Expect {
         final byte[] bytes;
         final float[] f32;  // BF16 entries: the F32 values they were truncated from (numpy redoes it)
         Entry(String key, String filePrefix, String dtype, long[] shape, byte[] bytes, float[] f32) {
-            this.key = key; this.filePrefix = filePrefix; this.dtype = dtype; this.shape = shape; this.bytes = bytes; this.f32 = f32;
+            this.key = key;
+            this.filePrefix = filePrefix;
+            this.dtype = dtype;
+            this.shape = shape;
+            this.bytes = bytes;
+            this.f32 = f32;
         }
     }
 
@@ -65,13 +70,15 @@ final class Expect {
             s.append(", \"hex\": \"").append(hex).append('"');
             if (e.f32 != null) {
                 s.append(", \"f32_bits\": [");  // exact: the raw bits, not decimal text
-                for (int k = 0; k < e.f32.length; k++) s.append(k == 0 ? "" : ", ").append(Float.floatToRawIntBits(e.f32[k]) & 0xffffffffL);
+                for (int k = 0; k < e.f32.length; k++)
+                    s.append(k == 0 ? "" : ", ").append(Float.floatToRawIntBits(e.f32[k]) & 0xffffffffL);
                 s.append(']');
             }
             s.append('}');
         }
         s.append("\n]}\n");
-        Files.write(dir.resolveSibling(dir.getFileName() + ".expected.json"), s.toString().getBytes(StandardCharsets.UTF_8));
+        Path out = dir.resolveSibling(dir.getFileName() + ".expected.json");
+        Files.write(out, s.toString().getBytes(StandardCharsets.UTF_8));
     }
 
     static String json(String v) {  // ASCII JSON: everything else as \\uXXXX (surrogate pairs as two)

@@ -60,7 +60,8 @@ public final class JniTests {
         test("Cleaner safety net: a forgotten task writer is aborted", JniTests::cleanerAbortsWriter);
         test("every native object the tests made was freed", () -> check(gcUntil(() -> Native.liveHandles() == 0, 300),
                 Native.liveHandles() + " task writers, files or datasets are still open"));
-        System.out.println(failures == 0 ? "jni: all " + passed + " tests passed" : "jni: " + failures + " of " + (passed + failures) + " tests FAILED");
+        System.out.println(failures == 0 ? "jni: all " + passed + " tests passed"
+                                         : "jni: " + failures + " of " + (passed + failures) + " tests FAILED");
         System.exit(failures == 0 ? 0 : 1);
     }
 
@@ -110,7 +111,8 @@ public final class JniTests {
     }
 
     /** One task attempt as Spark's DataWritingSparkTask runs it: write, commit; on failure abort; always close. */
-    private static byte[] runTask(WriterFactory f, int partition, long taskId, int rows, int failAt) throws IOException {
+    private static byte[] runTask(WriterFactory f, int partition, long taskId, int rows, int failAt)
+            throws IOException {
         TaskWriter w = f.createWriter(partition, taskId);
         try {
             Rows.writeKv(w, partition, rows, failAt);
@@ -152,7 +154,8 @@ public final class JniTests {
 
     /** A committed dataset holds its manifest, its index and the manifest's shards: nothing else. */
     private static Set<String> checkClean(Path dir, boolean index) throws IOException {
-        Set<String> listed = shards(new String(Files.readAllBytes(dir.resolve("dataset_manifest.json")), StandardCharsets.UTF_8));
+        byte[] manifest = Files.readAllBytes(dir.resolve("dataset_manifest.json"));
+        Set<String> listed = shards(new String(manifest, StandardCharsets.UTF_8));
         Set<String> want = new TreeSet<>(listed);
         want.add("dataset_manifest.json");
         if (index) { want.add("_tensor_index.csv"); want.add("_tensor_index.json"); }
@@ -180,7 +183,8 @@ public final class JniTests {
         BatchWrite.Summary s = job.commit(new byte[][] { msg });
         check(s.samples == 2 && s.shards == 1, "summary " + s + " (the replaced row is not a sample)");
         try (Dataset ds = Dataset.open(d.toString())) {
-            check(Arrays.equals(Expect.bytes(ds.get(Rows.key(0, 0) + "__img")), Rows.imgBytes(0, 5)), "lastWin: the last row wins");
+            byte[] img = Expect.bytes(ds.get(Rows.key(0, 0) + "__img"));
+            check(Arrays.equals(img, Rows.imgBytes(0, 5)), "lastWin: the last row wins");
         }
         // the user's spelling (Spark keeps it in asCaseSensitiveMap) works the same
         Path d2 = fresh("options_mixed");
@@ -222,7 +226,8 @@ public final class JniTests {
             o.put(c[0], c[1]);
             IllegalArgumentException e = expect(IllegalArgumentException.class,
                     () -> BatchWrite.prepare(work.resolve("bad_options").toString(), o, Rows.KV_SCHEMA));
-            check(e.getMessage().contains(c[2]) && e.getMessage().startsWith("option: "), c[0] + "=" + c[1] + ": " + e.getMessage());
+            check(e.getMessage().contains(c[2]) && e.getMessage().startsWith("option: "),
+                    c[0] + "=" + c[1] + ": " + e.getMessage());
         }
         Map<String, String> both = Rows.kvOptions("x");
         both.put("batch_size", "8");
@@ -231,11 +236,13 @@ public final class JniTests {
         check(e.getMessage().contains("mutually exclusive"), e.getMessage());
         Map<String, String> noDtype = Rows.kvOptions("x");
         noDtype.remove("dtype");
-        e = expect(IllegalArgumentException.class, () -> BatchWrite.prepare(work.resolve("bad_options").toString(), noDtype, Rows.KV_SCHEMA));
+        e = expect(IllegalArgumentException.class,
+                () -> BatchWrite.prepare(work.resolve("bad_options").toString(), noDtype, Rows.KV_SCHEMA));
         check(e.getMessage().contains("dtype is required because column \"emb\""), e.getMessage());
         Map<String, String> badCol = Rows.kvOptions("x");
         badCol.put("name_col", "nope");
-        e = expect(IllegalArgumentException.class, () -> BatchWrite.prepare(work.resolve("bad_options").toString(), badCol, Rows.KV_SCHEMA));
+        e = expect(IllegalArgumentException.class,
+                () -> BatchWrite.prepare(work.resolve("bad_options").toString(), badCol, Rows.KV_SCHEMA));
         check(e.getMessage().contains("name_col \"nope\" is not a column"), e.getMessage());
         expect(IllegalArgumentException.class, () -> Column.array("s", String.class));
         expect(IllegalArgumentException.class, () -> Tensor.of(new byte[4], "F128", 1));
@@ -262,9 +269,9 @@ public final class JniTests {
         o.put("batch_size", "4");
         o.put("dtype", "F64");
         o.put("tail_strategy", "pad");
-        Column[] schema = { Column.array("f", float.class), Column.array("d", double.class), Column.array("i", int.class),
-                            Column.array("l", long.class), Column.array("s", short.class), Column.array("b", byte.class),
-                            Column.tensor("t") };
+        Column[] schema = { Column.array("f", float.class), Column.array("d", double.class),
+                            Column.array("i", int.class), Column.array("l", long.class),
+                            Column.array("s", short.class), Column.array("b", byte.class), Column.tensor("t") };
         BatchWrite job = BatchWrite.prepare(d.toString(), o, schema);
         WriterFactory f = job.createWriterFactory();
         int rows = 10, batch = 4;
@@ -300,7 +307,8 @@ public final class JniTests {
                     for (int j = 0; j < batch * 3; j++) b.putDouble(cols[c][k * batch * 3 + j]);
                     e.add(names[c], prefix, "F64", new long[] { batch, 3 }, b.array(), null);
                 }
-                e.add("t", prefix, "I32", new long[] { batch, 2 }, Arrays.copyOfRange(tAll, k * batch * 8, (k + 1) * batch * 8), null);
+                byte[] tk = Arrays.copyOfRange(tAll, k * batch * 8, (k + 1) * batch * 8);
+                e.add("t", prefix, "I32", new long[] { batch, 2 }, tk, null);
             }
         }
         BatchWrite.Summary s = job.commit(msgs);
@@ -311,7 +319,8 @@ public final class JniTests {
         for (String n : list(d)) if (n.endsWith(".safetensors")) byPrefix.put(n.substring(0, 15), d.resolve(n));
         for (Expect.Entry x : e.entries) {
             try (SafetensorsFile sf = SafetensorsFile.open(byPrefix.get(x.filePrefix).toString())) {
-                check(Arrays.equals(Expect.bytes(sf.get(x.key)), x.bytes), x.filePrefix + "/" + x.key + ": the bytes differ");
+                check(Arrays.equals(Expect.bytes(sf.get(x.key)), x.bytes),
+                        x.filePrefix + "/" + x.key + ": the bytes differ");
             }
         }
         e.totalSamples = 20;
@@ -339,12 +348,14 @@ public final class JniTests {
             IllegalStateException x = expect(IllegalStateException.class, () -> Rows.writeKv(w, 1, 30, 0));
             check(x.getMessage().contains("simulated"), x.toString());
             during = list(d);
-            check(during.stream().anyMatch(n -> n.startsWith(".part-00001-0000-")), "the failed attempt's sealed shard is on disk: " + during);
+            check(during.stream().anyMatch(n -> n.startsWith(".part-00001-0000-")),
+                    "the failed attempt's sealed shard is on disk: " + during);
             w.abort();                         // what Spark does with a task that threw
         } finally {
             w.close();
         }
-        check(list(d).stream().noneMatch(n -> n.startsWith(".part-00001-")), "abort removed the failed attempt's files: " + list(d));
+        check(list(d).stream().noneMatch(n -> n.startsWith(".part-00001-")),
+                "abort removed the failed attempt's files: " + list(d));
         byte[] m1 = runTask(f, 1, 201, 30, -1);  // the retry: a new attempt id, a new uuid
         job.commit(new byte[][] { m0, m1, m2 });
         Set<String> committed = checkClean(d, true);
@@ -366,7 +377,8 @@ public final class JniTests {
         byte[] m0 = runTask(f, 0, 300, 25, -1), m2 = runTask(f, 2, 302, 25, -1);
         byte[] first = runTask(f, 1, 301, 25, -1), second = runTask(f, 1, 401, 25, -1);  // both attempts succeed
         Set<String> loser = shards(second);
-        check(!loser.isEmpty() && list(d).containsAll(loser) && list(d).containsAll(shards(first)), "both attempts published");
+        check(!loser.isEmpty() && list(d).containsAll(loser) && list(d).containsAll(shards(first)),
+                "both attempts published");
         check(!shards(first).equals(loser), "attempts of one partition never share a file name");
         job.abort(new byte[][] { second });   // the driver's OutputCommitCoordinator let the first one win
         for (String n : loser) check(!list(d).contains(n), "the aborted attempt's shard " + n + " is gone");
@@ -401,9 +413,11 @@ public final class JniTests {
             out.writeObject(job.createWriterFactory());
         }
         String java = Paths.get(System.getProperty("java.home"), "bin", "java").toString();
-        List<String> jvm = new ArrayList<>(Arrays.asList(java, "-Xcheck:jni", "-cp", System.getProperty("java.class.path"),
-                "-Djava.library.path=" + System.getProperty("java.library.path")));
-        if (System.getProperty("sts.jni.library") != null) jvm.add("-Dsts.jni.library=" + System.getProperty("sts.jni.library"));
+        String cp = System.getProperty("java.class.path"), libPath = System.getProperty("java.library.path");
+        List<String> jvm = new ArrayList<>(Arrays.asList(java, "-Xcheck:jni", "-cp", cp,
+                                                         "-Djava.library.path=" + libPath));
+        String lib = System.getProperty("sts.jni.library");
+        if (lib != null) jvm.add("-Dsts.jni.library=" + lib);
         List<Process> procs = new ArrayList<>();
         List<Path> logs = new ArrayList<>();
         for (int p = 0; p < 2; p++) {
@@ -420,7 +434,8 @@ public final class JniTests {
             String out = new String(Files.readAllBytes(logs.get(p)), StandardCharsets.UTF_8);
             check(rc == 0, "task process " + p + " exited " + rc + ":\n" + out);
             String lower = out.toLowerCase(Locale.ROOT);
-            check(!lower.contains("warning") && !lower.contains("fatal"), "-Xcheck:jni in task process " + p + ":\n" + out);
+            check(!lower.contains("warning") && !lower.contains("fatal"),
+                    "-Xcheck:jni in task process " + p + ":\n" + out);
             msgs[p] = Files.readAllBytes(work.resolve("processes.msg" + p));
         }
         job.commit(msgs);
@@ -462,12 +477,16 @@ public final class JniTests {
             check(Native.liveHandles() == live + 1, "one native file open");
             List<TensorInfo> t = f.tensors();
             check(t.size() == 4, "4 tensors: " + t);
-            check(t.get(0).name().equals("a") && t.get(1).name().equals("b") && t.get(2).name().equals(name) && t.get(3).name().equals("z"),
+            check(t.get(0).name().equals("a") && t.get(1).name().equals("b") && t.get(2).name().equals(name)
+                  && t.get(3).name().equals("z"),
                     "data-offset order, names decoded from UTF-8 (a non-BMP one too): " + t);
-            check(t.get(0).dtype().equals("F32") && Arrays.equals(t.get(0).shape(), new long[] { 2, 2 }) && t.get(0).nbytes() == 16, t.get(0).toString());
-            check(t.get(1).dtype().equals("BF16") && t.get(2).shape().length == 0 && t.get(3).nbytes() == 0, t.toString());
+            check(t.get(0).dtype().equals("F32") && Arrays.equals(t.get(0).shape(), new long[] { 2, 2 })
+                  && t.get(0).nbytes() == 16, t.get(0).toString());
+            check(t.get(1).dtype().equals("BF16") && t.get(2).shape().length == 0 && t.get(3).nbytes() == 0,
+                  t.toString());
             ByteBuffer a = f.get("a");
-            check(a.isDirect() && a.isReadOnly() && a.order() == ByteOrder.LITTLE_ENDIAN && a.capacity() == 16, "a read-only direct LE buffer");
+            check(a.isDirect() && a.isReadOnly() && a.order() == ByteOrder.LITTLE_ENDIAN && a.capacity() == 16,
+                  "a read-only direct LE buffer");
             check(a.getFloat(0) == 1.5f && a.getFloat(12) == 4f, "a's values");
             check(Native.address(a) == Native.address(f.get("a")), "zero copy: two gets, one address (the mapping)");
             check(Native.address(f.get("b")) == Native.address(a) + 16, "b follows a in the mapping");
@@ -521,7 +540,8 @@ public final class JniTests {
         expect(IOException.class, () -> Dataset.open(work.resolve("no-such-folder").toString()));
         // EXISTS: a committed dataset's folder is not empty
         Map<String, String> o = Rows.kvOptions("x");
-        SafetensorsException ex = expect(SafetensorsException.class, () -> BatchWrite.prepare(work.resolve("kv_threads").toString(), o, Rows.KV_SCHEMA));
+        SafetensorsException ex = expect(SafetensorsException.class,
+                () -> BatchWrite.prepare(work.resolve("kv_threads").toString(), o, Rows.KV_SCHEMA));
         check(ex.result().equals("EXISTS") && ex.rule().equals("dataset.exists") && ex.offset() == -1, ex.toString());
 
         Path d = fresh("errors");
@@ -531,7 +551,8 @@ public final class JniTests {
         try {
             w.write(Rows.kvRow(0, 0));
             // cells that are wrong for the schema: IllegalArgumentException, the row is not written
-            IllegalArgumentException iae = expect(IllegalArgumentException.class, () -> w.write("k1", "not a tensor", new float[8]));
+            IllegalArgumentException iae = expect(IllegalArgumentException.class,
+                    () -> w.write("k1", "not a tensor", new float[8]));
             check(iae.getMessage().contains("column img: expected a Tensor"), iae.getMessage());
             iae = expect(IllegalArgumentException.class, () -> w.write("k1", Rows.kvRow(0, 1)[1], new double[8]));
             check(iae.getMessage().contains("column emb"), iae.getMessage());
@@ -546,7 +567,8 @@ public final class JniTests {
             se = expect(SafetensorsException.class, () -> w.write("bad\ud800key", Rows.kvRow(0, 1)[1], new float[8]));
             check(se.rule().equals("row.value"), se.toString());
             // a dtype mismatch with the column's first row
-            se = expect(SafetensorsException.class, () -> w.write("k3", Tensor.of(new byte[30], "U8", 30), new float[8]));
+            se = expect(SafetensorsException.class,
+                    () -> w.write("k3", Tensor.of(new byte[30], "U8", 30), new float[8]));
             check(se.result().equals("SCHEMA") && se.rule().equals("row.dtype"), se.toString());
             w.write(Rows.kvRow(0, 1));            // the writer is still good
             byte[] m = w.commit();
@@ -563,7 +585,8 @@ public final class JniTests {
             check(!Files.exists(d.resolve("dataset_manifest.json")), "no manifest after a failed commit");
             job.abort(new byte[][] { m, m2, m3 });
             check(list(d).isEmpty(), "abort after a failed commit: " + list(d));
-            se = expect(SafetensorsException.class, () -> job.commit(new byte[][] { "{\"sts_task_commit\":1}".getBytes(StandardCharsets.UTF_8) }));
+            byte[] forged = "{\"sts_task_commit\":1}".getBytes(StandardCharsets.UTF_8);
+            se = expect(SafetensorsException.class, () -> job.commit(new byte[][] { forged }));
             check(se.result().equals("DATASET") && se.rule().equals("dataset.message"), se.toString());
         } finally {
             w.close();
@@ -585,7 +608,8 @@ public final class JniTests {
         }
         Map<String, String> nullValue = Rows.kvOptions("x");
         nullValue.put("dtype", null);
-        expect(IllegalArgumentException.class, () -> BatchWrite.prepare(work.resolve("nulls").toString(), nullValue, Rows.KV_SCHEMA));
+        expect(IllegalArgumentException.class,
+                () -> BatchWrite.prepare(work.resolve("nulls").toString(), nullValue, Rows.KV_SCHEMA));
         expect(NullPointerException.class, () -> Tensor.of((byte[]) null, "F32"));
         expect(IllegalArgumentException.class, () -> Tensor.of(new byte[4], "F32", -1));
     }
@@ -594,13 +618,16 @@ public final class JniTests {
         Path big = work.resolve("too_large.safetensors");
         Files.write(big, ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN).putLong(200_000_000L).array());
         SafetensorsException e = expect(SafetensorsException.class, () -> SafetensorsFile.open(big.toString()));
-        check(e.result().equals("HEADER_TOO_LARGE") && e.rule().equals("header.too_large") && e.offset() == 0, e.toString());
+        check(e.result().equals("HEADER_TOO_LARGE") && e.rule().equals("header.too_large") && e.offset() == 0,
+                e.toString());
         Path hole = handFile("hole.safetensors", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
                 + "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}", new byte[12]);
         e = expect(SafetensorsException.class, () -> SafetensorsFile.open(hole.toString()));
-        check(e.result().equals("INVALID_OFFSET") && e.rule().equals("offsets.contiguous") && e.offset() > 8, e + " offset " + e.offset());
+        check(e.result().equals("INVALID_OFFSET") && e.rule().equals("offsets.contiguous") && e.offset() > 8,
+                e + " offset " + e.offset());
         check(e.getMessage().contains("\"b\""), "the message names the tensor: " + e.getMessage());
-        Path json = handFile("json.safetensors", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]", new byte[4]);
+        Path json = handFile("json.safetensors", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]",
+                new byte[4]);
         e = expect(SafetensorsException.class, () -> SafetensorsFile.open(json.toString()));
         check(e.result().equals("INVALID_HEADER_DESERIALIZATION"), e.toString());
     }
@@ -622,7 +649,8 @@ public final class JniTests {
         check(a.getFloat(12) == 4f, "the buffer still reads the mapping");
         Reference.reachabilityFence(a);
         a = null;
-        check(gcUntil(() -> Native.liveHandles() == live, 500), "owner and buffer unreachable: the Cleaner freed the file");
+        check(gcUntil(() -> Native.liveHandles() == live, 500),
+                "owner and buffer unreachable: the Cleaner freed the file");
     }
 
     /** Opens the file, takes a buffer, drops the owner without close(). */
@@ -638,7 +666,8 @@ public final class JniTests {
         BatchWrite job = BatchWrite.prepare(d.toString(), o, Column.tensor("t"));
         long live = Native.liveHandles();
         writeAndForget(job.createWriterFactory());
-        check(Native.liveHandles() == live + 1 && !list(d).isEmpty(), "the forgotten writer has a hidden file: " + list(d));
+        check(Native.liveHandles() == live + 1 && !list(d).isEmpty(),
+                "the forgotten writer has a hidden file: " + list(d));
         check(gcUntil(() -> Native.liveHandles() == live, 500), "the Cleaner closed the writer");
         check(list(d).isEmpty(), "and its uncommitted file is gone: " + list(d));
     }

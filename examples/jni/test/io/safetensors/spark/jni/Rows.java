@@ -29,7 +29,10 @@ final class Rows {
         return o;
     }
 
-    static String key(int p, int r) { return "p" + p + "-r" + r + (r % 7 == 3 ? "-\u03ba\u03bb\u03b5\u03b9\u03b4\u03af-\ud83d\ude42" : ""); }
+    /** Every seventh key holds Greek letters and a character outside the BMP. */
+    static String key(int p, int r) {
+        return "p" + p + "-r" + r + (r % 7 == 3 ? "-\u03ba\u03bb\u03b5\u03b9\u03b4\u03af-\ud83d\ude42" : "");
+    }
 
     static byte[] imgBytes(int p, int r) {
         byte[] b = new byte[30];
@@ -59,7 +62,8 @@ final class Rows {
     /** Writes rows [0, rows) of partition p; throws (as a failing executor would) before row failAt. */
     static void writeKv(TaskWriter w, int p, int rows, int failAt) throws IOException {
         for (int r = 0; r < rows; r++) {
-            if (r == failAt) throw new IllegalStateException("simulated executor failure in partition " + p + " at row " + r);
+            if (r == failAt)
+                throw new IllegalStateException("simulated executor failure in partition " + p + " at row " + r);
             w.write(kvRow(p, r));
         }
     }

@@ -45,10 +45,14 @@ public final class Bench {
     /** C: sts_dataset_get of these rows' keys, each timed; {p50, p99} ns. */
     static native long[] getC(String dir, int[] rows);
 
+    private static final String USAGE =
+            "usage: Bench [--quick] [--rows N] [--runs N] [--lookups N] [--dir D] [--no-io-thread]";
     private static final int RING = 1024, ELEMS = 256;
     private static final int[] SHAPE = { ELEMS };
     private static final ByteBuffer[] ring = new ByteBuffer[RING];
     private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
+    private static final com.sun.management.OperatingSystemMXBean OS =
+            (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
 
     private Bench() {}
 
@@ -113,7 +117,7 @@ public final class Bench {
                 case "--lookups": lookups = Integer.parseInt(args[++i]); break;
                 case "--dir": base = args[++i]; break;
                 case "--no-io-thread": ioThread = false; break;
-                default: throw new IllegalArgumentException("usage: Bench [--quick] [--rows N] [--runs N] [--lookups N] [--dir D] [--no-io-thread]");
+                default: throw new IllegalArgumentException(USAGE);
             }
         }
         if (rows > 10_000_000) throw new IllegalArgumentException("at most 10,000,000 rows (7-digit keys)");
@@ -124,8 +128,9 @@ public final class Bench {
         }
         Path work = Files.createTempDirectory(Paths.get(base), "sts-jni-bench.");
         try {
-            System.out.printf("jni bench: %,d KV rows of F32 [256] (1 KiB) from direct buffers, durable=false, io_thread=%s, %d runs; %s, %s%n",
-                    rows, ioThread, runs, System.getProperty("java.vm.name"), System.getProperty("java.vm.version"));
+            System.out.printf("jni bench: %,d KV rows of F32 [256] (1 KiB) from direct buffers, durable=false, "
+                    + "io_thread=%s, %d runs; %s, %s%n", rows, ioThread, runs, System.getProperty("java.vm.name"),
+                    System.getProperty("java.vm.version"));
             int warm = Math.min(rows, 100_000);  // JIT and page cache
             long[] cpu = new long[1];
             writeJni(work.resolve("warm-jni"), warm, null, cpu);
@@ -133,28 +138,44 @@ public final class Bench {
             delete(work.resolve("warm-jni"));
             delete(work.resolve("warm-c"));
 
-            long[] tc = new long[runs], tj = new long[runs], cc = new long[runs], cj = new long[runs], heap = new long[2];
+            long[] tc = new long[runs], tj = new long[runs];  // wall ns, C and JNI
+            long[] cc = new long[runs], cj = new long[runs];  // calling thread CPU ns
+            long[] pc = new long[runs], pj = new long[runs];  // process CPU ns (every thread: I/O, GC, JIT)
+            long[] heap = new long[2];
             for (int r = 0; r < runs; r++) {  // alternate the order: neither side always goes first
                 Path c = work.resolve("c"), j = work.resolve("jni");
                 delete(c);
                 delete(j);
                 for (int k = 0; k < 2; k++) {
-                    if ((k + r) % 2 == 0) { tc[r] = writeC(c.toString(), rows, ioThread, cpu); cc[r] = cpu[0]; }
-                    else { tj[r] = writeJni(j, rows, heap, cpu); cj[r] = cpu[0]; }
+                    long p0 = OS.getProcessCpuTime();
+                    if ((k + r) % 2 == 0) {
+                        tc[r] = writeC(c.toString(), rows, ioThread, cpu);
+                        cc[r] = cpu[0];
+                        pc[r] = OS.getProcessCpuTime() - p0;
+                    } else {
+                        tj[r] = writeJni(j, rows, heap, cpu);
+                        cj[r] = cpu[0];
+                        pj[r] = OS.getProcessCpuTime() - p0;
+                    }
                 }
-                System.out.printf("  run %d: C %.3f s (calling thread CPU %.3f s), JNI %.3f s (%.3f s)%n", r + 1, tc[r] / 1e9, cc[r] / 1e9,
-                        tj[r] / 1e9, cj[r] / 1e9);
+                System.out.printf("  run %d: C %.3f s (CPU: calling thread %.3f s, process %.3f s), "
+                        + "JNI %.3f s (%.3f s, %.3f s)%n", r + 1, tc[r] / 1e9, cc[r] / 1e9, pc[r] / 1e9,
+                        tj[r] / 1e9, cj[r] / 1e9, pj[r] / 1e9);
             }
             long mc = median(tc), mj = median(tj);
             double rc = rows / (mc / 1e9), rj = rows / (mj / 1e9);
             System.out.printf("write  C   %,.0f rows/s (%.2f GB/s of tensor bytes)%n", rc, rc * 1024 / 1e9);
-            System.out.printf("write  JNI %,.0f rows/s (%.2f GB/s): %.2fx C (target >= 0.8x: %s)%n", rj, rj * 1024 / 1e9, rj / rc,
-                    rj / rc >= 0.8 ? "met" : "NOT met");
-            System.out.printf("write  JNI overhead per row: %.0f ns of wall time (median JNI - median C, / rows), %.0f ns of the "
-                    + "calling thread's CPU (C %.0f ns, JNI %.0f ns per row; the I/O thread's CPU is not in these)%n",
-                    (mj - mc) / (double) rows, (median(cj) - median(cc)) / (double) rows, median(cc) / (double) rows, median(cj) / (double) rows);
-            System.out.printf("heap   used after GC: %.1f MiB before writing %,d rows (%.2f GiB), %.1f MiB after (%+.1f MiB)%n",
-                    heap[0] / 1048576.0, rows, rows * 1024 / 1073741824.0, heap[1] / 1048576.0, (heap[1] - heap[0]) / 1048576.0);
+            System.out.printf("write  JNI %,.0f rows/s (%.2f GB/s): %.2fx C (target >= 0.8x: %s)%n", rj,
+                    rj * 1024 / 1e9, rj / rc, rj / rc >= 0.8 ? "met" : "NOT met");
+            double cpuC = median(cc) / (double) rows, cpuJ = median(cj) / (double) rows;
+            System.out.printf("write  JNI overhead per row: %.0f ns of wall time (median JNI - median C, / rows), "
+                    + "%.0f ns of the calling thread's CPU (C %.0f ns, JNI %.0f ns per row; the I/O thread's CPU "
+                    + "is not in these)%n",
+                    (mj - mc) / (double) rows, cpuJ - cpuC, cpuC, cpuJ);
+            System.out.printf("heap   used after GC: %.1f MiB before writing %,d rows (%.2f GiB), "
+                    + "%.1f MiB after (%+.1f MiB)%n",
+                    heap[0] / 1048576.0, rows, rows * 1024 / 1073741824.0, heap[1] / 1048576.0,
+                    (heap[1] - heap[0]) / 1048576.0);
 
             int[] keys = new int[lookups];
             SplittableRandom g = new SplittableRandom(42);
@@ -168,13 +189,15 @@ public final class Bench {
                         long t0 = System.nanoTime();
                         ByteBuffer b = ds.get(names[i]);
                         t[i] = System.nanoTime() - t0;
-                        if (b.getFloat(4) != (keys[i] & (RING - 1)) * 0.5f + 1) throw new AssertionError("bytes of " + names[i]);
+                        if (b.getFloat(4) != (keys[i] & (RING - 1)) * 0.5f + 1)
+                            throw new AssertionError("bytes of " + names[i]);
                     }
                 }
             }
             Arrays.sort(t);
             long[] c = getC(work.resolve("jni").toString(), keys);
-            System.out.printf("get    JNI Dataset.get p50 %d ns, p99 %d ns (target p50 < 2 us: %s); C sts_dataset_get p50 %d ns, p99 %d ns%n",
+            System.out.printf("get    JNI Dataset.get p50 %d ns, p99 %d ns (target p50 < 2 us: %s); "
+                    + "C sts_dataset_get p50 %d ns, p99 %d ns%n",
                     t[lookups / 2], t[lookups * 99 / 100], t[lookups / 2] < 2000 ? "met" : "NOT met", c[0], c[1]);
         } finally {
             delete(work);
