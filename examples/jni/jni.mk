@@ -42,7 +42,7 @@ $(JNI_OUT)/test-classes.stamp: $(JNI_TESTS) $(JNI_BENCH) $(JNI_OUT)/classes.stam
 jni: $(JNI_OUT)/libsts_jni.so $(JNI_OUT)/classes.stamp
 
 # The harness leaves its datasets and what it expects of them in a scratch folder for the numpy
-# check, removed afterwards. -Xcheck:jni makes the JVM check every JNI call; its complaints
+# check, removed afterwards; then README.md's Java example is compiled and run. -Xcheck:jni makes the JVM check every JNI call; its complaints
 # ("WARNING in native method: ...", "Warning: Calling other JNI functions in the scope of ...
 # Critical", "FATAL ERROR in native method") fail the step even when the tests pass. Child JVMs
 # (tasks in other processes) run with the same flag and are checked alike.
@@ -52,7 +52,8 @@ jni-check: jni $(JNI_OUT)/test-classes.stamp
 	cat "$$d/log"; \
 	if grep -n -i -E 'warning|fatal error' "$$d/log"; then \
 	    echo "test-jni: -Xcheck:jni reported JNI misuse (above)"; exit 1; fi; \
-	$(PYTHON) $(JNI_SRC)/check_jni.py "$$d"
+	$(PYTHON) $(JNI_SRC)/check_jni.py "$$d"; \
+	sh $(JNI_SRC)/readme_example.sh README.md "$$d" $(JAVAC) $(JAVA) $(abspath $(JNI_OUT)/classes) $(abspath $(JNI_OUT))
 
 test-jni:
 	@sh $(JNI_SRC)/jdk.sh test-jni; rc=$$?; [ $$rc = 3 ] && exit 0; [ $$rc = 0 ] || exit $$rc; \
