@@ -595,7 +595,11 @@ static jobject jni_buffer(JNIEnv *env, const void *p, uint64_t n) {
         jni_throw(env, &e);
         return NULL;
     }
-    return (*env)->NewDirectByteBuffer(env, (void *)(uintptr_t)(n ? p : jni_empty), (jlong)n);
+    {
+        jobject b = (*env)->NewDirectByteBuffer(env, (void *)(uintptr_t)(n ? p : jni_empty), (jlong)n);
+        if (!b && !(*env)->ExceptionCheck(env)) (*env)->ThrowNew(env, J.oom, "sts_jni: NewDirectByteBuffer failed");
+        return b;
+    }
 }
 
 /* TensorInfo(name, dtype, shape, nbytes, file); file may be NULL. */

@@ -54,6 +54,7 @@ public final class JniTests {
         test("tasks in separate JVMs: the factory and the messages cross as bytes", JniTests::tasksInOtherProcesses);
         test("read a file: tensors in offset order, zero-copy read-only buffers", JniTests::readFile);
         test("dataset get() from 4 threads at once", JniTests::datasetThreads);
+        test("a dataset's read-only buffers feed a new job, still without a copy", JniTests::copyThroughBuffers);
         test("errors become exceptions with the rule; objects stay usable", JniTests::errors);
         test("a file the format rejects: SafetensorsException with result, rule, offset", JniTests::badFiles);
         test("Cleaner safety net: frees only when owner and buffers are unreachable", JniTests::cleanerSafetyNet);
@@ -533,6 +534,29 @@ public final class JniTests {
                 pool.shutdown();
             }
         }
+    }
+
+    static void copyThroughBuffers() throws Exception {
+        Path d = fresh("copied");
+        Map<String, String> o = new HashMap<>();
+        o.put("name_col", "key");
+        BatchWrite job = BatchWrite.prepare(d.toString(), o, Column.string("key"), Column.tensor("img"));
+        Expect e = new Expect();
+        byte[] msg;
+        try (Dataset src = Dataset.open(work.resolve("kv_threads").toString());
+             TaskWriter w = job.createWriterFactory().createWriter(0, 1)) {
+            for (int r = 0; r < 40; r++) {
+                String k = Rows.key(3, r);
+                ByteBuffer b = src.get(k + "__img");  // read-only, direct: written from the mapping
+                w.write(k, Tensor.of(b, "F16", 3, 5));
+                e.add(k + "__img", null, "F16", new long[] { 3, 5 }, Rows.imgBytes(3, r), null);
+            }
+            msg = w.commit();
+        }
+        job.commit(new byte[][] { msg });
+        e.totalSamples = 40;
+        e.checkDataset(d);
+        e.save(d);
     }
 
     static void errors() throws Exception {
