@@ -16,12 +16,17 @@
    (the write config only borrows strings, so each call builds one and frees it). A task writer, an
    open file and an open dataset are C objects whose address Java holds in a long.
 
-   CELLS (taskWrite). A row is an Object[] in schema order, each cell's type already checked by
-   TaskWriter.write against its column (in Java, where an instanceof costs nothing):
-      String        the key column (name_col)        UTF-16 -> UTF-8 into a buffer the task owns
-      Tensor        a Tensor Struct                  data: a direct ByteBuffer (GetDirectBufferAddress, no
-                                                     pin) or a byte[] (pinned); shape int[]; dtype id
-      float[] double[] int[] long[] short[] byte[]   a numeric array (F32 F64 I32 I64 I16 I8): pinned
+   CELLS (taskWrite). TaskWriter.write checks each cell's type against its column (in Java, where
+   an instanceof costs nothing) and flattens the row into two arrays of its own, which no other
+   thread sees: an object per cell, and the row's numbers in one long[] (one JNI copy, instead of a
+   JNI call per field):
+      cell                      object                      numbers
+      String (name_col)         the String                  none; UTF-16 -> UTF-8 into the task's buffer
+      Tensor (Tensor Struct)    its direct ByteBuffer       offset, length, dtype, direct (1), rank, dims...
+                                (GetDirectBufferAddress)
+                                or its byte[] (pinned)      offset, length, dtype, direct (0), rank, dims...
+      float[] double[] int[]    the array (pinned)          its length (elements); F32 F64 I32 I64 I16 I8
+      long[] short[] byte[]
    Every cell is read first; then the arrays are pinned with GetPrimitiveArrayCritical,
    sts_task_write runs, and every pin is released (JNI_ABORT: nothing was changed) before anything
    else, on every path. No JNI call happens while a pin is held, and no tensor byte is copied into
@@ -53,8 +58,7 @@
 
 /* ---- what JNI_OnLoad looks up once ---------------------------------------------------------- */
 static struct {
-    jclass string, tensor, info, sts_exception, iae, ioe, oom, npe;
-    jfieldID t_data, t_direct, t_offset, t_length, t_shape, t_dtype;   /* Tensor's fields */
+    jclass string, info, sts_exception, iae, ioe, oom, npe;
     jmethodID info_new, exc_new;     /* TensorInfo(...), SafetensorsException(...) */
     jstring dtype_names[STS_DTYPE_COUNT];
 } J;
@@ -202,7 +206,7 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
     int i;
     (void)reserved;
     if ((*vm)->GetEnv(vm, (void **)&env, JNI_VERSION_1_8) != JNI_OK) return JNI_ERR;
-    if (!(J.string = jni_class(env, "java/lang/String")) || !(J.tensor = jni_class(env, PKG "Tensor")) ||
+    if (!(J.string = jni_class(env, "java/lang/String")) ||
         !(J.info = jni_class(env, PKG "TensorInfo")) ||
         !(J.sts_exception = jni_class(env, PKG "SafetensorsException")) ||
         !(J.iae = jni_class(env, "java/lang/IllegalArgumentException")) ||
@@ -210,13 +214,7 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
         !(J.oom = jni_class(env, "java/lang/OutOfMemoryError")) ||
         !(J.npe = jni_class(env, "java/lang/NullPointerException")))
         return JNI_ERR;
-    if (!(J.t_data = (*env)->GetFieldID(env, J.tensor, "data", "Ljava/lang/Object;")) ||
-        !(J.t_direct = (*env)->GetFieldID(env, J.tensor, "direct", "Z")) ||
-        !(J.t_offset = (*env)->GetFieldID(env, J.tensor, "offset", "J")) ||
-        !(J.t_length = (*env)->GetFieldID(env, J.tensor, "length", "J")) ||
-        !(J.t_shape = (*env)->GetFieldID(env, J.tensor, "shape", "[I")) ||
-        !(J.t_dtype = (*env)->GetFieldID(env, J.tensor, "dtypeId", "I")) ||
-        !(J.info_new = (*env)->GetMethodID(env, J.info, "<init>",
+    if (!(J.info_new = (*env)->GetMethodID(env, J.info, "<init>",
                                            "(Ljava/lang/String;Ljava/lang/String;[JJLjava/lang/String;)V")) ||
         !(J.exc_new = (*env)->GetMethodID(env, J.sts_exception, "<init>",
                                           "(Ljava/lang/String;Ljava/lang/String;JLjava/lang/String;)V")))
@@ -424,6 +422,7 @@ typedef struct jni_task {
     size_t ncols;
     jni_col *cols;
     sts_value *row;
+    jni_buf meta;                    /* a row's numbers (TaskWriter's meta array), copied */
 } jni_task;
 
 static void jni_task_free(jni_task *t) {
@@ -435,6 +434,7 @@ static void jni_task_free(jni_task *t) {
     }
     free(t->cols);
     free(t->row);
+    free(t->meta.p);
     free(t);
 }
 
@@ -466,74 +466,67 @@ JNI_FN(jlong, taskOpen)(JNIEnv *env, jclass cls, jstring dir, jobjectArray keys,
     return HANDLE(t);
 }
 
-/* Reads cell i into t->row[i], or marks an array to pin. TaskWriter.write has checked each cell's
-   Java type against its column and passes its own array, which no other thread sees: the casts
-   below hold. A Tensor's offset and length lie inside its buffer (its factories check; its fields
-   are final). 0, or -1 with an exception pending. */
-static int jni_cell(JNIEnv *env, jni_task *t, size_t i, jobject cell) {
+/* Reads cell i (its object, and its numbers from *meta, which it advances) into t->row[i], or marks
+   an array to pin. 0, or -1 with an exception pending. */
+static int jni_cell(JNIEnv *env, jni_task *t, size_t i, jobject obj, const jlong **meta) {
     jni_col *c = &t->cols[i];
     sts_value *v = &t->row[i];
+    const jlong *m = *meta;
     memset(v, 0, sizeof *v);
     c->pin = NULL;
-    if (!cell) { jni_throw_iae(env, "sts_jni: a null cell"); return -1; }   /* TaskWriter.write refuses them */
+    if (!obj) { jni_throw_iae(env, "sts_jni: a null cell"); return -1; }   /* TaskWriter.write refuses them */
     if (c->kind == STS_VALUE_STRING) {
         size_t len;
-        if (jni_utf8(env, (jstring)cell, &c->units, &c->text, &len)) return -1;
+        if (jni_utf8(env, (jstring)obj, &c->units, &c->text, &len)) return -1;
         v->data = c->text.p;
         v->size = len;
-    } else if (c->kind == STS_VALUE_TENSOR) {
-        jobject data = (*env)->GetObjectField(env, cell, J.t_data);
-        jintArray shape = (jintArray)(*env)->GetObjectField(env, cell, J.t_shape);
-        jlong off = (*env)->GetLongField(env, cell, J.t_offset);
-        jsize rank = (*env)->GetArrayLength(env, shape), d;
-        jint *dims;
-        v->size = (uint64_t)(*env)->GetLongField(env, cell, J.t_length);
-        v->dtype = (sts_dtype)(*env)->GetIntField(env, cell, J.t_dtype);
-        if (!jni_reserve(&c->shape, (size_t)rank * sizeof(uint64_t) + sizeof(uint64_t))) {
+    } else if (c->kind == STS_VALUE_TENSOR) {      /* offset, length, dtype, direct, rank, dims */
+        uint32_t d, rank = (uint32_t)m[4];
+        if (!jni_reserve(&c->shape, ((size_t)rank + 1) * sizeof(uint64_t))) {
             (*env)->ThrowNew(env, J.oom, "sts_jni: a shape");
             return -1;
         }
-        /* the shape as int32 first, then widened in place from the end (uint64 slots are wider) */
-        dims = (jint *)c->shape.p;
-        (*env)->GetIntArrayRegion(env, shape, 0, rank, dims);
-        for (d = rank; d-- > 0;) ((uint64_t *)c->shape.p)[d] = (uint64_t)dims[d];   /* >= 0: Tensor checks */
-        v->rank = (uint32_t)rank;
+        for (d = 0; d < rank; d++) ((uint64_t *)c->shape.p)[d] = (uint64_t)m[5 + d];
+        v->size = (uint64_t)m[1];
+        v->dtype = (sts_dtype)m[2];
+        v->rank = rank;
         v->shape = (const uint64_t *)c->shape.p;
-        if ((*env)->GetBooleanField(env, cell, J.t_direct)) {
-            char *base = (char *)(*env)->GetDirectBufferAddress(env, data);
+        if (m[3]) {                                /* a direct ByteBuffer: read in place, no pin */
+            char *base = (char *)(*env)->GetDirectBufferAddress(env, obj);
             if (!base) { jni_throw_iae(env, "sts_jni: a direct buffer without an address"); return -1; }
-            v->data = base + off;
-        } else {
-            c->pin = (jarray)data;               /* a byte[]: pinned just before the write */
-            c->pin_offset = (size_t)off;
+            v->data = base + m[0];
+        } else {                                   /* a byte[]: pinned just before the write */
+            c->pin = (jarray)obj;
+            c->pin_offset = (size_t)m[0];
         }
-    } else {                                     /* a numeric array of the column's element type */
-        v->size = (uint64_t)(*env)->GetArrayLength(env, (jarray)cell);
-        c->pin = (jarray)cell;
+        *meta = m + 5 + rank;
+    } else {                                       /* a numeric array: its length */
+        v->size = (uint64_t)m[0];
+        c->pin = (jarray)obj;
         c->pin_offset = 0;
+        *meta = m + 1;
     }
     return 0;
 }
 
-JNI_FN(void, taskWrite)(JNIEnv *env, jclass cls, jlong h, jobjectArray cells) {
+JNI_FN(void, taskWrite)(JNIEnv *env, jclass cls, jlong h, jobjectArray objs, jlongArray meta, jint nmeta) {
     jni_task *t = PTR(jni_task, h);
+    const jlong *m;
     size_t i;
     int pin_failed = 0;
     sts_result r = STS_OK;
     sts_error e;
     (void)cls;
-    if ((size_t)(*env)->GetArrayLength(env, cells) != t->ncols) {
-        jni_throw_iae(env, "sts_jni: a row needs one cell per schema column");
+    /* 1. read every cell (JNI calls allowed): the numbers in one copy, then each object */
+    if (!jni_reserve(&t->meta, (size_t)nmeta * sizeof(jlong) + 1)) {
+        (*env)->ThrowNew(env, J.oom, "sts_jni: a row");
         return;
     }
-    /* local references: a cell, and a Tensor's data and shape, per column, plus 4 for an exception;
-       16 are always there (no DeleteLocalRef per cell: they all go when this returns) */
-    if (3 * t->ncols + 4 > 16 && (*env)->EnsureLocalCapacity(env, (jint)(3 * t->ncols + 4)) != 0) return;
-    /* 1. read every cell (JNI calls allowed) */
-    for (i = 0; i < t->ncols; i++) {
-        jobject cell = (*env)->GetObjectArrayElement(env, cells, (jsize)i);
-        if (jni_cell(env, t, i, cell)) return;   /* local references go when we return */
-    }
+    (*env)->GetLongArrayRegion(env, meta, 0, nmeta, (jlong *)t->meta.p);
+    m = (const jlong *)t->meta.p;
+    if (t->ncols + 4 > 16 && (*env)->EnsureLocalCapacity(env, (jint)(t->ncols + 4)) != 0) return;
+    for (i = 0; i < t->ncols; i++)                 /* a local reference per cell: all go when this returns */
+        if (jni_cell(env, t, i, (*env)->GetObjectArrayElement(env, objs, (jsize)i), &m)) return;
     /* 2. pin the arrays, write, release every pin: no other JNI call in between */
     for (i = 0; i < t->ncols && !pin_failed; i++) {
         jni_col *c = &t->cols[i];

@@ -45,7 +45,8 @@ final class Native {
     // task writers
     static native long taskOpen(String dir, String[] keys, String[] values, String[] names, int[] kinds, int[] elems,
                                 int partition) throws IOException;
-    static native void taskWrite(long task, Object[] cells) throws IOException;
+    /** objs: an object per cell; meta[0, nmeta): the row's numbers (TaskWriter.write lays them out). */
+    static native void taskWrite(long task, Object[] objs, long[] meta, int nmeta) throws IOException;
     static native byte[] taskCommit(long task) throws IOException;
     static native void taskClose(long task);
 

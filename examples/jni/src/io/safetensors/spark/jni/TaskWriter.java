@@ -1,6 +1,7 @@
 package io.safetensors.spark.jni;
 
 import java.io.IOException;
+import java.lang.reflect.Array;
 import java.util.Arrays;
 
 /**
@@ -13,14 +14,16 @@ public final class TaskWriter implements AutoCloseable {
     private final int partitionId;
     private final long taskId;
     private final Column[] schema;
-    private final Object[] row;  // the checked cells: an array no caller can change during the native call
+    // the row as sts_jni.c reads it, in arrays no caller can change during the native call
+    private final Object[] objs;  // per cell: the String, the Tensor's buffer or byte[], the array
+    private long[] meta = new long[16];  // the row's numbers (see sts_jni.c, CELLS)
 
     TaskWriter(long handle, int partitionId, long taskId, Column[] schema) {
         this.ref = new NativeRef(this, handle, Native::taskClose);
         this.partitionId = partitionId;
         this.taskId = taskId;
         this.schema = schema;
-        this.row = new Object[schema.length];
+        this.objs = new Object[schema.length];
     }
 
     /**
@@ -36,11 +39,24 @@ public final class TaskWriter implements AutoCloseable {
         long h = ref.get("the task writer");
         if (cells.length != schema.length)
             throw new IllegalArgumentException("a row has " + schema.length + " cells, got " + cells.length);
+        int n = 0;
         try {
-            for (int i = 0; i < cells.length; i++) row[i] = schema[i].check(cells[i]);
-            Native.taskWrite(h, row);
+            for (int i = 0; i < cells.length; i++) {
+                Object c = schema[i].check(cells[i]);
+                Tensor t = c instanceof Tensor ? (Tensor) c : null;
+                int need = n + (t != null ? 5 + t.shape.length : 1);
+                if (need > meta.length) meta = Arrays.copyOf(meta, 2 * need);
+                if (t != null) {
+                    objs[i] = t.data;
+                    n = t.describe(meta, n);
+                } else {
+                    objs[i] = c;
+                    if (!(c instanceof String)) meta[n++] = Array.getLength(c);  // a numeric array
+                }
+            }
+            Native.taskWrite(h, objs, meta, n);
         } finally {
-            Arrays.fill(row, null);  // keep no reference to the caller's row
+            Arrays.fill(objs, null);  // keep no reference to the caller's row
         }
     }
 

@@ -8,7 +8,6 @@ import java.nio.ByteBuffer;
  * a byte[] is pinned for the duration of TaskWriter.write.
  */
 public final class Tensor {
-    // read by sts_jni.c
     final Object data;     // a direct ByteBuffer or a byte[]
     final boolean direct;
     final long offset;     // where the bytes start in data
@@ -42,6 +41,17 @@ public final class Tensor {
     /** All of data (what Spark's BinaryType holds). */
     public static Tensor of(byte[] data, String dtype, int... shape) {
         return new Tensor(data, false, 0, data.length, dtype, shape);
+    }
+
+    /** Writes this tensor's numbers for sts_jni.c at m[at]: offset, length, dtype, direct, rank, dims. */
+    int describe(long[] m, int at) {
+        m[at] = offset;
+        m[at + 1] = length;
+        m[at + 2] = dtypeId;
+        m[at + 3] = direct ? 1 : 0;
+        m[at + 4] = shape.length;
+        for (int d = 0; d < shape.length; d++) m[at + 5 + d] = shape[d];
+        return at + 5 + shape.length;
     }
 
     public String dtype() { return Native.DTYPES[dtypeId]; }
