@@ -38,8 +38,9 @@
 
    ERRORS. A failing library call throws: STS_ERR_OPTION -> IllegalArgumentException, STS_ERR_IO ->
    java.io.IOException, anything else -> SafetensorsException(result name, rule id, byte offset,
-   message); TaskWriter.write refuses bad cells (IllegalArgumentException). A native method that throws returns 0/NULL
-   and creates nothing, so Java never holds a half-made object. Every JNI call that can throw is
+   message). TaskWriter.write refuses bad cells itself (IllegalArgumentException); a null path, key
+   or message array gives NullPointerException. A native method that throws returns 0/NULL and
+   creates nothing, so Java never holds a half-made object. Every JNI call that can throw is
    checked before the next one.
 
    Strings. Java's strings are UTF-16; the library speaks UTF-8. Both directions are converted here
