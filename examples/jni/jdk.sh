@@ -5,7 +5,9 @@
 # skip is a failure (exit 1): CI must run the JNI tests, never lose them silently.
 # usage: jdk.sh STEP   (STEP names the make step in messages: test-jni, bench-jni)
 step=${1:-test-jni}
-jdk_ok() {
+jdk_ok() {  # JAVA_HOME's JDK, or the one javac on PATH belongs to (as jni.mk picks it)
+    [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/javac" ] && [ -x "$JAVA_HOME/bin/java" ] &&
+        [ -f "$JAVA_HOME/include/jni.h" ] && return 0
     j=$(command -v javac 2>/dev/null) || return 1
     command -v java >/dev/null 2>&1 || return 1
     home=$(dirname "$(dirname "$(readlink -f "$j")")")

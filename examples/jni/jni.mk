@@ -8,8 +8,10 @@
 #                    get(key) latency, heap before and after 1 GiB (BENCH_JNI_ARGS=--quick: smaller)
 JNI_SRC    := examples/jni
 JNI_OUT    := $(BUILD)/jni
-# the JDK: JAVA_HOME, else the folder javac lives in (lazy: test-jni may install it first)
-JDK_HOME    = $(or $(JAVA_HOME),$(patsubst %/bin/javac,%,$(realpath $(shell command -v javac 2>/dev/null))))
+# the JDK: JAVA_HOME when it holds include/jni.h, else the JDK that javac on PATH belongs to
+# (lazy: test-jni may install it first)
+JDK_HOME    = $(or $(patsubst %/include/jni.h,%,$(wildcard $(JAVA_HOME)/include/jni.h)),\
+                   $(patsubst %/bin/javac,%,$(realpath $(shell command -v javac 2>/dev/null))))
 JAVAC       = $(JDK_HOME)/bin/javac
 JAVA        = $(JDK_HOME)/bin/java
 JNI_CFLAGS  = -std=c99 $(OPT) $(STS_WARN) -fPIC -shared -fvisibility=hidden -pthread \
