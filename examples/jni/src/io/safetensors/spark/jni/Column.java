@@ -14,22 +14,20 @@ public final class Column implements Serializable {
 
     final String name;
     final int kind;
-    final int elem;           // arrays: the sts_dtype of the Java element type
-    private final Class<?> type;  // what a cell must be
+    final int elem;  // arrays: the sts_dtype of the Java element type
 
-    private Column(String name, int kind, int elem, Class<?> type) {
+    private Column(String name, int kind, int elem) {
         if (name == null) throw new NullPointerException("name");
         this.name = name;
         this.kind = kind;
         this.elem = elem;
-        this.type = type;
     }
 
     /** A StringType column: the key of KV mode (name_col). */
-    public static Column string(String name) { return new Column(name, STRING, 0, String.class); }
+    public static Column string(String name) { return new Column(name, STRING, 0); }
 
     /** A Tensor Struct column: cells are {@link Tensor}s. */
-    public static Column tensor(String name) { return new Column(name, TENSOR, 0, Tensor.class); }
+    public static Column tensor(String name) { return new Column(name, TENSOR, 0); }
 
     /** A numeric ArrayType column: element is float, double, int, long, short or byte (.class). */
     public static Column array(String name, Class<?> element) {
@@ -37,15 +35,32 @@ public final class Column implements Serializable {
                 : element == long.class ? "I64" : element == short.class ? "I16" : element == byte.class ? "I8" : null;
         if (dt == null) throw new IllegalArgumentException("column " + name + ": arrays of " + element
                 + " cannot be written; use float, double, int, long, short or byte");
-        return new Column(name, ARRAY, Native.dtype(dt), java.lang.reflect.Array.newInstance(element, 0).getClass());
+        return new Column(name, ARRAY, Native.dtype(dt));
     }
 
     /** cell, if it fits this column (sts_jni.c relies on it); else IllegalArgumentException. */
     Object check(Object cell) {
-        if (type.isInstance(cell)) return cell;
-        String want = kind == STRING ? "a String (the key)" : kind == TENSOR ? "a Tensor" : "a " + type.getSimpleName();
+        Class<?> type = kind == STRING ? String.class : kind == TENSOR ? Tensor.class : arrayType();
+        if (type != null && type.isInstance(cell)) return cell;
+        String want = kind == STRING ? "a String (the key)" : kind == TENSOR ? "a Tensor"
+                : type != null ? "a " + type.getSimpleName() : "nothing (an unknown column kind)";
         String got = cell == null ? "null (cells are not nullable)" : cell.getClass().getSimpleName();
         throw new IllegalArgumentException("column " + name + ": expected " + want + ", got " + got);
+    }
+
+    /** The Java array an ARRAY column takes, from its element dtype (kind and elem are all that
+        travel when a schema is serialized, so this is never out of step with them). */
+    private Class<?> arrayType() {
+        if (kind != ARRAY || elem < 0 || elem >= Native.DTYPES.length) return null;
+        switch (Native.DTYPES[elem]) {
+            case "F32": return float[].class;
+            case "F64": return double[].class;
+            case "I32": return int[].class;
+            case "I64": return long[].class;
+            case "I16": return short[].class;
+            case "I8": return byte[].class;
+            default: return null;
+        }
     }
 
     public String name() { return name; }
