@@ -5,6 +5,7 @@
       BatchWrite.prepare(dir, options, schema)   prepare     sts_write_config_set per option, sts_dataset_prepare
       BatchWrite.commit(byte[][] messages)       commit      sts_dataset_commit
       BatchWrite.abort(byte[][] messages)        abort       sts_dataset_abort
+      BatchWrite.discard(byte[][] messages)      discard     sts_dataset_discard (a losing attempt's output)
       WriterFactory.createWriter(partition, id)  taskOpen    sts_task_open (task id = the partition id)
       TaskWriter.write(cells...)                 taskWrite   sts_task_write
       TaskWriter.commit()                        taskCommit  sts_task_commit: the JSON message as a byte[]
@@ -403,6 +404,19 @@ JNI_FN(void, abort)(JNIEnv *env, jclass cls, jstring dir, jobjectArray msgs) {
     if (!(d = jni_utf8_dup(env, dir))) return;
     if (jni_messages(env, msgs, &m, &l, &n) == 0 &&
         sts_dataset_abort(d, (const char *const *)m, l, n, NULL, &e) != STS_OK)
+        jni_throw(env, &e);
+    jni_messages_free(m, l, n);
+    free(d);
+}
+
+JNI_FN(void, discard)(JNIEnv *env, jclass cls, jstring dir, jobjectArray msgs) {
+    char *d, **m = NULL;
+    size_t *l = NULL, n = 0;
+    sts_error e;
+    (void)cls;
+    if (!(d = jni_utf8_dup(env, dir))) return;
+    if (jni_messages(env, msgs, &m, &l, &n) == 0 &&
+        sts_dataset_discard(d, (const char *const *)m, l, n, NULL, &e) != STS_OK)
         jni_throw(env, &e);
     jni_messages_free(m, l, n);
     free(d);

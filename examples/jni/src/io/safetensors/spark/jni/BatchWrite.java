@@ -67,6 +67,9 @@ public final class BatchWrite {
 
     /** Removes the shards named in committed messages; nothing is published. */
     public void abort(byte[][] messages) throws IOException { Native.abort(dir, messages); }
+    /** Drops these tasks' output while the job goes on (a speculative attempt that lost, the first
+     *  attempt of a retried task): their shards go, the job keeps its folder. */
+    public void discard(byte[][] messages) throws IOException { Native.discard(dir, messages); }
 
     public String dir() { return dir; }
 

@@ -41,6 +41,7 @@ final class Native {
             throws IOException;
     static native long[] commit(String dir, String[] keys, String[] values, byte[][] messages) throws IOException;
     static native void abort(String dir, byte[][] messages) throws IOException;
+    static native void discard(String dir, byte[][] messages) throws IOException;
 
     // task writers
     static native long taskOpen(String dir, String[] keys, String[] values, String[] names, int[] kinds, int[] elems,

@@ -49,7 +49,7 @@ public final class JniTests {
         test("KV job: driver, 3 executor threads, 6 partitions, commit; read back", JniTests::kvJobOnThreads);
         test("batch job: every numeric array type to F64, a Tensor column, tail pad", JniTests::batchJob);
         test("a task fails mid-partition, is aborted and retried with a new attempt id", JniTests::failedTaskRetried);
-        test("speculative execution: two attempts succeed, the driver aborts one", JniTests::speculativeAttempts);
+        test("speculative execution: two attempts succeed, the driver discards one", JniTests::speculativeAttempts);
         test("job abort: no manifest, no stray files", JniTests::jobAbort);
         test("tasks in separate JVMs: the factory and the messages cross as bytes", JniTests::tasksInOtherProcesses);
         test("read a file: tensors in offset order, zero-copy read-only buffers", JniTests::readFile);
@@ -381,8 +381,8 @@ public final class JniTests {
         check(!loser.isEmpty() && list(d).containsAll(loser) && list(d).containsAll(shards(first)),
                 "both attempts published");
         check(!shards(first).equals(loser), "attempts of one partition never share a file name");
-        job.abort(new byte[][] { second });   // the driver's OutputCommitCoordinator let the first one win
-        for (String n : loser) check(!list(d).contains(n), "the aborted attempt's shard " + n + " is gone");
+        job.discard(new byte[][] { second }); // the driver's OutputCommitCoordinator let the first one win
+        for (String n : loser) check(!list(d).contains(n), "the discarded attempt's shard " + n + " is gone");
         check(list(d).containsAll(shards(first)), "the winner's shards are untouched");
         BatchWrite.Summary s = job.commit(new byte[][] { m0, first, m2 });
         check(s.samples == 75, "each row once: " + s);
@@ -607,11 +607,13 @@ public final class JniTests {
             se = expect(SafetensorsException.class, () -> job.commit(new byte[][] { m, m2, m3 }));
             check(se.result().equals("DUPLICATE_KEY"), se.toString());
             check(!Files.exists(d.resolve("dataset_manifest.json")), "no manifest after a failed commit");
-            job.abort(new byte[][] { m, m2, m3 });
-            check(list(d).isEmpty(), "abort after a failed commit: " + list(d));
             byte[] forged = "{\"sts_task_commit\":1}".getBytes(StandardCharsets.UTF_8);
             se = expect(SafetensorsException.class, () -> job.commit(new byte[][] { forged }));
             check(se.result().equals("DATASET") && se.rule().equals("dataset.message"), se.toString());
+            job.abort(new byte[][] { m, m2, m3 });  // the job ends: its shards and its lock go
+            check(list(d).isEmpty(), "abort after a failed commit: " + list(d));
+            se = expect(SafetensorsException.class, () -> job.commit(new byte[][] { m }));
+            check(se.rule().equals("writer.state"), "a commit after the abort: " + se);
         } finally {
             w.close();
         }
@@ -693,7 +695,10 @@ public final class JniTests {
         check(Native.liveHandles() == live + 1 && !list(d).isEmpty(),
                 "the forgotten writer has a hidden file: " + list(d));
         check(gcUntil(() -> Native.liveHandles() == live, 500), "the Cleaner closed the writer");
-        check(list(d).isEmpty(), "and its uncommitted file is gone: " + list(d));
+        check(list(d).equals(java.util.Collections.singleton(".sts_job.lock")),
+                "and its uncommitted file is gone (the job still holds the folder): " + list(d));
+        job.abort(new byte[][] {});  // the driver ends the job: its lock goes
+        check(list(d).isEmpty(), "after the job's abort the folder is empty: " + list(d));
     }
 
     private static void writeAndForget(WriterFactory f) throws IOException {
