@@ -3130,7 +3130,7 @@ STSDEF sts_result sts_open(const char *path, const sts_options *opts, sts_file *
     sts__mem m = sts__mem_from(opts);
     sts__fmap map;
     uint8_t prefix[8];
-    uint64_t size, n;
+    uint64_t size = 0, n = 0;  /* set before use; zero for -O2 maybe-uninitialized under STS_STATIC */
     sts_file *f;
     sts_result r;
     int fd, e;
@@ -9740,7 +9740,7 @@ STSDEF sts_scan_stats sts_dataset_stats(const sts_dataset *ds) {
 }
 STSDEF sts_result sts_dataset_get(const sts_dataset *ds, const char *key, size_t key_len, int with_data, sts_view *out,
                                   sts_error *err) {
-    const sts__keymap *k;
+    const sts__keymap *k = NULL;
     const sts__dkey *e;
     sts_result r;
     if (!ds || !out || (!key && key_len))
