@@ -743,6 +743,8 @@ typedef struct sts_read_config {        /* zero = defaults */
     size_t nschema;
     int infer_schema;                   /* infer from the tensor index, else the first file's header */
     int no_index;                       /* ignore _tensor_index.json even when present */
+    int verify_checksums;               /* a file's first mapping for data reads all of it and compares its
+                                           CRC-32C with the manifest's crc32c (dataset.checksum) */
 } sts_read_config;
 
 typedef struct sts_dataset_info {
@@ -8610,6 +8612,7 @@ typedef struct sts__dfile {
     size_t path_size;
     uint64_t size;                  /* from the manifest or stat */
     uint64_t samples;               /* the manifest's samples_count, or UINT64_MAX */
+    uint64_t crc32c;                /* the manifest's crc32c, or UINT64_MAX */
     sts_file *map;                  /* mapped and parsed on first data access; published by CAS */
     const uint8_t *lk_data;         /* lookups: NULL until the key table's entries for this file were
                                        checked against its header (at its first lookup with data),
@@ -8696,6 +8699,7 @@ struct sts_dataset {
     sts__col *cols;
     size_t ncols;
     int explicit_schema;
+    int verify;                     /* sts_read_config.verify_checksums */
     char *col_store;
     size_t col_store_size;
     uint64_t st_opened, st_header, st_data, st_mapped;  /* lookups, updated atomically */
@@ -8906,6 +8910,7 @@ STS__PRIVATE sts_result sts__ds_add_file(sts_dataset *ds, const char *name, size
     if (!(f->path = sts__join(&ds->mem, ds->root, f->name, &f->path_size))) return sts__nomem(err, "a file path");
     f->size = size;
     f->samples = UINT64_MAX;
+    f->crc32c = UINT64_MAX;
     return STS_OK;
 }
 STS__PRIVATE int sts__by_file_name(const void *ctx, size_t a, size_t b) {  /* name order */
@@ -8949,6 +8954,7 @@ STS__PRIVATE sts_result sts__ds_manifest(sts_dataset *ds, const sts__manifest *m
         int e;
         if ((r = sts__ds_add_file(ds, x->name, x->name_len, x->bytes, err)) != STS_OK) return r;
         ds->files[ds->nfiles - 1].samples = x->samples;
+        ds->files[ds->nfiles - 1].crc32c = x->crc32c;
         if ((e = sts__stat_path(ds->files[ds->nfiles - 1].path, &st)) != 0)
             return sts__failx(err, STS_RULE_DATASET_MANIFEST,
                               "shard %q is listed in dataset_manifest.json but missing: %s", x->name,
@@ -9407,6 +9413,15 @@ STS__PRIVATE sts_result sts__ds_map(const sts_dataset *cds, size_t fi, sts_file 
         return sts__failx(err, STS_RULE_DATASET_MANIFEST, "file %q changed size since the dataset was opened", f->name,
                           f->name_len);
     }
+    if (ds->verify && f->crc32c != UINT64_MAX) {  /* first touch: every byte against the manifest's checksum */
+        uint32_t crc = sts__crc32c(0, mine->header - 8, (size_t)sts_file_size(mine));
+        if (crc != (uint32_t)f->crc32c) {
+            sts_close(mine);
+            return sts__failx(err, STS_RULE_DATASET_CHECKSUM, "file %q: its bytes have CRC-32C %U, but "
+                              "dataset_manifest.json records %U: the file changed after it was written", f->name,
+                              f->name_len, (uint64_t)crc, f->crc32c);
+        }
+    }
     if (STS__CAS_PTR(&f->map, &expect, mine)) {
         STS__ADD(&ds->st_mapped, 1);
         *out = mine;
@@ -9665,6 +9680,7 @@ STSDEF sts_result sts_dataset_open(const char *path, const sts_read_config *cfg,
     memset(ds, 0, sizeof *ds);
     ds->mem = m;
     ds->seed = sts__seed_from(ds, opts ? opts->hash_seed : 0);
+    ds->verify = cfg && cfg->verify_checksums;
     if (st.kind == STS__FT_DIR) {
         sts__manifest mf;
         int found;
