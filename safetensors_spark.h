@@ -10224,7 +10224,8 @@ STS__PRIVATE void sts__ck_schema(sts__ck *ck, const sts__manifest *mf, const sts
             for (d = 0; d < c->rank; d++) all &= c->dims[d] < 0;
             ok = t->dtype == c->dtype && all;  /* tasks saw different ranks: every dim is -1 */
         } else
-            for (d = 0; ok && d < c->rank; d++) ok = c->dims[d] < 0 || (uint64_t)c->dims[d] == t->shape[d];
+            for (d = 0, ok = t->dtype == c->dtype; ok && d < c->rank; d++)
+                ok = c->dims[d] < 0 || (uint64_t)c->dims[d] == t->shape[d];
         if (!ok)
             sts__ck_fail(ck, STS_RULE_DATASET_MANIFEST, "shard %q: %q is %s %S, which column %q of the manifest's "
                          "schema (%s, rank %d) does not allow", x->name, x->name_len, t->name, t->name_len,

@@ -7,3 +7,7 @@ UNIT_SRCS += $(DATASET_COMMON_SRCS)
 $(patsubst tests/%.c,$(BUILD)/unit/%,$(DATASET_COMMON_SRCS)): tests/test_dataset_read_util.h tests/fs_util.h
 $(patsubst tests/%.c,$(BUILD)/asan/%,$(DATASET_COMMON_SRCS)): tests/test_dataset_read_util.h tests/fs_util.h
 $(patsubst tests/%.c,$(BUILD)/vg/%,$(DATASET_COMMON_SRCS)): tests/test_dataset_read_util.h tests/fs_util.h
+# Nothing lost (issue 11): tests/test_dataset_jobs.c, job locks with real processes and kill -9,
+# failed commits that keep everything, check and clean against tampered folders.
+UNIT_SRCS += tests/test_dataset_jobs.c
+$(BUILD)/unit/test_dataset_jobs $(BUILD)/asan/test_dataset_jobs $(BUILD)/vg/test_dataset_jobs: tests/fs_util.h
