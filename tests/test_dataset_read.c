@@ -317,8 +317,8 @@ static void check_kv_dataset(const char *dir, const dr_kv *k, int no_index) {
         }
     {
         sts_view v;
-        dr_expect_err("absent key", sts_dataset_get(ds, "nope", 4, 1, &v, &e), &e, STS_ERR_NOT_FOUND, STS_RULE_NOT_FOUND, "nope", NULL);
-        dr_expect_err("a key prefix", sts_dataset_get(ds, "k000_000", 8, 0, &v, &e), &e, STS_ERR_NOT_FOUND, STS_RULE_NOT_FOUND, NULL);
+        tu_err_check("absent key", sts_dataset_get(ds, "nope", 4, 1, &v, &e), &e, STS_ERR_NOT_FOUND, STS_RULE_NOT_FOUND, "nope", NULL);
+        tu_err_check("a key prefix", sts_dataset_get(ds, "k000_000", 8, 0, &v, &e), &e, STS_ERR_NOT_FOUND, STS_RULE_NOT_FOUND, NULL);
     }
     /* long scan: every tensor once, in file order */
     memset(&sp, 0, sizeof sp);
@@ -500,7 +500,7 @@ static void test_key_table_layout(void **state) {
             }
         if (with_index) {  /* a tensor's own name is not a key when the index gives it another */
             sts_view v;
-            dr_expect_err("name of an aliased tensor", sts_dataset_get(ds, kt[1][2].name, kt[1][2].name_len, 1, &v, &e), &e, STS_ERR_NOT_FOUND,
+            tu_err_check("name of an aliased tensor", sts_dataset_get(ds, kt[1][2].name, kt[1][2].name_len, 1, &v, &e), &e, STS_ERR_NOT_FOUND,
                           STS_RULE_NOT_FOUND, NULL);
             /* the schema inferred from the index: the first file's names, in the index's order */
             assert_int_equal(sts_dataset_describe(ds).columns, KT_PER_FILE);
@@ -821,59 +821,23 @@ static void test_single_file(void **state) {
     tf_rmtree(dir);
 }
 
-/* A file directly in "/": the dataset's folder is "/". An allocator with canaries after every block
-   catches a write past the end of one (the folder string is one byte short). Skipped when "/" is
+/* A file directly in "/": the dataset's folder is "/". The checking allocator (guard bytes after
+   every block) catches a write past the end of one (the folder string is one byte short). Skipped when "/" is
    not writable. Runs in a child: under ASan or valgrind the overflow itself is reported there. */
-typedef struct canary { size_t bad, live; } canary;
-static void *cn_alloc(void *u, size_t n) {
-    uint8_t *p = (uint8_t *)malloc(n + 32);
-    (void)u;
-    if (!p) return NULL;
-    memcpy(p, &n, sizeof n);
-    memset(p + 16 + n, 0xA5, 16);
-    ((canary *)u)->live++;
-    return p + 16;
-}
-static void cn_check(canary *c, uint8_t *p, size_t n) {
-    size_t i, stored;
-    memcpy(&stored, p, sizeof stored);
-    if (stored != n) c->bad++;
-    for (i = 0; i < 16; i++) if (p[16 + stored + i] != 0xA5) { c->bad++; break; }
-}
-static void *cn_realloc(void *u, void *ptr, size_t old, size_t n) {
-    uint8_t *p = (uint8_t *)ptr - 16;
-    cn_check((canary *)u, p, old);
-    p = (uint8_t *)realloc(p, n + 32);
-    if (!p) return NULL;
-    memcpy(p, &n, sizeof n);
-    memset(p + 16 + n, 0xA5, 16);
-    return p + 16;
-}
-static void cn_free(void *u, void *ptr, size_t n) {
-    if (!ptr) return;
-    cn_check((canary *)u, (uint8_t *)ptr - 16, n);
-    ((canary *)u)->live--;
-    free((uint8_t *)ptr - 16);
-}
 static void root_file_open(const char *path) {
-    canary c = { 0, 0 };
-    sts_options o;
+    tu_alloc c;
+    sts_options o = tu_alloc_opts(&c, NULL);
     sts_read_config cfg;
     sts_dataset *ds;
     sts_error e;
     sts_view v;
-    memset(&o, 0, sizeof o);
-    o.allocator.alloc = cn_alloc;
-    o.allocator.realloc = cn_realloc;
-    o.allocator.free = cn_free;
-    o.allocator.user = &c;
     memset(&cfg, 0, sizeof cfg);
     cfg.infer_schema = 1;
     if (sts_dataset_open(path, &cfg, &o, &ds, &e) != STS_OK) { fprintf(stderr, "open %s: %s\n", path, e.message); _exit(3); }
     if (sts_dataset_get(ds, "t", 1, 1, &v, &e) != STS_OK) { fprintf(stderr, "get: %s\n", e.message); _exit(4); }
     sts_dataset_close(ds);
-    if (c.bad) { fprintf(stderr, "%zu block(s) written past their end or freed with another size\n", c.bad); _exit(5); }
-    if (c.live) _exit(6);
+    if (c.bad) { fprintf(stderr, "allocator misuse: %s\n", c.why); _exit(5); }
+    if (c.blocks) _exit(6);
 }
 static void test_single_file_in_root(void **state) {
     char name[64], p[80];
@@ -942,11 +906,11 @@ static void test_no_schema(void **state) {
     assert_int_equal(mkdir(dir, 0755), 0);
     dr_write_file(dir, "a.safetensors", &a, 1, NULL, 0);
     memset(&cfg, 0, sizeof cfg);
-    dr_expect_err("zero config", sts_dataset_open(dir, &cfg, NULL, &ds, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, "schema", NULL);
-    dr_expect_err("NULL config", sts_dataset_open(dir, NULL, NULL, &ds, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, "schema", NULL);
+    tu_err_check("zero config", sts_dataset_open(dir, &cfg, NULL, &ds, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, "schema", NULL);
+    tu_err_check("NULL config", sts_dataset_open(dir, NULL, NULL, &ds, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, "schema", NULL);
     {   /* nschema without the array */
         cfg.nschema = 1;
-        dr_expect_err("nschema, no schema", sts_dataset_open(dir, &cfg, NULL, &ds, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
+        tu_err_check("nschema, no schema", sts_dataset_open(dir, &cfg, NULL, &ds, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
     }
     {   /* a malformed column: a dtype out of range, a shape without its array */
         sts_schema_column sc;
@@ -954,9 +918,9 @@ static void test_no_schema(void **state) {
         sc.name = "t"; sc.name_len = 1; sc.has_dtype = 1; sc.dtype = STS_DTYPE_COUNT;
         cfg.schema = &sc;
         cfg.nschema = 1;
-        dr_expect_err("bad dtype", sts_dataset_open(dir, &cfg, NULL, &ds, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
+        tu_err_check("bad dtype", sts_dataset_open(dir, &cfg, NULL, &ds, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
         sc.has_dtype = 0; sc.has_shape = 1; sc.rank = 2; sc.shape = NULL;
-        dr_expect_err("bad shape", sts_dataset_open(dir, &cfg, NULL, &ds, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
+        tu_err_check("bad shape", sts_dataset_open(dir, &cfg, NULL, &ds, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
     }
     tf_rmtree(dir);
 }
@@ -1031,7 +995,7 @@ static void test_explicit_schema(void **state) {
             assert_int_equal(rows, 3);
             assert_int_equal(nulls, 3);
             cols[0] = "emb";  /* not in the explicit schema */
-            dr_expect_err("projection outside the schema", wide_all(ds, 0, cols, 1, &rows, &nulls, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, "emb", NULL);
+            tu_err_check("projection outside the schema", wide_all(ds, 0, cols, 1, &rows, &nulls, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, "emb", NULL);
         }
         sts_dataset_close(ds);
     }
@@ -1052,7 +1016,7 @@ static void test_explicit_schema(void **state) {
         memset(&sc, 0, sizeof sc);
         sc.name = "img"; sc.name_len = 3; sc.has_shape = 1; sc.rank = 3; sc.shape = exact3;
         DR_OK(open_explicit(dir, &sc, 1, &ds, &e));
-        dr_expect_err("shape", wide_all(ds, 0, NULL, 0, &rows, &nulls, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, sh.v[2], "img", NULL);
+        tu_err_check("shape", wide_all(ds, 0, NULL, 0, &rows, &nulls, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, sh.v[2], "img", NULL);
         assert_int_equal(rows, 2);  /* the first two files passed */
         sts_dataset_close(ds);
         /* a file range without the tail file passes */
@@ -1077,7 +1041,7 @@ static void test_explicit_schema(void **state) {
         memset(&sc, 0, sizeof sc);
         sc.name = "emb"; sc.name_len = 3; sc.has_dtype = 1; sc.dtype = STS_DTYPE_F16;
         DR_OK(open_explicit(dir, &sc, 1, &ds, &e));
-        dr_expect_err("dtype", wide_all(ds, 1, NULL, 0, &rows, &nulls, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, sh.v[0], "emb", "BF16", "F16", NULL);
+        tu_err_check("dtype", wide_all(ds, 1, NULL, 0, &rows, &nulls, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, sh.v[0], "emb", "BF16", "F16", NULL);
         sts_dataset_close(ds);
     }
     {   /* a wrong rank, a wrong inner dimension */
@@ -1085,11 +1049,11 @@ static void test_explicit_schema(void **state) {
         memset(&sc, 0, sizeof sc);
         sc.name = "img"; sc.name_len = 3; sc.has_shape = 1; sc.rank = 2; sc.shape = rank2;
         DR_OK(open_explicit(dir, &sc, 1, &ds, &e));
-        dr_expect_err("rank", wide_all(ds, 0, NULL, 0, &rows, &nulls, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, sh.v[0], "img", NULL);
+        tu_err_check("rank", wide_all(ds, 0, NULL, 0, &rows, &nulls, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, sh.v[0], "img", NULL);
         sts_dataset_close(ds);
         sc.rank = 3; sc.shape = wrong_dim;
         DR_OK(open_explicit(dir, &sc, 1, &ds, &e));
-        dr_expect_err("dim", wide_all(ds, 0, NULL, 0, &rows, &nulls, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, sh.v[0], "img", NULL);
+        tu_err_check("dim", wide_all(ds, 0, NULL, 0, &rows, &nulls, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, sh.v[0], "img", NULL);
         sts_dataset_close(ds);
     }
     {   /* a rank-0 column shape: matches only scalars */
@@ -1097,7 +1061,7 @@ static void test_explicit_schema(void **state) {
         memset(&sc, 0, sizeof sc);
         sc.name = "img"; sc.name_len = 3; sc.has_shape = 1; sc.rank = 0; sc.shape = NULL;
         DR_OK(open_explicit(dir, &sc, 1, &ds, &e));
-        dr_expect_err("scalar", wide_all(ds, 0, NULL, 0, &rows, &nulls, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, "img", NULL);
+        tu_err_check("scalar", wide_all(ds, 0, NULL, 0, &rows, &nulls, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, "img", NULL);
         sts_dataset_close(ds);
     }
     dr_names_free(&sh);
@@ -1257,10 +1221,10 @@ static void test_file_ranges(void **state) {
     sts_scan_close(s);
     sp.file_begin = 5;
     sp.file_end = 8;
-    dr_expect_err("past the end", sts_scan_open(ds, &sp, &s, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
+    tu_err_check("past the end", sts_scan_open(ds, &sp, &s, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
     sp.file_begin = 5;
     sp.file_end = 4;
-    dr_expect_err("begin > end", sts_scan_open(ds, &sp, &s, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
+    tu_err_check("begin > end", sts_scan_open(ds, &sp, &s, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
     /* wide ranges: one row per file of the range */
     memset(&sp, 0, sizeof sp);
     sp.file_begin = 2;
@@ -1278,12 +1242,12 @@ static void test_file_ranges(void **state) {
     /* argument checks */
     memset(&sp, 0, sizeof sp);
     sp.nkeys = 1;
-    dr_expect_err("nkeys without keys", sts_scan_open(ds, &sp, &s, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
-    dr_expect_err("no spec", sts_scan_open(ds, NULL, &s, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
+    tu_err_check("nkeys without keys", sts_scan_open(ds, &sp, &s, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
+    tu_err_check("no spec", sts_scan_open(ds, NULL, &s, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
     {
         sts_view v;
-        dr_expect_err("no out", sts_dataset_get(ds, "x", 1, 0, NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
-        dr_expect_err("no key", sts_dataset_get(ds, NULL, 3, 0, &v, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
+        tu_err_check("no out", sts_dataset_get(ds, "x", 1, 0, NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
+        tu_err_check("no key", sts_dataset_get(ds, NULL, 3, 0, &v, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
     }
     sts_dataset_close(ds);
     sts_dataset_close(NULL);
@@ -1390,7 +1354,7 @@ static void test_huge_header(void **state) {
     sts_error e;
     sts_view v;
     (void)state;
-    if (dr_quick()) { skip(); return; }
+    if (tu_quick()) { skip(); return; }
     fresh(dir, sizeof dir, "hugeheader");
     assert_int_equal(mkdir(dir, 0755), 0);
     hdr = (char *)malloc(big + 256);
@@ -1480,7 +1444,7 @@ static void test_empty_dataset(void **state) {
         DR_OK(dr_long_scan(ds, &sp, &rs, &e));
         assert_int_equal(rs.n, 0);
         dr_rows_free(&rs);
-        dr_expect_err("get", sts_dataset_get(ds, "x", 1, 1, &v, &e), &e, STS_ERR_NOT_FOUND, STS_RULE_NOT_FOUND, NULL);
+        tu_err_check("get", sts_dataset_get(ds, "x", 1, 1, &v, &e), &e, STS_ERR_NOT_FOUND, STS_RULE_NOT_FOUND, NULL);
     }
     sts_dataset_close(ds);
     in_child("empty dataset, inferred schema", empty_open_infer, dir);

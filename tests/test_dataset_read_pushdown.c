@@ -392,7 +392,7 @@ static double timed_gets(size_t n) {
     size_t i;
     sts_dataset *ds;
     sts_error e;
-    dr_rng rng;
+    tu_rng rng;
     double t0, t;
     assert_true(specs && names);
     snprintf(name, sizeof name, "o1_%zu", n);
@@ -417,14 +417,14 @@ static double timed_gets(size_t n) {
     ds = open_ds(dir, 0);
     assert_int_equal(sts_dataset_describe(ds).has_index, 1);
     rng.s = 99;
-    t0 = dr_now();
+    t0 = tu_now();
     for (i = 0; i < 20000; i++) {
-        size_t k = dr_below(&rng, (uint32_t)n);
+        size_t k = tu_below(&rng, (uint32_t)n);
         sts_view v;
         DR_OK(sts_dataset_get(ds, names[k], 8, 0, &v, &e));
         assert_int_equal(v.nbytes, 1);
     }
-    t = dr_now() - t0;
+    t = tu_now() - t0;
     {
         sts_view v;
         DR_OK(sts_dataset_get(ds, names[n - 1], 8, 1, &v, &e));  /* and the index agrees with the file */
@@ -439,8 +439,8 @@ static void test_get_constant_time(void **state) {
     double small, large;
     (void)state;
     small = timed_gets(500);
-    large = timed_gets(dr_quick() ? 20000 : 100000);
-    if (large > 20 * small + 0.05) fail_msg("20000 lookups: %.4f s with 500 keys, %.4f s with %d keys", small, large, dr_quick() ? 20000 : 100000);
+    large = timed_gets(tu_quick() ? 20000 : 100000);
+    if (large > 20 * small + 0.05) fail_msg("20000 lookups: %.4f s with 500 keys, %.4f s with %d keys", small, large, tu_quick() ? 20000 : 100000);
 }
 
 /* ---- lastWin without an index: a header-only long scan maps nothing ---- */
@@ -504,7 +504,7 @@ static void test_sparse_huge_file(void **state) {
     assert_int_equal(write(fd, hdr, 8 + hl), (ssize_t)(8 + hl));
     assert_int_equal(ftruncate(fd, (off_t)(8 + hl + big + 4)), 0);
     close(fd);
-    t0 = dr_now();
+    t0 = tu_now();
     ds = open_ds(dir, 0);
     {
         sts_scan_spec sp;
@@ -537,7 +537,7 @@ static void test_sparse_huge_file(void **state) {
         assert_int_equal(((const uint8_t *)v.data)[big - 1], 0);
     }
     sts_dataset_close(ds);
-    if (dr_now() - t0 > 10.0) fail_msg("the sparse 16 GiB file took %.1f s", dr_now() - t0);
+    if (tu_now() - t0 > 10.0) fail_msg("the sparse 16 GiB file took %.1f s", tu_now() - t0);
     tf_rmtree(dir);
 }
 

@@ -3,10 +3,10 @@
    Include after safetensors_spark.h with STS_IMPLEMENTATION (each test defines _POSIX_C_SOURCE 200809L first). Everything is
    static and marked unused. Checks fail through cmocka.
 
-     - the test level (STS_TEST_LEVEL=quick), a clock, a seeded PRNG
-     - temporary folders under /tmp (dsr.XXXXXX), recursive removal, whole-file read/write,
-       in-place text edits of manifests and indexes, byte flips
-     - error checks: code, rule and substrings of the message
+     (the level, clock, PRNG, text builder, checking allocator and the sts_error check are in
+     test_util.h; temporary folders, removal and whole-file read/write in fs_util.h)
+     - subfolders, in-place text edits of manifests and indexes, byte flips
+     - DR_OK: a call that must succeed
      - single files through the library's writer (sts_write_path)
      - datasets through the dataset writer: batch mode (two columns, every tail strategy) and KV
        mode (one task per shard, optional lastWin duplicates), with a model of every row so a
@@ -15,15 +15,7 @@
 #ifndef STS_TESTS_DATASET_READ_UTIL_H
 #define STS_TESTS_DATASET_READ_UTIL_H
 
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <cmocka.h>
+#include "test_util.h"
 #include "fs_util.h"
 
 #include <dirent.h>
@@ -33,30 +25,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#if defined(__GNUC__) || defined(__clang__)
-#  define DR_FN static __attribute__((unused))
-#else
-#  define DR_FN static
-#endif
-
-/* ---- level, clock, PRNG ---- */
-DR_FN int dr_quick(void) {
-    const char *l = getenv("STS_TEST_LEVEL");
-    return l && strcmp(l, "quick") == 0;
-}
-DR_FN double dr_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-typedef struct dr_rng { uint64_t s; } dr_rng;
-DR_FN uint64_t dr_next(dr_rng *r) {
-    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-DR_FN uint32_t dr_below(dr_rng *r, uint32_t n) { return n ? (uint32_t)(dr_next(r) % n) : 0; }
+#define DR_FN TU_FN
 
 /* ---- files and folders (the basic ones are in fs_util.h) ---- */
 DR_FN void dr_subdir(char *buf, size_t cap, const char *dir, const char *name) {
@@ -144,25 +113,7 @@ DR_FN void dr_names_free(dr_names *r) {
     r->n = 0;
 }
 
-/* ---- errors ---- */
-/* r must be code with the rule (DR_ANY_RULE: any rule), and the message must start with the
-   rule id and hold every given substring (a NULL-terminated list). */
-#define DR_ANY_RULE STS_RULE_COUNT
-DR_FN void dr_expect_err(const char *what, sts_result r, const sts_error *e, sts_result code, sts_rule rule, ...) {
-    va_list ap;
-    const char *s, *id;
-    if (rule == DR_ANY_RULE && r == e->code) rule = e->rule;
-    id = sts_rule_id(rule);
-    if (r != code || e->code != code || e->rule != rule)
-        fail_msg("%s: expected %s (%s), got %s (%s): %s", what, sts_result_name(code), id, sts_result_name(r), sts_rule_id(e->rule), e->message);
-    if (strncmp(e->message, id, strlen(id)) != 0 || e->message[strlen(id)] != ':')
-        fail_msg("%s: the message does not start with \"%s:\": %s", what, id, e->message);
-    if (strchr(e->message, '\n') || strchr(e->message, '\t')) fail_msg("%s: the message holds a TAB or newline: %s", what, e->message);
-    va_start(ap, rule);
-    while ((s = va_arg(ap, const char *)) != NULL)
-        if (!strstr(e->message, s)) { va_end(ap); fail_msg("%s: the message lacks \"%s\": %s", what, s, e->message); }
-    va_end(ap);
-}
+/* ---- a call that must succeed (the error is named e) ---- */
 #define DR_OK(call)                                                                                   \
     do {                                                                                              \
         sts_result r_ = (call);                                                                       \
