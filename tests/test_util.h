@@ -122,7 +122,8 @@ TU_FN void tu_sb_free(tu_sb *b) {
    Each block is [size u64][magic u64][the caller's bytes][16 guard bytes]. Every call that breaks
    the contract counts in `bad` (why holds the first): a free or realloc with another size than the
    block's, of a block that is not one of ours, or of a block written past its end; a request for
-   0 bytes (the library asks for 1 at least); a request above max_size when that is set.
+   0 bytes (the library asks for 1 at least) or a realloc of NULL (it calls alloc for that); a
+   request above max_size when that is set.
    fail_at = k refuses the k-th request (alloc or realloc, from 1; 0 = never). Not thread-safe:
    hand it to one thread at a time. */
 typedef struct tu_alloc {
@@ -192,7 +193,7 @@ TU_FN void *tu_a_alloc(void *user, size_t size) {
 TU_FN void *tu_a_realloc(void *user, void *ptr, size_t old_size, size_t new_size) {
     tu_alloc *a = (tu_alloc *)user;
     uint64_t *h, *n, had;
-    if (!ptr) return tu_a_alloc(user, new_size);
+    if (!ptr) { tu_alloc_bad(a, "realloc of NULL (the library asks alloc for a new block)"); return tu_a_alloc(user, new_size); }
     if (!(h = tu_alloc_block(a, ptr, old_size, "realloc"))) return NULL;
     if (tu_alloc_refuse(a, new_size, "realloc")) return NULL;
     had = h[0];
