@@ -185,35 +185,10 @@ DU_FN int du_shard_name(const char *name, uint32_t *task, uint32_t *shard, char 
     if (uuid) { memcpy(uuid, u, 36); uuid[36] = 0; }
     return 1;
 }
-/* The part-* names in dir, sorted (caller frees with du_names_free). */
-typedef struct du_names { char **v; size_t n; } du_names;
-DU_FN int du_strp_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-DU_FN du_names du_list_shards(const char *dir) {
-    du_names r;
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    size_t cap = 0;
-    memset(&r, 0, sizeof r);
-    if (!d) return r;
-    while ((e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, "part-", 5) != 0) continue;
-        if (r.n == cap) { cap = cap ? 2 * cap : 16; r.v = (char **)realloc(r.v, cap * sizeof *r.v); assert_non_null(r.v); }
-        r.v[r.n] = (char *)malloc(strlen(e->d_name) + 1);
-        assert_non_null(r.v[r.n]);
-        strcpy(r.v[r.n++], e->d_name);
-    }
-    closedir(d);
-    if (r.n) qsort(r.v, r.n, sizeof *r.v, du_strp_cmp);
-    return r;
-}
-DU_FN void du_names_free(du_names *r) {
-    size_t i;
-    for (i = 0; i < r->n; i++) free(r->v[i]);
-    free(r->v);
-    memset(r, 0, sizeof *r);
-}
+/* The part-* names in dir, sorted (none when dir is missing); free with tf_names_free. */
+DU_FN tf_names du_list_shards(const char *dir) { return tf_list(dir, "part-", ""); }
 /* The shard of (task, shard number) among names, or NULL. */
-DU_FN const char *du_find_shard(const du_names *r, uint32_t task, uint32_t shard) {
+DU_FN const char *du_find_shard(const tf_names *r, uint32_t task, uint32_t shard) {
     size_t i;
     for (i = 0; i < r->n; i++) {
         uint32_t t, s;

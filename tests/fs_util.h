@@ -11,7 +11,8 @@
      tf_clear     everything in a folder, keeping the folder
      tf_read      a whole file, NUL-terminated (not counted in *n); fails the test if unreadable
      tf_read_opt  the same, or NULL when the file cannot be opened or read (a file that may be absent)
-     tf_write     a whole file, created or truncated */
+     tf_write     a whole file, created or truncated
+     tf_list      the names in a folder with a given prefix and suffix (no hidden ones), sorted */
 #ifndef STS_TESTS_FS_UTIL_H
 #define STS_TESTS_FS_UTIL_H
 
@@ -89,6 +90,36 @@ TF_FN void tf_write(const char *path, const void *bytes, size_t n) {
     if (!f) TU_FAIL("create %s: %s", path, strerror(errno));
     if (n && fwrite(bytes, 1, n, f) != n) TU_FAIL("write %s: %s", path, strerror(errno));
     if (fclose(f) != 0) TU_FAIL("close %s: %s", path, strerror(errno));
+}
+
+/* The names in dir that do not start with '.', start with prefix and end with suffix (and are
+   longer than it), sorted; missing = 1 when dir cannot be opened. Free with tf_names_free. */
+typedef struct tf_names { char **v; size_t n; int missing; } tf_names;
+static int tf__strp_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+TF_FN tf_names tf_list(const char *dir, const char *prefix, const char *suffix) {
+    tf_names r;
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    size_t cap = 0, pl = strlen(prefix), sl = strlen(suffix);
+    memset(&r, 0, sizeof r);
+    if (!d) { r.missing = 1; return r; }
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (e->d_name[0] == '.' || n <= sl || strncmp(e->d_name, prefix, pl) != 0 || strcmp(e->d_name + n - sl, suffix) != 0) continue;
+        if (r.n == cap) { cap = cap ? 2 * cap : 16; r.v = (char **)realloc(r.v, cap * sizeof *r.v); TU_CHECK(r.v != NULL); }
+        r.v[r.n] = (char *)malloc(n + 1);
+        TU_CHECK(r.v[r.n] != NULL);
+        memcpy(r.v[r.n++], e->d_name, n + 1);
+    }
+    closedir(d);
+    if (r.n) qsort(r.v, r.n, sizeof *r.v, tf__strp_cmp);
+    return r;
+}
+TF_FN void tf_names_free(tf_names *r) {
+    size_t i;
+    for (i = 0; i < r->n; i++) free(r->v[i]);
+    free(r->v);
+    memset(r, 0, sizeof *r);
 }
 
 #endif

@@ -82,11 +82,11 @@ static void in_child(const char *what, void (*fn)(const char *), const char *arg
 }
 
 /* ---- batch mode, each tail strategy, with and without the index ---- */
-static void check_batch_gets(sts_dataset *ds, const dr_batch *b, const dr_names *shards);
+static void check_batch_gets(sts_dataset *ds, const dr_batch *b, const tf_names *shards);
 static void check_batch_dataset(const char *dir, const dr_batch *b, int no_index, int gets) {
     sts_dataset *ds = open_ds(dir, 1, no_index);
     sts_dataset_info info = sts_dataset_describe(ds);
-    dr_names shards = dr_list_shards(dir);
+    tf_names shards = dr_list_shards(dir);
     uint64_t samples = 0, files = 0;
     uint32_t t;
     size_t i;
@@ -177,7 +177,7 @@ static void check_batch_dataset(const char *dir, const dr_batch *b, int no_index
     }
 
     if (gets) check_batch_gets(ds, b, &shards);
-    dr_names_free(&shards);
+    tf_names_free(&shards);
     sts_dataset_close(ds);
 }
 /* Rewrites _tensor_index.json with a space after every ':' and ',' outside strings: the same JSON,
@@ -205,7 +205,7 @@ static void respace_index(const char *dir) {
     free(u);
 }
 /* Lookups: batch keys are "<shard>/<column>" (as in the index), with or without the index. */
-static void check_batch_gets(sts_dataset *ds, const dr_batch *b, const dr_names *shards) {
+static void check_batch_gets(sts_dataset *ds, const dr_batch *b, const tf_names *shards) {
     size_t i;
     sts_error e;
     for (i = 0; i < shards->n; i++) {
@@ -261,7 +261,7 @@ static void test_batch_get_without_index(void **state) {
     (void)state;
     for (pass = 0; pass < 2 && !why[0]; pass++) {
         sts_dataset *ds;
-        dr_names sh;
+        tf_names sh;
         size_t i;
         batch_write(dir, sizeof dir, STS_TAIL_WRITE, pass, &b);
         ds = open_ds(dir, 1, 1);
@@ -275,7 +275,7 @@ static void test_batch_get_without_index(void **state) {
                 snprintf(why, sizeof why, "batch dataset (%s), index ignored: get %s: %s", pass ? "index written" : "no index", key, e.message);
         }
         if (!why[0]) check_batch_gets(ds, &b, &sh);
-        dr_names_free(&sh);
+        tf_names_free(&sh);
         sts_dataset_close(ds);
         tf_rmtree(dir);
     }
@@ -553,12 +553,12 @@ static void last_win_case(int index, int no_index) {
     dr_write_kv(dir, &k);
     ds = open_ds(dir, 1, no_index);
     if (index && !no_index) {
-        dr_names sh = dr_list_shards(dir);
+        tf_names sh = dr_list_shards(dir);
         char needle[512];
         tf_join(p, sizeof p, dir, "_tensor_index.json");
         snprintf(needle, sizeof needle, "\"dup_0__img\":{\"file\":\"%s\"", sh.v[2]);
         assert_true(dr_contains(p, needle));
-        dr_names_free(&sh);
+        tf_names_free(&sh);
     }
     for (d = 0; d < 2; d++) {
         char key[64];
@@ -960,7 +960,7 @@ static sts_result open_explicit(const char *dir, const sts_schema_column *sc, si
 static void test_explicit_schema(void **state) {
     char dir[256];
     dr_batch b;
-    dr_names sh;
+    tf_names sh;
     sts_dataset *ds;
     sts_error e;
     size_t rows, nulls;
@@ -1064,7 +1064,7 @@ static void test_explicit_schema(void **state) {
         tu_err_check("scalar", wide_all(ds, 0, NULL, 0, &rows, &nulls, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, "img", NULL);
         sts_dataset_close(ds);
     }
-    dr_names_free(&sh);
+    tf_names_free(&sh);
     tf_rmtree(dir);
 }
 
@@ -1425,9 +1425,9 @@ static void test_empty_dataset(void **state) {
     fresh(dir, sizeof dir, "empty_ds");
     dr_write_kv(dir, &k);
     {
-        dr_names sh = dr_list_shards(dir);
+        tf_names sh = dr_list_shards(dir);
         assert_int_equal(sh.n, 0);
-        dr_names_free(&sh);
+        tf_names_free(&sh);
     }
     memset(&sc, 0, sizeof sc);
     sc.name = "x"; sc.name_len = 1;

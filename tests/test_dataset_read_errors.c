@@ -50,7 +50,7 @@ static sts_dataset *must_open(const char *path, int no_index) {
     return ds;
 }
 /* A KV dataset of 3 shards x 2 keys (4 tensors per shard), index optional. */
-static dr_names kv_dataset(char *dir, size_t cap, const char *name, int index) {
+static tf_names kv_dataset(char *dir, size_t cap, const char *name, int index) {
     dr_kv k;
     memset(&k, 0, sizeof k);
     k.tasks = 3;
@@ -110,7 +110,7 @@ static void test_broken_single_file(void **state) {
 /* ---- the manifest ---- */
 static void test_manifest_missing_shard(void **state) {
     char dir[256], p[512], entry[512];
-    dr_names sh = kv_dataset(dir, sizeof dir, "man_missing", 0);
+    tf_names sh = kv_dataset(dir, sizeof dir, "man_missing", 0);
     sts_dataset *ds;
     sts_error e;
     (void)state;
@@ -119,18 +119,18 @@ static void test_manifest_missing_shard(void **state) {
     assert_null(ds);
     /* a listed shard that never existed */
     tf_rmtree(dir);
-    dr_names_free(&sh);
+    tf_names_free(&sh);
     sh = kv_dataset(dir, sizeof dir, "man_missing", 0);
     tf_join(p, sizeof p, dir, "dataset_manifest.json");
     snprintf(entry, sizeof entry, "\"shards\": [\n    {\"shard_path\": \"part-00009-0000-ghost.safetensors\", \"samples_count\": 1, \"bytes\": 120},");
     dr_edit(p, "\"shards\": [", entry);
     tu_err_check("ghost shard", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, "part-00009-0000-ghost.safetensors", NULL);
-    dr_names_free(&sh);
+    tf_names_free(&sh);
     tf_rmtree(dir);
 }
 static void test_manifest_wrong_size(void **state) {
     char dir[256], p[512], from[512], to[512];
-    dr_names sh = kv_dataset(dir, sizeof dir, "man_size", 1);
+    tf_names sh = kv_dataset(dir, sizeof dir, "man_size", 1);
     sts_dataset *ds;
     sts_error e;
     int64_t size;
@@ -157,12 +157,12 @@ static void test_manifest_wrong_size(void **state) {
     dr_edit(p, from, to);
     tu_err_check("manifest size", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, NULL);
     assert_true(strstr(e.message, "part-0000") != NULL);
-    dr_names_free(&sh);
+    tf_names_free(&sh);
     tf_rmtree(dir);
 }
 static void test_manifest_malformed(void **state) {
     char dir[256], p[512], q[512];
-    dr_names sh = kv_dataset(dir, sizeof dir, "man_bad", 0);
+    tf_names sh = kv_dataset(dir, sizeof dir, "man_bad", 0);
     sts_dataset *ds;
     sts_error e;
     size_t n;
@@ -230,13 +230,13 @@ static void test_manifest_malformed(void **state) {
     ds = must_open(dir, 0);
     assert_int_equal(sts_dataset_describe(ds).files, 3);
     sts_dataset_close(ds);
-    dr_names_free(&sh);
+    tf_names_free(&sh);
     tf_rmtree(dir);
 }
 /* A shard that changes after open: its first data access says so, naming it. */
 static void test_shard_changed_after_open(void **state) {
     char dir[256], p[512];
-    dr_names sh = kv_dataset(dir, sizeof dir, "changed", 1);
+    tf_names sh = kv_dataset(dir, sizeof dir, "changed", 1);
     sts_dataset *ds = must_open(dir, 0);
     sts_error e;
     sts_view v;
@@ -259,14 +259,14 @@ static void test_shard_changed_after_open(void **state) {
     dr_write_file(dir, sh.v[2], &other, 1, NULL, 0);
     tu_err_check("replaced after open", sts_dataset_get(ds, "k002_000__img", 13, 1, &v, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, sh.v[2], "changed", NULL);
     sts_dataset_close(ds);
-    dr_names_free(&sh);
+    tf_names_free(&sh);
     tf_rmtree(dir);
 }
 
 /* ---- corrupt shards ---- */
 static void test_corrupt_shard(void **state) {
     char dir[256];
-    dr_names sh = kv_dataset(dir, sizeof dir, "corrupt", 1);
+    tf_names sh = kv_dataset(dir, sizeof dir, "corrupt", 1);
     sts_dataset *ds;
     sts_error e;
     sts_view v;
@@ -303,7 +303,7 @@ static void test_corrupt_shard(void **state) {
     /* the first shard corrupt: inferring the schema from it fails at open, naming it */
     corrupt_header(dir, sh.v[0], 3, 0xff);
     tu_err_check("first shard", try_open(dir, 1, &ds, &e), &e, STS_ERR_INVALID_HEADER, STS_RULE_HEADER_UTF8, sh.v[0], NULL);
-    dr_names_free(&sh);
+    tf_names_free(&sh);
     tf_rmtree(dir);
 }
 static void test_truncated_shards(void **state) {
@@ -375,7 +375,7 @@ static void edit_entry(const char *dir, const char *key, const char *field, cons
 }
 static void test_index_stale_file(void **state) {
     char dir[256];
-    dr_names sh = kv_dataset(dir, sizeof dir, "stale_file", 1);
+    tf_names sh = kv_dataset(dir, sizeof dir, "stale_file", 1);
     sts_dataset *ds;
     sts_error e;
     (void)state;
@@ -390,25 +390,25 @@ static void test_index_stale_file(void **state) {
     ds = must_open(dir, 1);
     assert_int_equal(sts_dataset_describe(ds).files, 2);
     sts_dataset_close(ds);
-    dr_names_free(&sh);
+    tf_names_free(&sh);
     tf_rmtree(dir);
 }
 static void test_index_file_outside(void **state) {
     char dir[256];
-    dr_names sh = kv_dataset(dir, sizeof dir, "stale_outside", 1);
+    tf_names sh = kv_dataset(dir, sizeof dir, "stale_outside", 1);
     sts_dataset *ds;
     sts_error e;
     (void)state;
     edit_entry(dir, "k002_001__emb", "file", "\"../elsewhere.safetensors\"");
     tu_err_check("outside", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, "elsewhere.safetensors", NULL);
-    dr_names_free(&sh);
+    tf_names_free(&sh);
     tf_rmtree(dir);
 }
 /* The index names a tensor its file does not hold: a lookup with data and a key-filtered long scan
    must say so; neither may answer with another tensor's bytes or silently drop the key. */
 static void test_index_tensor_missing(void **state) {
     char dir[256], p[512];
-    dr_names sh = kv_dataset(dir, sizeof dir, "stale_tensor", 1);
+    tf_names sh = kv_dataset(dir, sizeof dir, "stale_tensor", 1);
     sts_dataset *ds;
     sts_error e;
     sts_view v;
@@ -418,12 +418,12 @@ static void test_index_tensor_missing(void **state) {
     ds = must_open(dir, 0);
     tu_err_check("get", sts_dataset_get(ds, "ghost__img", 10, 1, &v, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, sh.v[1], "ghost__img", NULL);
     sts_dataset_close(ds);
-    dr_names_free(&sh);
+    tf_names_free(&sh);
     tf_rmtree(dir);
 }
 static void test_index_tensor_missing_long_scan(void **state) {
     char dir[256], p[512];
-    dr_names sh = kv_dataset(dir, sizeof dir, "stale_tensor_scan", 1);
+    tf_names sh = kv_dataset(dir, sizeof dir, "stale_tensor_scan", 1);
     sts_dataset *ds;
     sts_error e;
     sts_scan_spec sp;
@@ -447,7 +447,7 @@ static void test_index_tensor_missing_long_scan(void **state) {
         if (r == STS_OK)
             snprintf(why, sizeof why, "a long scan for ghost__img, which the index places in %s (planned %zu file(s)), gave %zu row(s) and no error: "
                      "the stale index went unnoticed", sh.v[1], files, n);
-        dr_names_free(&sh);
+        tf_names_free(&sh);
         tf_rmtree(dir);
         if (why[0]) fail_msg("%s", why);
     }
@@ -455,7 +455,7 @@ static void test_index_tensor_missing_long_scan(void **state) {
 }
 static void disagree_case(const char *what, const char *key, const char *field, const char *value) {
     char dir[256];
-    dr_names sh = kv_dataset(dir, sizeof dir, "disagree", 1);
+    tf_names sh = kv_dataset(dir, sizeof dir, "disagree", 1);
     sts_dataset *ds;
     sts_error e;
     sts_view v;
@@ -473,7 +473,7 @@ static void disagree_case(const char *what, const char *key, const char *field, 
     assert_int_equal(rs.n, 12);
     dr_rows_free(&rs);
     sts_dataset_close(ds);
-    dr_names_free(&sh);
+    tf_names_free(&sh);
     tf_rmtree(dir);
 }
 static void test_index_disagrees_dtype(void **state) {
@@ -500,7 +500,7 @@ static void test_index_disagrees_offsets(void **state) {
    data still answers from the index. */
 static void per_file_case(const char *what, const char *bad, const char *field, const char *value, const char *msg, int bad_first) {
     char dir[256], p[512];
-    dr_names sh = kv_dataset(dir, sizeof dir, "per_file", 1);
+    tf_names sh = kv_dataset(dir, sizeof dir, "per_file", 1);
     const char *lookup = bad;
     sts_dataset *ds;
     sts_error e;
@@ -534,7 +534,7 @@ static void per_file_case(const char *what, const char *bad, const char *field, 
     assert_null(v.data);
     assert_int_equal(sts_dataset_stats(ds).files_mapped, 3);
     sts_dataset_close(ds);
-    dr_names_free(&sh);
+    tf_names_free(&sh);
     tf_rmtree(dir);
 }
 static void test_index_disagreement_checked_per_file(void **state) {
@@ -550,7 +550,7 @@ static void test_index_disagreement_checked_per_file(void **state) {
 }
 static void test_index_file_moved(void **state) {
     char dir[256], val[512];
-    dr_names sh = kv_dataset(dir, sizeof dir, "moved", 1);
+    tf_names sh = kv_dataset(dir, sizeof dir, "moved", 1);
     sts_dataset *ds;
     sts_error e;
     sts_view v;
@@ -560,7 +560,7 @@ static void test_index_file_moved(void **state) {
     ds = must_open(dir, 0);
     tu_err_check("moved", sts_dataset_get(ds, "k002_000__emb", 13, 1, &v, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, sh.v[0], "k002_000__emb", NULL);
     sts_dataset_close(ds);
-    dr_names_free(&sh);
+    tf_names_free(&sh);
     tf_rmtree(dir);
 }
 /* An index whose dataset_id is not the manifest's belongs to another dataset (an overwrite
@@ -590,7 +590,7 @@ static void check_stale_ignored(const char *what, const char *dir) {
 }
 static void test_index_dataset_id(void **state) {
     char dir[256], other[256], p[512], q[512];
-    dr_names sh = kv_dataset(dir, sizeof dir, "dsid", 1), sh2;
+    tf_names sh = kv_dataset(dir, sizeof dir, "dsid", 1), sh2;
     dr_kv k;
     size_t n;
     uint8_t *text;
@@ -621,14 +621,14 @@ static void test_index_dataset_id(void **state) {
     tf_write(p, text, n);
     free(text);
     check_stale_ignored("another dataset's index", dir);
-    dr_names_free(&sh2);
+    tf_names_free(&sh2);
     tf_rmtree(other);
-    dr_names_free(&sh);
+    tf_names_free(&sh);
     tf_rmtree(dir);
 }
 static void test_index_malformed(void **state) {
     char dir[256], p[512];
-    dr_names sh = kv_dataset(dir, sizeof dir, "index_bad", 1);
+    tf_names sh = kv_dataset(dir, sizeof dir, "index_bad", 1);
     sts_dataset *ds;
     sts_error e;
     size_t n, i;
@@ -710,7 +710,7 @@ static void test_index_malformed(void **state) {
         sts_dataset_close(ds);
     }
     free(orig);
-    dr_names_free(&sh);
+    tf_names_free(&sh);
     tf_rmtree(dir);
 }
 
@@ -751,7 +751,7 @@ static void utf8_index_case(const char *dir, const char *what, const uint8_t *ta
 }
 static void test_index_utf8_windows(void **state) {
     char dir[256];
-    dr_names sh = kv_dataset(dir, sizeof dir, "utf8_windows", 1);
+    tf_names sh = kv_dataset(dir, sizeof dir, "utf8_windows", 1);
     static const char *const head = "{\"metadata\":{\"dataset_id\":\"%s\"},\"pad\":\"";
     char h[256], hs[256];
     const uint8_t two[] = { 0xC3, 0xA9 }, four[] = { 0xF0, 0x9F, 0x98, 0x80 }, cut[] = { 0xC3, 'A' }, run[] = { 0xF0, 0x9F, 0x98, 0x80, 0x80, 0x80 };
@@ -790,7 +790,7 @@ static void test_index_utf8_windows(void **state) {
     /* a JSON error near the start, a bad byte 16 MiB later: the UTF-8 verdict, as before */
     utf8_index_case(dir, "JSON error first", late, 2, W16 + 99, "{\"tensors\":{}, x \"", 0, (long long)(W16 + 100));
     free(id);
-    dr_names_free(&sh);
+    tf_names_free(&sh);
     tf_rmtree(dir);
 }
 /* Any valid JSON spelling of the index's strings is read as its value: a file name or a dtype
@@ -798,7 +798,7 @@ static void test_index_utf8_windows(void **state) {
    not make the index "stale" or the dtype "unknown". */
 static void test_index_escaped_strings(void **state) {
     char dir[256], p[512], q[2048], file_esc[300];
-    dr_names sh = kv_dataset(dir, sizeof dir, "index_esc", 1);
+    tf_names sh = kv_dataset(dir, sizeof dir, "index_esc", 1);
     sts_dataset *ds;
     sts_error e;
     sts_view v;
@@ -812,7 +812,7 @@ static void test_index_escaped_strings(void **state) {
     dr_write_str(p, q);
     r = try_open(dir, 0, &ds, &e);
     if (r != STS_OK) {
-        dr_names_free(&sh);
+        tf_names_free(&sh);
         tf_rmtree(dir);
         fail_msg("an index with an escaped file name and an escaped dtype: %s", e.message);
     }
@@ -821,7 +821,7 @@ static void test_index_escaped_strings(void **state) {
     DR_OK(sts_dataset_get(ds, "k000_001__emb", 13, 1, &v, &e));
     dr_check_kv_view(&v, 0, 1);
     sts_dataset_close(ds);
-    dr_names_free(&sh);
+    tf_names_free(&sh);
     tf_rmtree(dir);
 }
 
@@ -876,7 +876,7 @@ static const char *alloc_run(const char *dir, const sts_read_config *cfg, int ha
 }
 static void test_alloc_failures(void **state) {
     char kv[256], lw[256], batch[256], why[512], first[3000] = "";
-    dr_names a, b;
+    tf_names a, b;
     dr_kv k;
     dr_batch bt;
     static const uint64_t any2[2] = { STS_DIM_ANY, STS_DIM_ANY };
@@ -920,8 +920,8 @@ static void test_alloc_failures(void **state) {
             }
         }
     }
-    dr_names_free(&a);
-    dr_names_free(&b);
+    tf_names_free(&a);
+    tf_names_free(&b);
     tf_rmtree(kv);
     tf_rmtree(lw);
     tf_rmtree(batch);

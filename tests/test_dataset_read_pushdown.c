@@ -18,7 +18,7 @@
 
 static char g_root[64];
 static char g_kv20[256];       /* 20 shards, index */
-static dr_names g_sh;
+static tf_names g_sh;
 static uint64_t g_hdr[20];     /* 8 + N of each shard */
 
 static uint64_t header_bytes_of(const char *path) {
@@ -53,7 +53,7 @@ static int setup_root(void **state) {
 }
 static int teardown_root(void **state) {
     (void)state;
-    dr_names_free(&g_sh);
+    tf_names_free(&g_sh);
     tf_rmtree(g_root);
     return 0;
 }

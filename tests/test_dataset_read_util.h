@@ -84,33 +84,11 @@ DR_FN void dr_poke(const char *path, uint64_t off, uint8_t v) {
     close(fd);
 }
 
-/* Names of the *.safetensors files of a folder (no hidden ones), sorted. */
-typedef struct dr_names { char **v; size_t n; } dr_names;
-static int dr_cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-DR_FN dr_names dr_list_shards(const char *dir) {
-    dr_names r = { NULL, 0 };
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    size_t cap = 0;
-    assert_non_null(d);
-    while ((e = readdir(d)) != NULL) {
-        size_t n = strlen(e->d_name);
-        if (e->d_name[0] == '.' || n <= 12 || strcmp(e->d_name + n - 12, ".safetensors") != 0) continue;
-        if (r.n == cap) { cap = cap ? 2 * cap : 16; r.v = (char **)realloc(r.v, cap * sizeof *r.v); assert_non_null(r.v); }
-        r.v[r.n] = (char *)malloc(n + 1);
-        assert_non_null(r.v[r.n]);
-        memcpy(r.v[r.n++], e->d_name, n + 1);
-    }
-    closedir(d);
-    if (r.n) qsort(r.v, r.n, sizeof *r.v, dr_cmp_str);
+/* Names of the *.safetensors files of a folder (no hidden ones), sorted; free with tf_names_free. */
+DR_FN tf_names dr_list_shards(const char *dir) {
+    tf_names r = tf_list(dir, "", ".safetensors");
+    TU_CHECK(!r.missing);
     return r;
-}
-DR_FN void dr_names_free(dr_names *r) {
-    size_t i;
-    for (i = 0; i < r->n; i++) free(r->v[i]);
-    free(r->v);
-    r->v = NULL;
-    r->n = 0;
 }
 
 /* ---- a call that must succeed (the error is named e) ---- */

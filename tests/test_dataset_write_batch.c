@@ -75,7 +75,7 @@ static void model_file(const model *m, uint64_t from, uint64_t rows, uint64_t pa
 /* The folder holds two shards: a batch of `batch` rows (0 .. batch-1), then the tail of `tail`
    rows; each compared byte for byte with the model's file. */
 static void expect_batch_and_tail(const char *label, const char *root, const model *md, uint64_t batch, uint64_t tail) {
-    du_names names = du_list_shards(root);
+    tf_names names = du_list_shards(root);
     char p[512];
     size_t i;
     assert_int_equal(names.n, 2);
@@ -86,7 +86,7 @@ static void expect_batch_and_tail(const char *label, const char *root, const mod
         du_expect_file(label, p, &tl);
         du_tl_free(&tl);
     }
-    du_names_free(&names);
+    tf_names_free(&names);
 }
 
 /* ---- the schema of the golden tests ---- */
@@ -168,7 +168,7 @@ static void golden(sts_tail tail, int index) {
     sts_error e;
     du_msgs m;
     model md[2];
-    du_names shards;
+    tf_names shards;
     du_ds ds;
     sts_dataset_summary sum;
     char uuid[2][40];
@@ -279,7 +279,7 @@ static void golden(sts_tail tail, int index) {
         assert_false(du_index_file(&ds, "emb", file, sizeof file));
     }
     du_ds_free(&ds);
-    du_names_free(&shards);
+    tf_names_free(&shards);
     model_free(&md[0]);
     model_free(&md[1]);
     du_msgs_free(&m);
@@ -312,7 +312,7 @@ static void test_tail_rewrite(void **state) {
         char *msg;
         size_t len;
         model md;
-        du_names names;
+        tf_names names;
         uint64_t i, s8 = 4;
         snprintf(label, sizeof label, "tail rewrite, %llu rows", (unsigned long long)nrows[k]);
         tf_tmpdir(root, sizeof root);
@@ -354,7 +354,7 @@ static void test_tail_rewrite(void **state) {
             du_expect_file_note(&notes, label, p, &tl);
             du_tl_free(&tl);
         }
-        du_names_free(&names);
+        tf_names_free(&names);
         model_free(&md);
         sts_free(NULL, msg, len + 1);
         tf_rmtree(root);
@@ -577,7 +577,7 @@ static void test_all_element_types(void **state) {
         model md;
         char *msg;
         size_t len, col;
-        du_names names;
+        tf_names names;
         sts_file *f;
         int i, j;
         uint64_t s5 = 5;
@@ -634,7 +634,7 @@ static void test_all_element_types(void **state) {
                 }
         }
         sts_close(f);
-        du_names_free(&names);
+        tf_names_free(&names);
         model_free(&md);
         sts_free(NULL, msg, len + 1);
         tf_rmtree(root);
@@ -654,7 +654,7 @@ static void test_large_and_small_cells(void **state) {
     model md;
     char *msg;
     size_t len, big = (size_t)3 << 19, nsame = 300000, nconv = 700000;  /* 1.5 MiB, 1.2 MB, 2.8 MB -> 1.4 MB */
-    du_names names;
+    tf_names names;
     int i;
     uint64_t sb = (uint64_t)big, ss = nsame, sc = nconv;
     uint8_t *bigbuf = (uint8_t *)malloc(big);
@@ -733,7 +733,7 @@ static void test_large_and_small_cells(void **state) {
             du_expect_file("small cells", p, &tl);
             du_tl_free(&tl);
         }
-        du_names_free(&names);
+        tf_names_free(&names);
         model_free(&md);
         sts_free(NULL, msg, len + 1);
         tf_rmtree(root);
@@ -811,7 +811,7 @@ static void test_corners(void **state) {
     sts_task_writer *w;
     du_msgs m;
     du_ds ds;
-    du_names names;
+    tf_names names;
     int i;
     (void)state;
     memset(&m, 0, sizeof m);
@@ -854,7 +854,7 @@ static void test_corners(void **state) {
         du_expect_file("zero-size cells", p, &tl);
         du_tl_free(&tl);
     }
-    du_names_free(&names);
+    tf_names_free(&names);
     du_ds_free(&ds);
     du_msgs_free(&m);
     tf_rmtree(root);

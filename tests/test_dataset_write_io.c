@@ -316,7 +316,7 @@ static void test_overwrite(void **state) {
     sts_error e;
     du_msgs m;
     du_ds ds;
-    du_names old, now;
+    tf_names old, now;
     size_t i, j;
     (void)state;
     memset(&m, 0, sizeof m);
@@ -353,8 +353,8 @@ static void test_overwrite(void **state) {
         verify_kv_values("newer", root, &ds, 2, nrows);
         du_ds_free(&ds);
     }
-    du_names_free(&old);
-    du_names_free(&now);
+    tf_names_free(&old);
+    tf_names_free(&now);
     du_msgs_free(&m);
     tf_rmtree(root);
 }
@@ -551,7 +551,7 @@ static void processes(int kv) {
         verify_kv_values("processes", root, &ds, 3, nrows);
     } else {
         /* batch: every file of task t holds rows 3s..3s+2 of it, in order */
-        du_names names = du_list_shards(root);
+        tf_names names = du_list_shards(root);
         size_t q;
         assert_int_equal(ds.total_samples, want_samples);
         for (q = 0; q < names.n; q++) {
@@ -572,7 +572,7 @@ static void processes(int kv) {
             }
             sts_close(f);
         }
-        du_names_free(&names);
+        tf_names_free(&names);
     }
     du_ds_free(&ds);
     for (i = 0; i < (int)m.n; i++) free(m.m[i]);

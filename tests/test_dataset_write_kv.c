@@ -116,7 +116,7 @@ static void expect_shard(const krows *rs, uint32_t task, uint32_t shard, du_tl *
 /* Every shard of the folder equals the reference layout of its rows; returns the count. Notes
    collect the differences. */
 static size_t check_shards(const char *label, const char *dir, const krows *rs, tu_sb *notes) {
-    du_names names = du_list_shards(dir);
+    tf_names names = du_list_shards(dir);
     size_t i;
     for (i = 0; i < names.n; i++) {
         uint32_t t, s;
@@ -131,7 +131,7 @@ static size_t check_shards(const char *label, const char *dir, const krows *rs, 
         du_tl_free(&tl);
     }
     i = names.n;
-    du_names_free(&names);
+    tf_names_free(&names);
     return i;
 }
 static void kv_config(sts_write_config *c) {
@@ -262,7 +262,7 @@ static void golden(int index, int last_win) {
             size_t j;
             char file[128];
             const char *want;
-            du_names names = du_list_shards(root);
+            tf_names names = du_list_shards(root);
             for (j = 0; j < rs.n; j++)
                 if (strcmp(rs.r[j].key, x->key) == 0 && (rs.r[j].task > win->task || (rs.r[j].task == win->task && j > (size_t)(win - rs.r))))
                     win = &rs.r[j];
@@ -271,7 +271,7 @@ static void golden(int index, int last_win) {
                 if (!du_index_file(&ds, x->t.t[j].name, file, sizeof file)) fail_msg("%s: %s is not indexed", label, x->t.t[j].name);
                 if (strcmp(file, want) != 0) fail_msg("%s: the index maps %s to %s, the winner is in %s", label, x->t.t[j].name, file, want);
             }
-            du_names_free(&names);
+            tf_names_free(&names);
         }
     } else {
         tf_join(p, sizeof p, root, "_tensor_index.json");
@@ -489,9 +489,9 @@ static void test_dup_fail_across_tasks(void **state) {
         sts_task_close(w);
     }
     {
-        du_names n = du_list_shards(root);
+        tf_names n = du_list_shards(root);
         assert_true(n.n >= 4);
-        du_names_free(&n);
+        tf_names_free(&n);
     }
     tu_err_check("x in two tasks", du_commit_all(root, &c, &m, NULL, NULL, &e), &e, STS_ERR_DUPLICATE_KEY, STS_RULE_DUPLICATE_KEY,
                  "x__", shard_of[0], shard_of[1], (const char *)NULL);
@@ -512,7 +512,7 @@ static void test_last_win(void **state) {
     du_msgs m;
     krows rs = { 0, 0, 0 };
     du_ds ds;
-    du_names names;
+    tf_names names;
     tu_sb notes = { 0, 0, 0 };
     sts_task_writer *w;
     kcell k;
@@ -592,7 +592,7 @@ static void test_last_win(void **state) {
     assert_string_equal(file, du_find_shard(&names, 5, t5_shard));
     /* every key indexed once: early, same, f1, f2, f3, both: 12 tensors */
     assert_int_equal(ds.tensors, 12);
-    du_names_free(&names);
+    tf_names_free(&names);
     du_ds_free(&ds);
     krows_free(&rs);
     du_msgs_free(&m);
@@ -607,7 +607,7 @@ static void test_last_win_wide_task_ids(void **state) {
     sts_error e;
     du_msgs m;
     du_ds ds;
-    du_names names;
+    tf_names names;
     int t, wrong;
     (void)state;
     memset(&m, 0, sizeof m);
@@ -630,7 +630,7 @@ static void test_last_win_wide_task_ids(void **state) {
     assert_non_null(du_find_shard(&names, 100000, 0));
     assert_true(du_index_file(&ds, "k__img", file, sizeof file));
     wrong = strcmp(file, du_find_shard(&names, 100000, 0)) != 0;
-    du_names_free(&names);
+    tf_names_free(&names);
     du_ds_free(&ds);
     du_msgs_free(&m);
     tf_rmtree(root);
@@ -644,7 +644,7 @@ static void test_last_win_wide_shard_numbers(void **state) {
     sts_error e;
     du_msgs m;
     du_ds ds;
-    du_names names;
+    tf_names names;
     sts_task_writer *w;
     int i;
     (void)state;
@@ -672,7 +672,7 @@ static void test_last_win_wide_shard_numbers(void **state) {
     assert_int_equal(names.n, 10001);
     assert_true(du_index_file(&ds, "dup__img", file, sizeof file));
     i = strcmp(file, du_find_shard(&names, 0, 10000)) != 0;
-    du_names_free(&names);
+    tf_names_free(&names);
     du_ds_free(&ds);
     du_msgs_free(&m);
     tf_rmtree(root);
@@ -770,7 +770,7 @@ typedef struct roll_stats { size_t shards, single_big; } roll_stats;
 
 /* Checks the roll rules for a finished task whose rows rs went to dir; target in bytes. */
 static void check_rolls(const char *label, const char *dir, const krows *rs, uint64_t target, roll_stats *st, tu_sb *notes) {
-    du_names names = du_list_shards(dir);
+    tf_names names = du_list_shards(dir);
     size_t i, r = 0;
     memset(st, 0, sizeof *st);
     for (i = 0; i < names.n; i++) {
@@ -826,7 +826,7 @@ static void check_rolls(const char *label, const char *dir, const krows *rs, uin
         st->shards++;
     }
     assert_int_equal(r, rs->n);
-    du_names_free(&names);
+    tf_names_free(&names);
 }
 
 /* shuffle: keys arrive in a scrambled order (a layout sort, then merges, behind each exact count) */
@@ -958,7 +958,7 @@ static void test_roller_50mb(void **state) {
     tu_alloc al;
     sts_options o;
     uint8_t *img;
-    du_names names;
+    tf_names names;
     uint64_t target, total = 0, sizes[8];
     size_t rows_in[8] = { 0 };
     uint32_t row_shard[130];
@@ -1020,7 +1020,7 @@ static void test_roller_50mb(void **state) {
     /* memory: one open shard (<= target) plus buffers, never the whole task */
     if ((uint64_t)al.peak > target + ((uint64_t)8 << 20))
         tu_sb_printf(&notes, "\n  peak memory %lld bytes for a %llu-byte target and %llu bytes of data", (long long)al.peak, (unsigned long long)target, (unsigned long long)total);
-    du_names_free(&names);
+    tf_names_free(&names);
     tf_rmtree(root);
     tu_notes_done(&notes, "50 MB");
 }

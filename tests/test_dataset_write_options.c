@@ -588,7 +588,7 @@ static void test_dataset_abort(void **state) {
     sts_write_config c;
     sts_error e;
     du_msgs m;
-    du_names before, after;
+    tf_names before, after;
     size_t i;
     const char *sel[2];
     size_t sel_len[2];
@@ -631,15 +631,15 @@ static void test_dataset_abort(void **state) {
     assert_true(tf_exists(p));
     /* lens may be NULL (NUL-terminated messages); aborting again is harmless */
     DU_OK("abort again, lens NULL", sts_dataset_abort(root, (const char *const *)m.m, NULL, 3, NULL, &e), e);
-    du_names_free(&after);
+    tf_names_free(&after);
     after = du_list_shards(root);
     assert_int_equal(after.n, 0);
     assert_true(tf_exists(p));
     tu_err_check("abort NULL dir", sts_dataset_abort(NULL, sel, sel_len, 2, NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
     tu_err_check("abort NULL messages", sts_dataset_abort(root, NULL, NULL, 2, NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
     DU_OK("abort nothing", sts_dataset_abort(root, NULL, NULL, 0, NULL, &e), e);
-    du_names_free(&before);
-    du_names_free(&after);
+    tf_names_free(&before);
+    tf_names_free(&after);
     du_msgs_free(&m);
     tf_rmtree(root);
 }
@@ -775,7 +775,7 @@ static void test_forged_messages(void **state) {
         memset(&al, 0, sizeof al);
         /* nothing published, and the shards of the valid message (task 0) are gone */
         {
-            du_names sh = du_list_shards(dir);
+            tf_names sh = du_list_shards(dir);
             size_t q;
             for (q = 0; q < sh.n; q++) {
                 uint32_t t;
@@ -784,7 +784,7 @@ static void test_forged_messages(void **state) {
                     break;
                 }
             }
-            du_names_free(&sh);
+            tf_names_free(&sh);
         }
         tf_join(inside, sizeof inside, dir, "dataset_manifest.json");
         assert_false(tf_exists(inside));
@@ -833,9 +833,9 @@ static void test_commit_arguments(void **state) {
     }
     /* the shard is still there after argument errors */
     {
-        du_names s = du_list_shards(root);
+        tf_names s = du_list_shards(root);
         assert_int_equal(s.n, 1);
-        du_names_free(&s);
+        tf_names_free(&s);
     }
     DU_OK("commit", sts_dataset_commit(root, &c, (const char *const *)m.m, NULL, 1, NULL, &sum, &e), e);
     assert_int_equal(sum.shards, 1);

@@ -279,15 +279,7 @@ TU_FN const char *tu_err_why(char *why, size_t cap, sts_result got, const sts_er
     va_end(ap);
     return w;
 }
-TU_FN void tu_err_check(const char *label, sts_result got, const sts_error *e, sts_result code, sts_rule rule, ...) {
-    char why[512];
-    const char *w;
-    va_list ap;
-    va_start(ap, rule);
-    w = tu_err_whyv(why, sizeof why, got, e, code, rule, ap);
-    va_end(ap);
-    if (w) TU_FAIL("%s: %s", label, w);
-}
+/* notes NULL: fail at once (that is tu_err_check). */
 TU_FN int tu_err_note(tu_sb *notes, const char *label, sts_result got, const sts_error *e, sts_result code, sts_rule rule, ...) {
     char why[512];
     const char *w;
@@ -295,18 +287,12 @@ TU_FN int tu_err_note(tu_sb *notes, const char *label, sts_result got, const sts
     va_start(ap, rule);
     w = tu_err_whyv(why, sizeof why, got, e, code, rule, ap);
     va_end(ap);
+    if (w && !notes) TU_FAIL("%s: %s", label, w);
     if (w) tu_sb_printf(notes, "\n  %s: %s", label, w);
     return w == NULL;
 }
-TU_FN void tu_err_has(const char *label, const sts_error *e, ...) {
-    char why[512];
-    const char *w;
-    va_list ap;
-    va_start(ap, e);
-    w = tu_err_whyv(why, sizeof why, e->code, e, TU_ANY_CODE, TU_ANY_RULE, ap);
-    va_end(ap);
-    if (w) TU_FAIL("%s: %s", label, w);
-}
+#define tu_err_check(label, ...) ((void)tu_err_note(NULL, (label), __VA_ARGS__))
+#define tu_err_has(label, e, ...) tu_err_check((label), (e)->code, (e), TU_ANY_CODE, TU_ANY_RULE, __VA_ARGS__)
 /* Fails with every note collected (and prints them: a cmocka message is short). */
 #define tu_notes_done(notes, what) do { if ((notes)->n) { fprintf(stderr, "%s:%s\n", (what), (notes)->p); tu_sb_free(notes); TU_FAIL("%s: see above", (what)); } } while (0)
 
