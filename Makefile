@@ -29,6 +29,9 @@ BENCH_STEPS :=
 UNIT_SRCS   :=
 UNIT_LIBS   := -lcmocka -lm -lpthread
 ASAN_FLAGS  := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+# ThreadSanitizer (test-tsan-read in tests/dataset_read.mk, test-tsan-write in tests/dataset_write.mk)
+TSAN_FLAGS  := -O1 -g -fsanitize=thread -fno-omit-frame-pointer
+TSAN_ENV    := TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 
 .PHONY: all test demo fuzz bench deps install uninstall clean
 all: sts

@@ -5,6 +5,18 @@ DATASET_WRITE_SRCS := tests/test_dataset_write_options.c tests/test_dataset_writ
                       tests/test_dataset_write_kv.c tests/test_dataset_write_io.c tests/test_dataset_crash.c
 UNIT_SRCS += $(DATASET_WRITE_SRCS)
 
+# The writer's I/O thread under ThreadSanitizer: the KV and batch writers, faults, threads and
+# processes (tests/test_dataset_write_io.c, tests/test_dataset_write_kv.c), quick level. The
+# reader's side is test-tsan-read (tests/dataset_read.mk); make test-tsan runs both.
+TSAN_WRITE_SRCS := tests/test_dataset_write_io.c tests/test_dataset_write_kv.c
+TSAN_WRITE_BINS := $(patsubst tests/%.c,$(BUILD)/tsan/%,$(TSAN_WRITE_SRCS))
+$(BUILD)/tsan/test_dataset_write_%: tests/test_dataset_write_%.c $(HEADER) tests/dataset_util.h tests/test_util.h tests/fs_util.h
+	@mkdir -p $(dir $@)
+	$(CLANG) -std=c99 $(TSAN_FLAGS) $(STS_WARN) -o $@ $< $(UNIT_LIBS)
+.PHONY: test-tsan-write
+test-tsan-write: $(TSAN_WRITE_BINS)
+	@set -e; for t in $^; do echo "--- $$t"; STS_TEST_LEVEL=quick $(TSAN_ENV) ./$$t; done
+TEST_STEPS += test-tsan-write
 
 # Python cross-check: tests/dataset_gen.c writes datasets of every mode, tail strategy, dtype and
 # rounding (plus the source rows) into a temporary folder; the crash driver keeps what survived
