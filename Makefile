@@ -1,6 +1,7 @@
 # safetensors_spark.h build.  make | make test | make demo | make fuzz | make bench | make install PREFIX=...
-# Areas add themselves through fragments (tests/*.mk, fuzz/*.mk, bench/*.mk); each fragment
-# appends its phony steps to TEST_STEPS, FUZZ_STEPS or BENCH_STEPS.
+# Areas add themselves through fragments (examples/*.mk and examples/*/*.mk, tests/*.mk, fuzz/*.mk,
+# bench/*.mk); each fragment appends its phony steps to TEST_STEPS, FUZZ_STEPS or BENCH_STEPS.
+# The sts tool and the demo are built by examples/examples.mk.
 
 CC       ?= cc
 CXX      ?= c++
@@ -36,22 +37,14 @@ TSAN_ENV    := TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 .PHONY: all test demo fuzz bench deps install uninstall clean
 all: sts
 
-sts: examples/sts.c examples/npy.h $(HEADER)
-	$(CC) -std=c99 $(OPT) $(STS_WARN) -pthread -o $@ examples/sts.c
-
 $(BUILD):
 	@mkdir -p $(BUILD)
-
-$(BUILD)/demo: examples/demo.c $(HEADER) | $(BUILD)
-	$(CC) -std=c99 $(OPT) $(STS_WARN) -pthread -o $@ examples/demo.c
-
-demo: $(BUILD)/demo
-	@cd $(BUILD) && ./demo
 
 # Installs what the suite needs on a fresh Debian machine (cmocka, numpy, valgrind, clang, ...).
 deps:
 	@sh tests/deps.sh
 
+include $(sort $(wildcard examples/*.mk)) $(sort $(wildcard examples/*/*.mk))
 include $(sort $(wildcard tests/*.mk))
 include $(sort $(wildcard fuzz/*.mk))
 include $(sort $(wildcard bench/*.mk))

@@ -7,8 +7,9 @@
 #
 # Environment: MATRIX_GCC MATRIX_GXX MATRIX_CLANG MATRIX_CLANGXX (compilers; defaults gcc, g++,
 # $CLANG or clang, clang++), MATRIX_JOBS (parallel compilations; default: the number of CPUs),
-# MATRIX_KEEP=1 (keep the work folder), MATRIX_ONLY=ERE (only configurations whose name matches).
-# Exit status 1 if any configuration fails.
+# MATRIX_KEEP=1 (keep the work folder), MATRIX_ONLY=ERE (only configurations whose name matches),
+# EXAMPLES_MATRIX (the examples to compile; default: what examples/*.mk list, asked of make).
+# Exit status 1 if any configuration fails; a skipped one (a tool missing) is listed as SKIP.
 # Helper sources live in tests/matrix/. Run from anywhere; paths are taken from this script.
 set -u
 
@@ -43,6 +44,15 @@ job() {  # job NAME SCRIPT-TEXT
         printf 'ROOT=%q M=%q W=%q\n' "$ROOT" "$M" "$W"
         printf '%s\n' "$2"
     } > "$W/jobs/$id.sh"
+}
+# skip NAME REASON: a configuration that cannot be built here (a tool is missing); reported, not failed
+skip() {
+    if [ -n "${MATRIX_ONLY:-}" ] && ! printf '%s\n' "$1" | grep -Eq -- "$MATRIX_ONLY"; then return 0; fi
+    n=$((n + 1))
+    local id
+    id=$(printf '%03d' "$n")
+    printf '%s\n' "$1" > "$W/jobs/$id.name"
+    printf '%s\n' "$2" > "$W/jobs/$id.skip"
 }
 q() { printf '%q' "$1"; }
 
@@ -171,13 +181,26 @@ else
     job "README quick start" "echo 'no \`\`\`c block after ## Quick start in README.md, or mkmodel failed:'; cat $(q "$W/mkmodel.log"); exit 1"
 fi
 
-# ---- A7. examples/*.c, as the Makefile builds them ------------------------------------------
-for ex in "$ROOT"/examples/*.c; do
-    [ -e "$ex" ] || continue
+# ---- A7. the examples listed by examples/*.mk (EXAMPLES_MATRIX), as the Makefile builds them ----
+# Entries SOURCE[:NEEDS[:FLAGS]] (see examples/examples.mk): NEEDS are commands that must be on PATH
+# (comma-separated; where one is missing the example is skipped, and said so), FLAGS extra compile
+# flags with commas for spaces. Run by hand, the list is asked of make.
+if [ -z "${EXAMPLES_MATRIX+set}" ]; then
+    EXAMPLES_MATRIX=$(make -s --no-print-directory -C "$ROOT" print-examples-matrix) ||
+        { echo "matrix: could not get EXAMPLES_MATRIX from make print-examples-matrix"; exit 1; }
+fi
+for entry in $EXAMPLES_MATRIX; do
+    src=${entry%%:*}
+    rest=${entry#"$src"}; rest=${rest#:}
+    needs=${rest%%:*}
+    flags=${rest#"$needs"}; flags=${flags#:}; flags=${flags//,/ }
+    missing=""
+    for tool in ${needs//,/ }; do command -v "$tool" > /dev/null 2>&1 || missing="$missing $tool"; done
+    if [ -n "$missing" ]; then skip "example ${src#examples/}" "needs$missing (not on PATH)"; continue; fi
     for opt in $OPTS; do
         for comp in gcc clang; do
-            job "example $(basename "$ex") c99 $comp $opt" \
-                "$(cc_cmd $comp) -std=c99 $opt -g $WARN -I$(q "$ROOT") $(q "$ex") -o prog"
+            job "example ${src#examples/} c99 $comp $opt" \
+                "$(cc_cmd "$comp") -std=c99 $opt -g $WARN -I$(q "$ROOT") $flags $(q "$ROOT/$src") -o prog"
         done
     done
 done
@@ -187,19 +210,21 @@ for c in "$GCC" "$GXX" "$CLANGC" "$CLANGXX"; do
     command -v "$c" > /dev/null 2>&1 || echo "matrix: compiler $c not found (its configurations will fail)"
 done
 [ "$n" -gt 0 ] || { echo "matrix: no configuration selected"; exit 1; }
-ls "$W"/jobs/*.sh | xargs -P "$JOBS" -n 1 bash -c 'bash "$0" > "${0%.sh}.log" 2>&1; echo $? > "${0%.sh}.rc"'
+ls "$W"/jobs/*.sh 2>/dev/null | xargs -r -P "$JOBS" -n 1 bash -c 'bash "$0" > "${0%.sh}.log" 2>&1; echo $? > "${0%.sh}.rc"'
 
-pass=0 fail=0
-for s in "$W"/jobs/*.sh; do
-    b=${s%.sh}
+pass=0 fail=0 skipped=0
+for s in "$W"/jobs/*.name; do
+    b=${s%.name}
     name=$(cat "$b.name")
-    if [ "$(cat "$b.rc" 2>/dev/null)" = 0 ]; then
+    if [ -e "$b.skip" ]; then
+        skipped=$((skipped + 1)); printf 'SKIP  %s: %s\n' "$name" "$(cat "$b.skip")"
+    elif [ "$(cat "$b.rc" 2>/dev/null)" = 0 ]; then
         pass=$((pass + 1)); printf 'PASS  %s\n' "$name"
     else
         fail=$((fail + 1)); printf 'FAIL  %s\n' "$name"
         sed 's/^/      | /' "$b.log" | head -n 40
     fi
 done
-printf 'matrix: %d passed, %d failed, %d configurations in %ds (%s jobs)\n' \
-    "$pass" "$fail" "$n" "$(( $(date +%s) - start ))" "$JOBS"
+printf 'matrix: %d passed, %d failed, %d skipped, %d configurations in %ds (%s jobs)\n' \
+    "$pass" "$fail" "$skipped" "$n" "$(( $(date +%s) - start ))" "$JOBS"
 [ "$fail" = 0 ]
