@@ -6,6 +6,6 @@ BENCH_CODEC_ARGS  ?=
 .PHONY: bench-codec
 bench-codec: $(BUILD)/bench/bench_codec
 	./$(BUILD)/bench/bench_codec $(BENCH_CODEC_ARGS)
-	$(PYTHON) bench/codec_numpy.py
+	$(PYTHON) bench/bench_codec_numpy.py
 
 BENCH_STEPS += bench-codec

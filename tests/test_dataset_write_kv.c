@@ -18,7 +18,7 @@
 #define _POSIX_C_SOURCE 200809L
 #define STS_IMPLEMENTATION
 #include "../safetensors_spark.h"
-#include "dataset_util.h"
+#include "dataset_write_util.h"
 
 static const sts_column KV[3] = {
     { "id", STS_VALUE_STRING, STS_DTYPE_U8 },

@@ -13,7 +13,7 @@
 #define _POSIX_C_SOURCE 200809L
 #define STS_IMPLEMENTATION
 #include "../safetensors_spark.h"
-#include "dataset_util.h"
+#include "dataset_write_util.h"
 #include <sys/inotify.h>
 
 /* ---- the schema used throughout ---- */

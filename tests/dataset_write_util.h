@@ -1,5 +1,5 @@
-/* dataset_util.h - helpers shared by the dataset-writer tests (tests/test_dataset_write_*.c,
-   tests/test_dataset_crash.c, tests/dataset_gen.c).
+/* dataset_write_util.h - helpers shared by the dataset-writer tests (tests/test_dataset_write_*.c,
+   tests/test_dataset_write_crash.c, tests/dataset_gen.c).
 
    Include after safetensors_spark.h with STS_IMPLEMENTATION. Each file
    defines _POSIX_C_SOURCE 200809L before any include. Everything here is static and marked
@@ -18,8 +18,8 @@
        writer's output for those tensors (sts_write_memory)
      - shard names: part-TTTTT-SSSS-<uuid v4>.safetensors
      - a structural check of a whole dataset folder: manifest, shards, index (JSON and CSV) */
-#ifndef STS_TESTS_DATASET_UTIL_H
-#define STS_TESTS_DATASET_UTIL_H
+#ifndef STS_TESTS_DATASET_WRITE_UTIL_H
+#define STS_TESTS_DATASET_WRITE_UTIL_H
 
 #include "test_util.h"
 #include "fs_util.h"
@@ -735,4 +735,4 @@ DU_FN sts_result du_commit_all(const char *dir, const sts_write_config *c, const
     return sts_dataset_commit(dir, c, (const char *const *)m->m, m->len, m->n, o, s, e);
 }
 
-#endif /* STS_TESTS_DATASET_UTIL_H */
+#endif /* STS_TESTS_DATASET_WRITE_UTIL_H */

@@ -1,4 +1,4 @@
-/* test_dataset_crash.c - layer 8: crash safety of the write protocol.
+/* test_dataset_write_crash.c - layer 8: crash safety of the write protocol.
 
    A child process runs a whole job (two task writers with several shards each, then the dataset
    commit; durable on) into a folder under /tmp and is killed with SIGKILL:
@@ -21,7 +21,7 @@
 #define _POSIX_C_SOURCE 200809L
 #define STS_IMPLEMENTATION
 #include "../safetensors_spark.h"
-#include "dataset_util.h"
+#include "dataset_write_util.h"
 
 static const sts_column SCH[3] = {
     { "id", STS_VALUE_STRING, STS_DTYPE_U8 },
