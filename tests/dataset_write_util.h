@@ -627,7 +627,11 @@ DU_FN int du_check_dataset_ex(const char *dir, du_ds *out, char *why, size_t why
             memcpy(sorted, ents, nents * sizeof *ents);
             qsort(sorted, nents, sizeof *sorted, du_ixent_cmp);
             for (k = 1; k < nents; k++)
-                if (strcmp(sorted[k - 1].key, sorted[k].key) == 0) { free(sorted); DU_BAD("index key %s appears twice", sorted[k].key); }
+                if (strcmp(sorted[k - 1].key, sorted[k].key) == 0) {
+                    du_why(why, why_cap, "index key %s appears twice", sorted[k].key);  /* before the free: the key is in sorted */
+                    free(sorted);
+                    goto bad;
+                }
             for (k = 0; k < d.nshards; k++) {
                 size_t q;
                 for (q = 0; q < sts_count(files[k]); q++) {
