@@ -21,22 +21,6 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-static char g_root[64];
-
-static int setup_root(void **state) {
-    (void)state;
-    tf_tmpdir(g_root, sizeof g_root);
-    return 0;
-}
-static int teardown_root(void **state) {
-    (void)state;
-    tf_rmtree(g_root);
-    return 0;
-}
-static void fresh(char *dir, size_t cap, const char *name) {
-    tf_join(dir, cap, g_root, name);
-    tf_rmtree(dir);
-}
 
 static sts_dataset *open_ds(const char *path, int infer, int no_index) {
     sts_read_config cfg;
@@ -232,7 +216,7 @@ static void batch_write(char *dir, size_t cap, sts_tail tail, int index, dr_batc
     b->tail = tail;
     b->index = index;
     snprintf(name, sizeof name, "batch_%d_%d", (int)tail, index);
-    fresh(dir, cap, name);
+    dr_fresh(dir, cap, name);
     dr_write_batch(dir, b);
 }
 static void batch_case(sts_tail tail, int index) {
@@ -341,7 +325,7 @@ static void kv_case(int index) {
     k.tasks = 4;
     k.rows = 5;
     k.index = index;
-    fresh(dir, sizeof dir, index ? "kv_index" : "kv_plain");
+    dr_fresh(dir, sizeof dir, index ? "kv_index" : "kv_plain");
     dr_write_kv(dir, &k);
     check_kv_dataset(dir, &k, 0);
     if (index) {
@@ -430,7 +414,7 @@ static void test_key_table_layout(void **state) {
     int pass;
     (void)state;
     assert_non_null(json);
-    fresh(dir, sizeof dir, "key_table");
+    dr_fresh(dir, sizeof dir, "key_table");
     assert_int_equal(mkdir(dir, 0755), 0);
     for (f = 0; f < KT_FILES; f++) {
         sts_tensor_spec ts[KT_PER_FILE];
@@ -549,7 +533,7 @@ static void last_win_case(int index, int no_index) {
     k.index = index;
     k.last_win = 1;
     k.dup_every = 2;   /* tasks 1 and 2 both write dup_0 and dup_1: task 2's copies win */
-    fresh(dir, sizeof dir, "lastwin");
+    dr_fresh(dir, sizeof dir, "lastwin");
     dr_write_kv(dir, &k);
     ds = open_ds(dir, 1, no_index);
     if (index && !no_index) {
@@ -619,7 +603,7 @@ static void test_last_win_wide_task_ids(void **state) {
     sts_dataset_summary sum;
     int t, no_index;
     (void)state;
-    fresh(dir, sizeof dir, "lw_wide");
+    dr_fresh(dir, sizeof dir, "lw_wide");
     memset(&c, 0, sizeof c);
     c.name_col = "id";
     c.generate_index = 1;
@@ -676,7 +660,7 @@ static void test_listing_name_order(void **state) {
     sts_error e;
     sts_view v;
     (void)state;
-    fresh(dir, sizeof dir, "listing");
+    dr_fresh(dir, sizeof dir, "listing");
     assert_int_equal(mkdir(dir, 0755), 0);
     two[0] = b;
     two[1] = only_b;
@@ -732,7 +716,7 @@ static void test_listing_skips_writer_temporaries(void **state) {
     memset(&k, 0, sizeof k);
     k.tasks = 2;
     k.rows = 3;
-    fresh(dir, sizeof dir, "temps");
+    dr_fresh(dir, sizeof dir, "temps");
     dr_write_kv(dir, &k);
     dr_unlink_in(dir, "dataset_manifest.json");
     memset(&c, 0, sizeof c);  /* a batch task writer creates its file (a hidden temporary) at its first row */
@@ -778,7 +762,7 @@ static void test_single_file(void **state) {
     sts_kv meta[1] = { { "format", 6, "pt", 2 } };
     int pass;
     (void)state;
-    fresh(dir, sizeof dir, "single");
+    dr_fresh(dir, sizeof dir, "single");
     assert_int_equal(mkdir(dir, 0755), 0);
     dr_write_file(dir, "one.safetensors", specs, 3, meta, 1);
     tf_join(p, sizeof p, dir, "one.safetensors");
@@ -871,7 +855,7 @@ static void test_schema_from_index_equals_header(void **state) {
     k.tasks = 3;
     k.rows = 4;
     k.index = 1;
-    fresh(dir, sizeof dir, "schema_src");
+    dr_fresh(dir, sizeof dir, "schema_src");
     dr_write_kv(dir, &k);
     a = open_ds(dir, 1, 0);   /* from the index */
     b = open_ds(dir, 1, 1);   /* from the first header */
@@ -902,7 +886,7 @@ static void test_no_schema(void **state) {
     sts_dataset *ds = NULL;
     sts_error e;
     (void)state;
-    fresh(dir, sizeof dir, "noschema");
+    dr_fresh(dir, sizeof dir, "noschema");
     assert_int_equal(mkdir(dir, 0755), 0);
     dr_write_file(dir, "a.safetensors", &a, 1, NULL, 0);
     memset(&cfg, 0, sizeof cfg);
@@ -971,7 +955,7 @@ static void test_explicit_schema(void **state) {
     b.tasks = 1;
     b.rows_per_task[0] = 10;
     b.batch_size = 4;
-    fresh(dir, sizeof dir, "explicit");
+    dr_fresh(dir, sizeof dir, "explicit");
     dr_write_batch(dir, &b);
     sh = dr_list_shards(dir);
     assert_int_equal(sh.n, 3);
@@ -1083,7 +1067,7 @@ static void test_long_filters(void **state) {
     k.tasks = 4;
     k.rows = 6;
     k.index = 1;
-    fresh(dir, sizeof dir, "filters");
+    dr_fresh(dir, sizeof dir, "filters");
     dr_write_kv(dir, &k);
     for (i = 0; i < 2; i++) {
         ds = open_ds(dir, 1, (int)i);
@@ -1183,7 +1167,7 @@ static void test_file_ranges(void **state) {
     k.tasks = 7;
     k.rows = 3;
     k.index = 1;
-    fresh(dir, sizeof dir, "ranges");
+    dr_fresh(dir, sizeof dir, "ranges");
     dr_write_kv(dir, &k);
     ds = open_ds(dir, 1, 0);
     memset(&sp, 0, sizeof sp);
@@ -1277,7 +1261,7 @@ static void test_big_header(void **state) {
         specs[i].shape[0] = 1 + i % 3;
         specs[i].seed = (uint8_t)i;
     }
-    fresh(dir, sizeof dir, "bigheader");
+    dr_fresh(dir, sizeof dir, "bigheader");
     assert_int_equal(mkdir(dir, 0755), 0);
     dr_write_file(dir, "a.safetensors", specs, N, NULL, 0);
     specs[0].seed = 77;
@@ -1355,7 +1339,7 @@ static void test_huge_header(void **state) {
     sts_view v;
     (void)state;
     if (tu_quick()) { skip(); return; }
-    fresh(dir, sizeof dir, "hugeheader");
+    dr_fresh(dir, sizeof dir, "hugeheader");
     assert_int_equal(mkdir(dir, 0755), 0);
     hdr = (char *)malloc(big + 256);
     assert_non_null(hdr);
@@ -1422,7 +1406,7 @@ static void test_empty_dataset(void **state) {
     memset(&k, 0, sizeof k);
     k.tasks = 1;
     k.rows = 0;
-    fresh(dir, sizeof dir, "empty_ds");
+    dr_fresh(dir, sizeof dir, "empty_ds");
     dr_write_kv(dir, &k);
     {
         tf_names sh = dr_list_shards(dir);
@@ -1467,7 +1451,7 @@ static void test_wide_zero_columns(void **state) {
     memset(&k, 0, sizeof k);
     k.tasks = 3;
     k.rows = 1;
-    fresh(dir, sizeof dir, "zerocols");
+    dr_fresh(dir, sizeof dir, "zerocols");
     dr_write_kv(dir, &k);
     ds = open_ds(dir, 1, 0);
     memset(&sp, 0, sizeof sp);
@@ -1516,5 +1500,5 @@ int main(void) {
         cmocka_unit_test(test_empty_dataset),
         cmocka_unit_test(test_wide_zero_columns),
     };
-    return cmocka_run_group_tests(tests, setup_root, teardown_root);
+    return cmocka_run_group_tests(tests, dr_root_setup, dr_root_teardown);
 }

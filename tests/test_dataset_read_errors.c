@@ -19,22 +19,6 @@
 #include "../safetensors_spark.h"
 #include "test_dataset_read_util.h"
 
-static char g_root[64];
-
-static int setup_root(void **state) {
-    (void)state;
-    tf_tmpdir(g_root, sizeof g_root);
-    return 0;
-}
-static int teardown_root(void **state) {
-    (void)state;
-    tf_rmtree(g_root);
-    return 0;
-}
-static void fresh(char *dir, size_t cap, const char *name) {
-    tf_join(dir, cap, g_root, name);
-    tf_rmtree(dir);
-}
 static sts_result try_open(const char *path, int no_index, sts_dataset **ds, sts_error *e) {
     sts_read_config cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -56,7 +40,7 @@ static tf_names kv_dataset(char *dir, size_t cap, const char *name, int index) {
     k.tasks = 3;
     k.rows = 2;
     k.index = index;
-    fresh(dir, cap, name);
+    dr_fresh(dir, cap, name);
     dr_write_kv(dir, &k);
     return dr_list_shards(dir);
 }
@@ -73,7 +57,7 @@ static void test_missing_folder(void **state) {
     sts_dataset *ds;
     sts_error e;
     (void)state;
-    tf_join(p, sizeof p, g_root, "no/such/folder");
+    tf_join(p, sizeof p, dr_root, "no/such/folder");
     tu_err_check("missing folder", try_open(p, 0, &ds, &e), &e, STS_ERR_IO, STS_RULE_IO, "no/such/folder", "ENOENT", NULL);
     assert_null(ds);
 }
@@ -82,7 +66,7 @@ static void test_empty_folder(void **state) {
     sts_dataset *ds;
     sts_error e;
     (void)state;
-    fresh(dir, sizeof dir, "empty");
+    dr_fresh(dir, sizeof dir, "empty");
     assert_int_equal(mkdir(dir, 0755), 0);
     tu_err_check("empty folder", try_open(dir, 0, &ds, &e), &e, STS_ERR_NOT_FOUND, STS_RULE_NOT_FOUND, "empty", NULL);
     /* only other files, hidden shards and a folder named like a shard */
@@ -97,7 +81,7 @@ static void test_broken_single_file(void **state) {
     sts_dataset *ds;
     sts_error e;
     (void)state;
-    fresh(dir, sizeof dir, "brokenfile");
+    dr_fresh(dir, sizeof dir, "brokenfile");
     assert_int_equal(mkdir(dir, 0755), 0);
     tf_join(p, sizeof p, dir, "x.safetensors");
     tf_write(p, "\x10\x00\x00\x00\x00\x00\x00\x00{\"a\":1}         ", 24);
@@ -316,7 +300,7 @@ static void test_truncated_shards(void **state) {
     sts_scan_spec sp;
     int64_t size;
     (void)state;
-    fresh(dir, sizeof dir, "truncated");
+    dr_fresh(dir, sizeof dir, "truncated");
     assert_int_equal(mkdir(dir, 0755), 0);
     dr_write_file(dir, "a.safetensors", &a, 1, NULL, 0);
     a.name = "u";
@@ -613,7 +597,7 @@ static void test_index_dataset_id(void **state) {
     k.tasks = 2;
     k.rows = 5;
     k.index = 1;
-    fresh(other, sizeof other, "dsid_other");
+    dr_fresh(other, sizeof other, "dsid_other");
     dr_write_kv(other, &k);
     sh2 = dr_list_shards(other);
     index_path(q, sizeof q, other);
@@ -887,11 +871,11 @@ static void test_alloc_failures(void **state) {
     a = kv_dataset(kv, sizeof kv, "alloc_kv", 1);
     memset(&k, 0, sizeof k);
     k.tasks = 3; k.rows = 2; k.last_win = 1; k.dup_every = 1;
-    fresh(lw, sizeof lw, "alloc_lw");
+    dr_fresh(lw, sizeof lw, "alloc_lw");
     dr_write_kv(lw, &k);
     memset(&bt, 0, sizeof bt);
     bt.tasks = 1; bt.rows_per_task[0] = 5; bt.batch_size = 2;
-    fresh(batch, sizeof batch, "alloc_batch");
+    dr_fresh(batch, sizeof batch, "alloc_batch");
     dr_write_batch(batch, &bt);
     b = dr_list_shards(batch);
     memset(sc, 0, sizeof sc);
@@ -955,5 +939,5 @@ int main(void) {
         cmocka_unit_test(test_index_utf8_windows),
         cmocka_unit_test(test_alloc_failures),
     };
-    return cmocka_run_group_tests(tests, setup_root, teardown_root);
+    return cmocka_run_group_tests(tests, dr_root_setup, dr_root_teardown);
 }

@@ -60,16 +60,6 @@ static int teardown_root(void **state) {
     tf_rmtree(g_root);
     return 0;
 }
-static sts_dataset *open_ds(const char *path, int no_index) {
-    sts_read_config cfg;
-    sts_dataset *ds;
-    sts_error e;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.infer_schema = 1;
-    cfg.no_index = no_index;
-    DR_OK(sts_dataset_open(path, &cfg, NULL, &ds, &e));
-    return ds;
-}
 
 /* The checks of dr_check_kv_view, without cmocka: 1 if the view holds (task, row)'s tensor. */
 static int kv_view_ok(const sts_view *v, uint32_t task, uint32_t row) {
@@ -210,7 +200,7 @@ static void threads_case(int no_index) {
     int rounds = tu_quick() ? 2 : 40, gets = tu_quick() ? 200 : 4000, round;
     uint64_t want_sum = 0;
     {   /* the whole dataset, one thread */
-        sts_dataset *ds = open_ds(g_kv, no_index);
+        sts_dataset *ds = dr_open(g_kv, no_index);
         sts_scan_spec sp;
         dr_rows rs;
         sts_error e;
@@ -224,7 +214,7 @@ static void threads_case(int no_index) {
         sts_dataset_close(ds);
     }
     for (round = 0; round < rounds; round++) {
-        sts_dataset *ds = open_ds(g_kv, no_index);
+        sts_dataset *ds = dr_open(g_kv, no_index);
         size_t tensors, wide;
         uint64_t sum;
         run_jobs(ds, g_tasks, g_rows, 0, gets, 1, &tensors, &wide, &sum);
@@ -243,7 +233,7 @@ static void test_threads_last_win(void **state) {
     (void)state;
     for (no_index = 0; no_index < 2; no_index++)
         for (round = 0; round < rounds; round++) {
-            sts_dataset *ds = open_ds(g_lw, no_index);
+            sts_dataset *ds = dr_open(g_lw, no_index);
             size_t tensors, wide;
             uint64_t sum;
             run_jobs(ds, 6, 4, 1, tu_quick() ? 100 : 2000, 0, &tensors, &wide, &sum);
@@ -302,7 +292,7 @@ static void test_threads_stale_entry(void **state) {
     (void)state;
     tf_join(p, sizeof p, g_bad, "_tensor_index.json");
     for (round = 0; round < rounds; round++) {
-        sts_dataset *ds = open_ds(g_bad, 0);
+        sts_dataset *ds = dr_open(g_bad, 0);
         pthread_t th[NTHREADS];
         bjob jobs[NTHREADS];
         pthread_barrier_t start;

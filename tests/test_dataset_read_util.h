@@ -7,6 +7,8 @@
      test_util.h; temporary folders, removal and whole-file read/write in fs_util.h)
      - subfolders, in-place text edits of manifests and indexes, byte flips
      - DR_OK: a call that must succeed
+     - a root folder per test group (dr_root, its setup and teardown), fresh folders in it, and
+       a dataset opened with its schema inferred (dr_open)
      - single files through the library's writer (sts_write_path)
      - datasets through the dataset writer: batch mode (two columns, every tail strategy) and KV
        mode (one task per shard, optional lastWin duplicates), with a model of every row so a
@@ -97,6 +99,39 @@ DR_FN tf_names dr_list_shards(const char *dir) {
         sts_result r_ = (call);                                                                       \
         if (r_ != STS_OK) fail_msg("%s:%d: %s: %s: %s", __FILE__, __LINE__, #call, sts_result_name(r_), e.message); \
     } while (0)
+
+/* ---- a root folder per test group (cmocka group setup and teardown), fresh folders in it ---- */
+#if defined(__GNUC__) || defined(__clang__)
+static char dr_root[64] __attribute__((unused));
+#else
+static char dr_root[64];
+#endif
+DR_FN int dr_root_setup(void **state) {
+    (void)state;
+    tf_tmpdir(dr_root, sizeof dr_root);
+    return 0;
+}
+DR_FN int dr_root_teardown(void **state) {
+    (void)state;
+    tf_rmtree(dr_root);
+    return 0;
+}
+/* dr_root/name, removed if it exists. */
+DR_FN void dr_fresh(char *dir, size_t cap, const char *name) {
+    tf_join(dir, cap, dr_root, name);
+    tf_rmtree(dir);
+}
+/* A dataset opened with the schema inferred, with or without its index. */
+DR_FN sts_dataset *dr_open(const char *path, int no_index) {
+    sts_read_config cfg;
+    sts_dataset *ds;
+    sts_error e;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.infer_schema = 1;
+    cfg.no_index = no_index;
+    DR_OK(sts_dataset_open(path, &cfg, NULL, &ds, &e));
+    return ds;
+}
 
 /* ---- single files ---- */
 typedef struct dr_spec {      /* a tensor to write: data is filled from a pattern when NULL */
