@@ -107,9 +107,9 @@ int main(int argc, char **argv) {
         }
     }
     for (r = -1; r < rounds; r++) {   /* round -1 warms up */
-        double t0 = bench_now();
+        double t0 = tu_now();
         memcpy(cpy, f32, bytes);
-        t0 = bench_now() - t0;
+        t0 = tu_now() - t0;
         bench_sink += cpy[r & 1023];
         if (r >= 0) t_copy[r] = t0;
         for (c = 0; c < NCASES; c++)
@@ -121,14 +121,14 @@ int main(int argc, char **argv) {
                 if (all_isa && L < best && L > 0 &&
                     sts__kernel_at(sts__hot_pair(cases[c].dst, cases[c].src, cases[c].rnd), L) ==
                     sts__kernel_at(sts__hot_pair(cases[c].dst, cases[c].src, cases[c].rnd), L - 1)) continue;  /* same kernel */
-                m = bench_now();             /* the paired baseline: memcpy just before */
+                m = tu_now();             /* the paired baseline: memcpy just before */
                 memcpy(cpy, f32, bytes);
-                m = bench_now() - m;
+                m = tu_now() - m;
                 bench_sink += cpy[(size_t)r & 1023];
-                s = bench_now();
+                s = tu_now();
                 if (lev == best) sts_convert(out, cases[c].dst, in, cases[c].src, n, cases[c].rnd);
                 else sts__convert_at(out, cases[c].dst, in, cases[c].src, n, cases[c].rnd, lev, NULL);
-                s = bench_now() - s;
+                s = tu_now() - s;
                 bench_sink += out[(size_t)r & 1023];
                 if (r >= 0) {
                     double moved = (double)(n * (sts_dtype_bits(cases[c].src) + sts_dtype_bits(cases[c].dst)) / 8);

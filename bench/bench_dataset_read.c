@@ -159,7 +159,7 @@ static int build(void *arg) {
     msgs = (char **)calloc((size_t)g_tasks, sizeof *msgs);
     lens = (size_t *)calloc((size_t)g_tasks, sizeof *lens);
     if (!msgs || !lens) return failf(b->why, "out of memory");
-    t0 = bench_now();
+    t0 = tu_now();
     if ((r = sts_dataset_prepare(g_kv, &cfg, kv_schema, 2, NULL, &err)) != STS_OK) return failf(b->why, "prepare: %s", err.message);
     for (t = 0; t < g_tasks; t++) {
         sts_task_writer *w;
@@ -186,10 +186,10 @@ static int build(void *arg) {
         if ((r = sts_task_commit(w, &msgs[t], &lens[t], &err)) != STS_OK) return failf(b->why, "task_commit: %s", err.message);
         sts_task_close(w);
     }
-    t1 = bench_now();
+    t1 = tu_now();
     if ((r = sts_dataset_commit(g_kv, &cfg, (const char *const *)msgs, lens, (size_t)g_tasks, NULL, &sum, &err)) != STS_OK)
         return failf(b->why, "dataset_commit: %s", err.message);
-    t2 = bench_now();
+    t2 = tu_now();
     for (t = 0; t < g_tasks; t++) sts_free(NULL, msgs[t], lens[t] + 1);
     free(msgs);
     free(lens);
@@ -211,7 +211,7 @@ static int build(void *arg) {
     memset(&cfg, 0, sizeof cfg);
     cfg.batch_size = 1;
     cfg.no_fsync = 1;
-    t0 = bench_now();
+    t0 = tu_now();
     {
         sts_task_writer *w;
         uint8_t *a = (uint8_t *)malloc((size_t)wide_a);
@@ -242,7 +242,7 @@ static int build(void *arg) {
         if (sum.shards != g_wide_files) return failf(b->why, "wide: %llu files", (unsigned long long)sum.shards);
         b->wide_bytes = sum.bytes;
     }
-    b->t_wide = bench_now() - t0;
+    b->t_wide = tu_now() - t0;
     {   /* the exact header bytes of the wide files (8 + N each), read by hand */
         DIR *d = opendir(g_wide);
         struct dirent *e;
@@ -334,13 +334,13 @@ static double untimed_loop_ns(rrun *o, const sts_dataset *ds, int with_data, uin
 /* Baseline for the index load: read() the whole file in 1 MiB calls and nothing else. */
 static double read_file_s(const char *path) {
     static char buf[1 << 20];
-    double t0 = bench_now();
+    double t0 = tu_now();
     int fd = open(path, O_RDONLY);
     ssize_t k;
     if (fd < 0) return -1.0;
     while ((k = read(fd, buf, sizeof buf)) > 0) bench_sink += (unsigned char)buf[0];
     close(fd);
-    return k < 0 ? -1.0 : bench_now() - t0;
+    return k < 0 ? -1.0 : tu_now() - t0;
 }
 static int run_index(void *arg) {
     rrun *o = (rrun *)arg;
@@ -360,19 +360,19 @@ static int run_index(void *arg) {
     if ((o->read_cold = read_file_s(p)) < 0) return failf(o->why, "read %s failed", p);
     if ((o->read_warm = read_file_s(p)) < 0) return failf(o->why, "read %s failed", p);
     bd_drop_cache(p);
-    t0 = bench_now();
+    t0 = tu_now();
     if ((r = open_kv(g_kv, 0, 0, &ds, &err)) != STS_OK) return failf(o->why, "open (cold): %s", err.message);
-    o->open_cold = bench_now() - t0;
+    o->open_cold = tu_now() - t0;
     sts_dataset_close(ds);
-    t0 = bench_now();
+    t0 = tu_now();
     if ((r = open_kv(g_kv, 0, 1, &ds, &err)) != STS_OK) return failf(o->why, "open (infer): %s", err.message);
-    o->open_infer = bench_now() - t0;
+    o->open_infer = tu_now() - t0;
     info = sts_dataset_describe(ds);
     sts_dataset_close(ds);
     if (info.columns != g_rows_per_task) return failf(o->why, "inferred schema of %zu columns", info.columns);
-    t0 = bench_now();
+    t0 = tu_now();
     if ((r = open_kv(g_kv, 0, 0, &ds, &err)) != STS_OK) return failf(o->why, "open (warm): %s", err.message);
-    o->open_warm = bench_now() - t0;
+    o->open_warm = tu_now() - t0;
     info = sts_dataset_describe(ds);
     if (!info.has_index || info.index_stale || !info.kv || info.files != g_tasks || info.total_samples != g_keys)
         return failf(o->why, "dataset: index %d, stale %d, %zu files, %llu samples", info.has_index, info.index_stale, info.files,
@@ -394,14 +394,14 @@ static int run_index(void *arg) {
     o->nd_p999 = bd_pct_sorted_f(ns, (size_t)g_lookups, 0.999) - ov;
     if ((o->nd_mean = untimed_loop_ns(o, ds, 0, g_lookups)) < 0) return 1;
     /* with data: the first access of every file maps it (timed as a whole), then timed lookups */
-    t0 = bench_now();
+    t0 = tu_now();
     for (f = 0; f < g_tasks; f++) {
         sts_view v;
         uint64_t k = f * g_rows_per_task;
         if ((r = sts_dataset_get(ds, g_keyv + k * KEY_STRIDE, KEY_LEN, 1, &v, &err)) != STS_OK) return failf(o->why, "get with data: %s", err.message);
         if (check_view(o, &v, k, 1)) return 1;
     }
-    o->map_all = bench_now() - t0;
+    o->map_all = tu_now() - t0;
     if (sts_dataset_stats(ds).files_mapped != g_tasks) return failf(o->why, "%llu files mapped", (unsigned long long)sts_dataset_stats(ds).files_mapped);
     if (timed_lookups(o, ds, 1, ns, g_lookups < 100000 ? g_lookups : 100000, g_lookups / 3)) return 1;
     if (timed_lookups(o, ds, 1, ns, g_lookups, 0)) return 1;
@@ -421,7 +421,7 @@ static int run_index(void *arg) {
         size_t kl = KEY_LEN;
         memset(&sp, 0, sizeof sp);
         sp.long_form = 1; sp.keys = &key; sp.key_lens = &kl; sp.nkeys = 1;
-        t0 = bench_now();
+        t0 = tu_now();
         if ((r = sts_scan_open(ds, &sp, &s, &err)) != STS_OK) return failf(o->why, "scan_open: %s", err.message);
         for (;;) {
             if ((r = sts_scan_next(s, &cells, &nc, &err)) != STS_OK) return failf(o->why, "scan_next: %s", err.message);
@@ -429,7 +429,7 @@ static int run_index(void *arg) {
             if (check_view(o, cells, k, 0)) return 1;
             rows++;
         }
-        o->scan_ix = bench_now() - t0;
+        o->scan_ix = tu_now() - t0;
         o->scan_ix_files = sts_scan_get_stats(s).files_opened;
         sts_scan_close(s);
         if (rows != 1) return failf(o->why, "index scan: %zu rows", rows);
@@ -452,14 +452,14 @@ static int run_noindex(void *arg) {
     if (!make_keys()) return failf(o->why, "out of memory");
     ns = (float *)malloc((size_t)n * sizeof *ns);
     if (!ns) return failf(o->why, "out of memory");
-    t0 = bench_now();
+    t0 = tu_now();
     if ((r = open_kv(g_kv, 1, 0, &ds, &err)) != STS_OK) return failf(o->why, "open (no index): %s", err.message);
-    o->ni_open = bench_now() - t0;
+    o->ni_open = tu_now() - t0;
     if (sts_dataset_describe(ds).has_index) return failf(o->why, "no_index ignored");
     k = g_order[0];
-    t0 = bench_now();
+    t0 = tu_now();
     if ((r = sts_dataset_get(ds, g_keyv + k * KEY_STRIDE, KEY_LEN, 0, &v, &err)) != STS_OK) return failf(o->why, "first get: %s", err.message);
-    o->ni_build = bench_now() - t0;
+    o->ni_build = tu_now() - t0;
     if (check_view(o, &v, k, 0)) return 1;
     st = sts_dataset_stats(ds);
     o->ni_files = st.files_opened;
@@ -484,15 +484,15 @@ static int run_noindex(void *arg) {
         size_t kl = KEY_LEN;
         memset(&sp, 0, sizeof sp);
         sp.long_form = 1; sp.keys = &key; sp.key_lens = &kl; sp.nkeys = 1;
-        t0 = bench_now();
+        t0 = tu_now();
         if ((r = sts_scan_open(ds, &sp, &s, &err)) != STS_OK) return failf(o->why, "scan_open: %s", err.message);
         for (;;) {
             if ((r = sts_scan_next(s, &cells, &nc, &err)) != STS_OK) return failf(o->why, "scan_next: %s", err.message);
             if (!cells) break;
             if (check_view(o, cells, kk, 0)) return 1;
-            if (!rows++) o->scan_match = bench_now() - t0;
+            if (!rows++) o->scan_match = tu_now() - t0;
         }
-        o->scan_end = bench_now() - t0;
+        o->scan_end = tu_now() - t0;
         st = sts_scan_get_stats(s);
         o->scan_files = st.files_opened;
         o->scan_hbytes = st.header_bytes;
@@ -517,7 +517,7 @@ static int wide_scan(rrun *o, const sts_dataset *ds, double *t, uint64_t *hbytes
     double t0;
     sts_scan_stats st;
     memset(&sp, 0, sizeof sp);  /* wide, every column, no data */
-    t0 = bench_now();
+    t0 = tu_now();
     if ((r = sts_scan_open(ds, &sp, &s, &err)) != STS_OK) return failf(o->why, "wide scan_open: %s", err.message);
     for (;;) {
         if ((r = sts_scan_next(s, &cells, &nc, &err)) != STS_OK) return failf(o->why, "wide scan_next: %s", err.message);
@@ -530,7 +530,7 @@ static int wide_scan(rrun *o, const sts_dataset *ds, double *t, uint64_t *hbytes
         }
         rows++;
     }
-    *t = bench_now() - t0;
+    *t = tu_now() - t0;
     st = sts_scan_get_stats(s);
     sts_scan_close(s);
     *hbytes = st.header_bytes;
@@ -545,7 +545,7 @@ static int wide_headers(rrun *o, const wpaths *w, double *t) {  /* sts_open(head
     double t0;
     memset(&op, 0, sizeof op);
     op.header_only = 1;
-    t0 = bench_now();
+    t0 = tu_now();
     for (i = 0; i < w->n; i++) {
         sts_file *f;
         sts_error err;
@@ -553,7 +553,7 @@ static int wide_headers(rrun *o, const wpaths *w, double *t) {  /* sts_open(head
         if (sts_count(f) != 3) return failf(o->why, "sts_open: %zu tensors", sts_count(f));
         sts_close(f);
     }
-    *t = bench_now() - t0;
+    *t = tu_now() - t0;
     return 0;
 }
 /* open, pread 8, pread N, close; advise = 1 adds posix_fadvise(POSIX_FADV_RANDOM) after open (no readahead). */
@@ -562,7 +562,7 @@ static int wide_raw(rrun *o, const wpaths *w, double *t, uint64_t *bytes, int ad
     size_t i;
     double t0;
     uint64_t total = 0;
-    t0 = bench_now();
+    t0 = tu_now();
     for (i = 0; i < w->n; i++) {
         uint8_t le[8];
         uint64_t n = 0;
@@ -575,7 +575,7 @@ static int wide_raw(rrun *o, const wpaths *w, double *t, uint64_t *bytes, int ad
         total += 8 + n;
         bench_sink += buf[0];
     }
-    *t = bench_now() - t0;
+    *t = tu_now() - t0;
     *bytes = total;
     return 0;
 }
@@ -596,9 +596,9 @@ static int run_wide(void *arg) {
     uint64_t hb, files, raw_bytes, hb2, f2;
     memset(&rc, 0, sizeof rc);
     rc.infer_schema = 1;
-    t0 = bench_now();
+    t0 = tu_now();
     if ((r = sts_dataset_open(g_wide, &rc, NULL, &ds, &err)) != STS_OK) return failf(o->why, "open (wide): %s", err.message);
-    o->w_open = bench_now() - t0;
+    o->w_open = tu_now() - t0;
     if (sts_dataset_describe(ds).files != g_wide_files || sts_dataset_describe(ds).columns != 3) return failf(o->why, "wide dataset shape");
     w.n = sts_dataset_describe(ds).files;
     w.p = (char (*)[4096])malloc(w.n * sizeof *w.p);

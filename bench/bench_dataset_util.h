@@ -3,7 +3,8 @@
    SIGTERM, SIGHUP), measurements run in forked children (so each one has its own peak RSS and a
    crash or failed check cannot leave the parent's state half-changed), results passed back through
    shared memory, /proc readers (VmHWM, VmRSS, rchar/read_bytes), percentiles, the clock's own
-   overhead, and a description of the machine and of the scratch folder's file system.
+   overhead, and a description of the machine and of the scratch folder's file system. Removing
+   folders is tests/fs_util.h's (tf_rmtree, tf_clear).
 
    Include after defining _GNU_SOURCE (syncfs, MAP_ANONYMOUS, posix_fadvise) and after
    bench_util.h. Everything here is static. */
@@ -25,6 +26,7 @@
 #include <unistd.h>
 
 #include "bench_util.h"
+#include "../tests/fs_util.h"   /* tf_rmtree, tf_clear */
 
 #if defined(__GNUC__) || defined(__clang__)
 #define BD_FN static __attribute__((unused))
@@ -40,40 +42,9 @@ static const char *bd_prog = "bench";
 
 BD_FN void bd_on_signal(int sig) { bd_stop = sig; }
 
-BD_FN void bd_rm_tree(const char *path) {  /* rm -rf, without following symlinks */
-    DIR *d = opendir(path);
-    struct dirent *e;
-    if (d) {
-        while ((e = readdir(d)) != NULL) {
-            char p[4096];
-            struct stat st;
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-            if ((size_t)snprintf(p, sizeof p, "%s/%s", path, e->d_name) >= sizeof p) continue;
-            if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) bd_rm_tree(p);
-            else unlink(p);
-        }
-        closedir(d);
-        rmdir(path);
-    } else unlink(path);
-}
-/* Removes what a folder holds, keeps the folder. */
-BD_FN void bd_empty_dir(const char *path) {
-    DIR *d = opendir(path);
-    struct dirent *e;
-    if (!d) return;
-    while ((e = readdir(d)) != NULL) {
-        char p[4096];
-        struct stat st;
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        if ((size_t)snprintf(p, sizeof p, "%s/%s", path, e->d_name) >= sizeof p) continue;
-        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) bd_rm_tree(p);
-        else unlink(p);
-    }
-    closedir(d);
-}
 BD_FN void bd_cleanup(void) {
     if (bd_root[0]) {
-        bd_rm_tree(bd_root);
+        tf_rmtree(bd_root);
         bd_root[0] = 0;
     }
 }

@@ -269,21 +269,21 @@ static int batch_lib(void *arg) {
     m->rss0_kib = bd_status_kib("VmRSS");
     if ((r = sts_dataset_prepare(g_out, &cfg, &col, 1, NULL, &err)) != STS_OK) return fail_sts(m, "sts_dataset_prepare", r, &err);
     bd_cpu_times(&u0, &s0);
-    t0 = bench_now();
+    t0 = tu_now();
     if ((r = sts_task_open(g_out, 0, &cfg, &col, 1, NULL, &w, &err)) != STS_OK) return fail_sts(m, "sts_task_open", r, &err);
     for (row = 0; row < g_batch_rows; row++) {
         v.data = pool_row(pool, row, ROW_ELEMS);
         if ((r = sts_task_write(w, &v, &err)) != STS_OK) return fail_sts(m, "sts_task_write", r, &err);
     }
     if ((r = sts_task_commit(w, &msg, &msg_len, &err)) != STS_OK) return fail_sts(m, "sts_task_commit", r, &err);
-    t1 = bench_now();
+    t1 = tu_now();
     bd_cpu_times(&u1, &s1);
     m->cpu_user = u1 - u0;
     m->cpu_sys = s1 - s0;
     sts_task_close(w);
     msgs = (const char *const *)&msg;
     if ((r = sts_dataset_commit(g_out, &cfg, msgs, &msg_len, 1, NULL, &sum, &err)) != STS_OK) return fail_sts(m, "sts_dataset_commit", r, &err);
-    t2 = bench_now();
+    t2 = tu_now();
     m->hwm_kib = bd_status_kib("VmHWM");
     sts_free(NULL, msg, msg_len + 1);
     free(pool);
@@ -313,7 +313,7 @@ static int batch_raw(void *arg) {
     if (!pool || !hdr || !conv) return failf(m, "out of memory");
     m->rss0_kib = bd_status_kib("VmRSS");
     bd_cpu_times(&u0, &s0);
-    t0 = bench_now();
+    t0 = tu_now();
     for (f = 0; f < files; f++) {
         char p[4096], name[64];
         int fd;
@@ -340,7 +340,7 @@ static int batch_raw(void *arg) {
         if (close(fd) != 0) return failf(m, "close: %s", strerror(errno));
     }
     if (jb->durable && (e = fsync_dir(g_out)) != 0) return failf(m, "fsync of the folder: %s", strerror(e));
-    t1 = bench_now();
+    t1 = tu_now();
     bd_cpu_times(&u1, &s1);
     m->cpu_user = u1 - u0;
     m->cpu_sys = s1 - s0;
@@ -416,7 +416,7 @@ static int kv_lib(void *arg) {
     if ((r = sts_dataset_prepare(g_out, &cfg, kv_schema, 2, NULL, &err)) != STS_OK) return fail_sts(m, "sts_dataset_prepare", r, &err);
     m->rss0_kib = bd_status_kib("VmRSS");
     bd_cpu_times(&u0, &s0);
-    t0 = bench_now();
+    t0 = tu_now();
     if ((r = sts_task_open(g_out, 0, &cfg, kv_schema, 2, NULL, &w, &err)) != STS_OK) return fail_sts(m, "sts_task_open", r, &err);
     for (i = 0; i < g_kv_rows; i++) {
         uint32_t stamp = (uint32_t)i;
@@ -425,7 +425,7 @@ static int kv_lib(void *arg) {
         key_next(key);
     }
     if ((r = sts_task_commit(w, &msg, &msg_len, &err)) != STS_OK) return fail_sts(m, "sts_task_commit", r, &err);
-    t1 = bench_now();
+    t1 = tu_now();
     bd_cpu_times(&u1, &s1);
     m->cpu_user = u1 - u0;
     m->cpu_sys = s1 - s0;
@@ -457,9 +457,9 @@ static int kv_commit(void *arg) {
     double t0, t1;
     kv_config(&cfg, jb->durable);
     m->rss0_kib = bd_status_kib("VmRSS");
-    t0 = bench_now();
+    t0 = tu_now();
     if ((r = sts_dataset_commit(g_out, &cfg, &msg, &len, 1, NULL, &sum, &err)) != STS_OK) return fail_sts(m, "sts_dataset_commit", r, &err);
-    t1 = bench_now();
+    t1 = tu_now();
     m->hwm_kib = bd_status_kib("VmHWM");
     m->t_commit = t1 - t0;
     if (sum.samples != g_kv_rows || sum.tensors != g_kv_rows || sum.shards != w->nshards || sum.bytes != w->out_bytes)
@@ -529,7 +529,7 @@ static int kv_raw(void *arg) {
     memset(buf, 0x5a, chunk);
     m->rss0_kib = bd_status_kib("VmRSS");
     bd_cpu_times(&u0, &s0);
-    t0 = bench_now();
+    t0 = tu_now();
     for (f = 0; f < w->nshards; f++) {
         char p[4096], name[64];
         uint64_t left = w->shard_bytes[f];
@@ -546,7 +546,7 @@ static int kv_raw(void *arg) {
         if (close(fd) != 0) return failf(m, "close: %s", strerror(errno));
     }
     if (jb->durable && (e = fsync_dir(g_out)) != 0) return failf(m, "fsync of the folder: %s", strerror(e));
-    t1 = bench_now();
+    t1 = tu_now();
     bd_cpu_times(&u1, &s1);
     m->cpu_user = u1 - u0;
     m->cpu_sys = s1 - s0;
@@ -574,7 +574,7 @@ static meas *g_m;  /* shared: [0] library, [1] raw, [2] by hand, [3] KV commit, 
    measurement starts the same way: just after the previous one's files were deleted. Deleted
    dirty pages are dropped, not written back. */
 static void fresh(void) {
-    bd_empty_dir(g_out);
+    tf_clear(g_out);
     bd_check_stop();
 }
 static void run(int (*fn)(void *), job *jb, const char *label) {

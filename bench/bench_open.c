@@ -155,7 +155,7 @@ static double time_one(const open_case *c, int mode) {
     double t0;
     memset(&o, 0, sizeof o);
     o.header_only = mode == M_HDR;
-    t0 = bench_now();
+    t0 = tu_now();
     if (sts_open(c->path, &o, &f, &err) != STS_OK) { fprintf(stderr, "bench_open: %s\n", err.message); die("sts_open failed"); }
     t = sts_find(f, huge_name, sizeof huge_name - 1);
     if (!t) die("sts_find failed");
@@ -172,7 +172,7 @@ static double time_one(const open_case *c, int mode) {
         }
     }
     sts_close(f);
-    return bench_now() - t0;
+    return tu_now() - t0;
 }
 
 int main(int argc, char **argv) {

@@ -351,13 +351,13 @@ static int run_case(const model_cfg *c, int iters, int warmup, int only, case_re
     char *dst;
     const char *hdr;
     size_t n;
-    double g0 = bench_now();
+    double g0 = tu_now();
 
     gen_model_build(&m, c);
     n = m.header_len;
     hdr = (const char *)m.file + 8;
     fprintf(stderr, "[%s] generated %zu tensors, N = %zu bytes (%.2f MB), data %.3f TB, in %.2f s\n", c->label, m.n, n,
-            (double)n / 1e6, (double)m.data_len / 1e12, bench_now() - g0);
+            (double)n / 1e6, (double)m.data_len / 1e12, tu_now() - g0);
 
     /* correctness before speed */
     if (!check_against_writer(&m, c->label, 0)) return 0;
@@ -368,13 +368,13 @@ static int run_case(const model_cfg *c, int iters, int warmup, int only, case_re
     }
     if (!check_parse(&m, f, c->label)) return 0;
     {   /* lookup cost: every name once, through the index */
-        double t0 = bench_now();
+        double t0 = tu_now();
         size_t k, rounds = c->default_iters > 100 ? 20 : 3;
         uint64_t acc = 0;
         for (k = 0; k < rounds; k++)
             for (i = 0; i < (int)m.n; i++) acc += sts_find(f, m.names + m.t[i].name_off, m.t[i].name_len)->end;
         bench_sink += acc;
-        res->find_ns = (bench_now() - t0) / (double)(rounds * m.n) * 1e9;
+        res->find_ns = (tu_now() - t0) / (double)(rounds * m.n) * 1e9;
     }
     sts_close(f);
     f = NULL;
@@ -396,29 +396,29 @@ static int run_case(const model_cfg *c, int iters, int warmup, int only, case_re
     for (i = -warmup; i < iters; i++) {
         double a = 0, b = 0, cl = 0, d = 0;
         if (only != ONLY_JSMN) {
-            double t0 = bench_now(), t1, t2;
+            double t0 = tu_now(), t1, t2;
             r = sts_parse_header(m.file, 8 + n, m.file_size, NULL, &f, NULL);
-            t1 = bench_now();
+            t1 = tu_now();
             if (r != STS_OK || sts_count(f) != m.n) { fprintf(stderr, "bench_parse: parse failed in the loop\n"); return 0; }
             sts_close(f);
-            t2 = bench_now();
+            t2 = tu_now();
             a = t1 - t0;
             cl = t2 - t1;
         }
         if (only != ONLY_STS) {
             jsmn_parser p;
             int got;
-            double t0 = bench_now();
+            double t0 = tu_now();
             jsmn_init(&p);
             got = jsmn_parse(&p, hdr, n, toks, (unsigned)ntok);
-            b = bench_now() - t0;
+            b = tu_now() - t0;
             if (got != ntok) { fprintf(stderr, "bench_parse: jsmn returned %d, expected %d\n", got, ntok); return 0; }
             bench_sink += (uint64_t)toks[ntok - 1].end;
         }
         if (only == ONLY_ALL) {
-            double t0 = bench_now();
+            double t0 = tu_now();
             memcpy(dst, hdr, n);
-            d = bench_now() - t0;
+            d = tu_now() - t0;
             bench_sink += (uint8_t)dst[n / 2];
         }
         if (i >= 0) {

@@ -1,7 +1,9 @@
-/* bench_util.h - small helpers shared by the bench programs: a monotonic clock, sample statistics
-   (median, min, p90) and a report of how the program was built.
+/* bench_util.h - small helpers shared by the bench programs: sample statistics (median, min, p90)
+   and a report of how the program was built. The clock (tu_now: seconds, monotonic) is
+   tests/test_util.h's, included here without cmocka.
 
-   Include after defining _POSIX_C_SOURCE (clock_gettime). Everything here is static. */
+   Include after defining _POSIX_C_SOURCE (clock_gettime) and after safetensors_spark.h.
+   Everything here is static. */
 #ifndef BENCH_UTIL_H
 #define BENCH_UTIL_H
 
@@ -12,6 +14,9 @@
 #include <string.h>
 #include <time.h>
 
+#define TU_STANDALONE   /* no cmocka in the benchmarks */
+#include "../tests/test_util.h"
+
 #ifndef BENCH_CC
 #define BENCH_CC "cc"
 #endif
@@ -19,12 +24,6 @@
 #define BENCH_FLAGS "(unknown: build with make bench)"
 #endif
 
-/* Seconds from a monotonic clock. */
-static double bench_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Keeps the optimizer from dropping work whose result is otherwise unused. */
 static volatile uint64_t bench_sink;

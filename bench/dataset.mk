@@ -9,16 +9,9 @@
 # Ctrl-C. The write bench needs about 5.3 GiB free there. BENCH_DATASET_ARGS passes options to both
 # (--quick: sizes / 16; --runs N: repetitions, default 3). Full runs on the 2-vCPU VM: write about
 # 2.5 min, read about 35 s.
-BENCH_DATASET_FLAGS := -std=c99 $(OPT)
 BENCH_DATASET_ARGS  ?=
 
-$(BUILD)/bench/bench_dataset_write: bench/bench_dataset_write.c bench/bench_dataset_util.h bench/bench_util.h $(HEADER)
-	@mkdir -p $(dir $@)
-	$(CC) $(BENCH_DATASET_FLAGS) $(STS_WARN) -DBENCH_CC='"$(CC)"' -DBENCH_FLAGS='"$(BENCH_DATASET_FLAGS)"' -o $@ bench/bench_dataset_write.c
-
-$(BUILD)/bench/bench_dataset_read: bench/bench_dataset_read.c bench/bench_dataset_util.h bench/bench_util.h $(HEADER)
-	@mkdir -p $(dir $@)
-	$(CC) $(BENCH_DATASET_FLAGS) $(STS_WARN) -DBENCH_CC='"$(CC)"' -DBENCH_FLAGS='"$(BENCH_DATASET_FLAGS)"' -o $@ bench/bench_dataset_read.c
+$(BUILD)/bench/bench_dataset_write $(BUILD)/bench/bench_dataset_read: bench/bench_dataset_util.h tests/fs_util.h
 
 .PHONY: bench-dataset-write bench-dataset-read bench-dataset-profile
 bench-dataset-write: $(BUILD)/bench/bench_dataset_write

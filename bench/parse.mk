@@ -2,29 +2,20 @@
 #   make bench-parse        sts_parse_header on ~10k / ~100k-tensor headers, jsmn and memcpy in the same run
 #   make bench-open         sts_open + sts_find + sts_data on sparse 16 MB / 1 GB / 8 GB files
 #   make bench-parse-profile   callgrind of the 100k case (not part of `make bench`)
-# Built with plain $(OPT), no -march: the library picks CPU features itself, and users build it
-# this way by default. BENCH_PARSE_ARGS / BENCH_OPEN_ARGS pass options (e.g. --iters 100).
+# Built by bench/bench.mk's rule (plain $(OPT), no -march). BENCH_PARSE_ARGS / BENCH_OPEN_ARGS pass
+# options (e.g. --iters 100).
 # jsmn comes from /usr/include/jsmn.h (Debian libjsmn-dev, installed by `make deps`).
 
-BENCH_PARSE_FLAGS := -std=c99 $(OPT)
 BENCH_PARSE_ARGS  ?=
 BENCH_OPEN_ARGS   ?=
 
-$(BUILD)/bench/bench_parse: bench/bench_parse.c bench/bench_util.h $(HEADER)
-	@mkdir -p $(dir $@)
-	$(CC) $(BENCH_PARSE_FLAGS) $(STS_WARN) -DBENCH_CC='"$(CC)"' -DBENCH_FLAGS='"$(BENCH_PARSE_FLAGS)"' -o $@ bench/bench_parse.c
-
-$(BUILD)/bench/bench_open: bench/bench_open.c bench/bench_util.h $(HEADER)
-	@mkdir -p $(dir $@)
-	$(CC) $(BENCH_PARSE_FLAGS) $(STS_WARN) -DBENCH_CC='"$(CC)"' -DBENCH_FLAGS='"$(BENCH_PARSE_FLAGS)"' -o $@ bench/bench_open.c
-
 .PHONY: bench-parse bench-open bench-parse-profile
 bench-parse: $(BUILD)/bench/bench_parse
-	@echo "bench-parse: built with $(CC) $(BENCH_PARSE_FLAGS)"
+	@echo "bench-parse: built with $(CC) $(BENCH_FLAGS)"
 	./$(BUILD)/bench/bench_parse $(BENCH_PARSE_ARGS)
 
 bench-open: $(BUILD)/bench/bench_open
-	@echo "bench-open: built with $(CC) $(BENCH_PARSE_FLAGS)"
+	@echo "bench-open: built with $(CC) $(BENCH_FLAGS)"
 	./$(BUILD)/bench/bench_open $(BENCH_OPEN_ARGS)
 
 # Counts instructions inside sts_parse_header only (generation, checks and jsmn excluded); with

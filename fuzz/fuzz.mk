@@ -18,6 +18,7 @@ FUZZ_TARGETS += parse roundtrip
 # To reproduce a crash: build/fuzz/fuzz_<name> CRASH_FILE, or build/fuzz/replay_<name> CRASH_FILE.
 
 FUZZ_DIR      := $(BUILD)/fuzz
+FUZZ_COMMON   := fuzz/fuzz_common.h tests/test_util.h tests/fs_util.h
 FUZZ_FLAGS    := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -DFUZZ_WITH_LIBFUZZER
 FUZZ_MAX_LEN  ?= 8192
 FUZZ_RUN_ENV  := ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -31,17 +32,17 @@ TEST_STEPS += test-fuzz-replay
 .PHONY: test-fuzz-replay $(foreach p,fuzz- fuzz-min- fuzz-cov-,$(addprefix $(p),$(FUZZ_TARGETS)))
 
 # libFuzzer build: the target alone, libFuzzer supplies main
-$(FUZZ_DIR)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_common.h $(HEADER)
+$(FUZZ_DIR)/fuzz_%: fuzz/fuzz_%.c $(FUZZ_COMMON) $(HEADER)
 	@mkdir -p $(dir $@)
 	$(CLANG) -std=c99 $(FUZZ_FLAGS) $(STS_WARN) -o $@ $<
 
 # replay build: the target + fuzz/replay.c, no libFuzzer needed at run time
-$(FUZZ_DIR)/replay_%: fuzz/fuzz_%.c fuzz/replay.c fuzz/fuzz_common.h $(HEADER)
+$(FUZZ_DIR)/replay_%: fuzz/fuzz_%.c fuzz/replay.c $(FUZZ_COMMON) $(HEADER)
 	@mkdir -p $(dir $@)
 	$(CLANG) -std=c99 $(ASAN_FLAGS) $(STS_WARN) -o $@ fuzz/replay.c $<
 
 # coverage build: replay + target with clang's source-based coverage
-$(FUZZ_DIR)/cov_%: fuzz/fuzz_%.c fuzz/replay.c fuzz/fuzz_common.h $(HEADER)
+$(FUZZ_DIR)/cov_%: fuzz/fuzz_%.c fuzz/replay.c $(FUZZ_COMMON) $(HEADER)
 	@mkdir -p $(dir $@)
 	$(CLANG) -std=c99 -O0 -g -fprofile-instr-generate -fcoverage-mapping $(STS_WARN) -o $@ fuzz/replay.c $<
 

@@ -33,11 +33,9 @@
 #define _POSIX_C_SOURCE 200809L
 #define STS_IMPLEMENTATION
 #include "../safetensors_spark.h"
-#ifdef FUZZ_WITH_LIBFUZZER
-#  undef FUZZ_WITH_LIBFUZZER   /* fuzz_common.h's mutator knows single files; this target has its own */
-#  define FZ_DS_LIBFUZZER 1
-#endif
+#define FZ_NO_HEADER_MUTATOR   /* fuzz_common.h's mutator knows single files; this target has its own */
 #include "fuzz_common.h"
+#include "../tests/fs_util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -86,21 +84,8 @@ static void fz_parse_input(const uint8_t *d, size_t n, fz_input *in) {
 
 /* ---- the folder ---- */
 static char fz_dir[64];
-static void fz_rm_dir(void) {
-    DIR *d;
-    struct dirent *e;
-    char p[256];
-    if (!fz_dir[0] || !(d = opendir(fz_dir))) return;
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        snprintf(p, sizeof p, "%s/%s", fz_dir, e->d_name);
-        unlink(p);
-    }
-    closedir(d);
-}
 static void fz_cleanup(void) {
-    fz_rm_dir();
-    if (fz_dir[0]) rmdir(fz_dir);
+    if (fz_dir[0]) tf_rmtree(fz_dir);
 }
 static void fz_put(const char *name, const void *p, size_t n) {
     char path[256];
@@ -113,44 +98,12 @@ static void fz_put(const char *name, const void *p, size_t n) {
 }
 static void fz_shard_name(char *buf, size_t cap, size_t i) { snprintf(buf, cap, "part-00000-%04u-fz.safetensors", (unsigned)i); }
 
-/* A growing text. */
-typedef struct fz_txt { char *p; size_t n, cap; } fz_txt;
-static void fz_txt_put(fz_txt *t, const char *s, size_t n) {
-    if (t->n + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 256;
-        while (cap < t->n + n + 1) cap *= 2;
-        t->p = (char *)realloc(t->p, cap);
-        FZ_CHECK(t->p != NULL);
-        t->cap = cap;
-    }
-    memcpy(t->p + t->n, s, n);
-    t->n += n;
-    t->p[t->n] = 0;
-}
-static void fz_txt_str(fz_txt *t, const char *s) { fz_txt_put(t, s, strlen(s)); }
-static void fz_txt_u64(fz_txt *t, uint64_t v) {
-    char b[32];
-    snprintf(b, sizeof b, "%llu", (unsigned long long)v);
-    fz_txt_str(t, b);
-}
-static void fz_txt_json(fz_txt *t, const char *s, size_t n) {
-    size_t i;
-    fz_txt_put(t, "\"", 1);
-    for (i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') { fz_txt_put(t, "\\", 1); fz_txt_put(t, s + i, 1); }
-        else if (c < 0x20) { char b[8]; snprintf(b, sizeof b, "\\u%04x", c); fz_txt_str(t, b); }
-        else fz_txt_put(t, s + i, 1);
-    }
-    fz_txt_put(t, "\"", 1);
-}
-
 /* Writes the folder; returns 1 when the index was written by the target from valid shards. */
 static int fz_materialize(const fz_input *in) {
     size_t i;
     char name[64];
     int consistent = 0;
-    fz_rm_dir();
+    tf_clear(fz_dir);
     for (i = 0; i < in->nshards; i++) {
         fz_shard_name(name, sizeof name, i);
         fz_put(name, in->shard[i].p, in->shard[i].n);
@@ -159,32 +112,32 @@ static int fz_materialize(const fz_input *in) {
         fz_put((in->extra[i].kind / 4) & 1 ? "notes.txt" : ".part-00000-9999-fz.safetensors.tmp-1", in->extra[i].p, in->extra[i].n);
     if (in->manifest) fz_put("dataset_manifest.json", in->manifest->p, in->manifest->n);
     else if (in->flags & 0x04) {
-        fz_txt t = { NULL, 0, 0 };
-        fz_txt_str(&t, "{\"format_version\":\"1.0\",\"shards\":[");
+        tu_sb t = { NULL, 0, 0 };
+        tu_sb_str(&t, "{\"format_version\":\"1.0\",\"shards\":[");
         for (i = 0; i < in->nshards; i++) {
             fz_shard_name(name, sizeof name, i);
-            fz_txt_str(&t, i ? ",{\"shard_path\":\"" : "{\"shard_path\":\"");
-            fz_txt_str(&t, name);
-            fz_txt_str(&t, "\",\"samples_count\":1,\"bytes\":");
-            fz_txt_u64(&t, in->shard[i].n);
-            fz_txt_str(&t, "}");
+            tu_sb_str(&t, i ? ",{\"shard_path\":\"" : "{\"shard_path\":\"");
+            tu_sb_str(&t, name);
+            tu_sb_str(&t, "\",\"samples_count\":1,\"bytes\":");
+            tu_sb_printf(&t, "%llu", (unsigned long long)in->shard[i].n);
+            tu_sb_str(&t, "}");
         }
-        fz_txt_str(&t, "],\"dataset_id\":\"fz\",\"mode\":");
-        fz_txt_str(&t, in->flags & 0x40 ? "\"kv\"" : "\"batch\"");
-        fz_txt_str(&t, ",\"duplicates\":");
-        fz_txt_str(&t, in->flags & 0x80 ? "\"lastWin\"}" : "\"fail\"}");
+        tu_sb_str(&t, "],\"dataset_id\":\"fz\",\"mode\":");
+        tu_sb_str(&t, in->flags & 0x40 ? "\"kv\"" : "\"batch\"");
+        tu_sb_str(&t, ",\"duplicates\":");
+        tu_sb_str(&t, in->flags & 0x80 ? "\"lastWin\"}" : "\"fail\"}");
         fz_put("dataset_manifest.json", t.p, t.n);
         free(t.p);
     }
     if (in->index) fz_put("_tensor_index.json", in->index->p, in->index->n);
     else if (in->flags & 0x08) {
-        fz_txt t = { NULL, 0, 0 };
+        tu_sb t = { NULL, 0, 0 };
         int first = 1, kv = !(in->manifest == NULL && (in->flags & 0x04) && !(in->flags & 0x40));
         const char *seen[256];
         size_t seen_len[256], nseen = 0, nfiles = 0;
         sts_file *files[FZ_MAX_SHARDS];
         consistent = 1;
-        fz_txt_str(&t, "{\"metadata\":{\"dataset_id\":\"fz\"},\"tensors\":{");
+        tu_sb_str(&t, "{\"metadata\":{\"dataset_id\":\"fz\"},\"tensors\":{");
         for (i = 0; i < in->nshards; i++) {
             sts_file *f;
             sts_error e;
@@ -200,42 +153,42 @@ static int fz_materialize(const fz_input *in) {
                 for (q = 0; q < nseen; q++) if (seen_len[q] == x->name_len && memcmp(seen[q], x->name, x->name_len) == 0) consistent = 0;
                 if (nseen < 256) { seen[nseen] = x->name; seen_len[nseen++] = x->name_len; }
                 else consistent = 0;
-                if (!first) fz_txt_put(&t, ",", 1);
+                if (!first) tu_sb_put(&t, ",", 1);
                 first = 0;
-                if (kv) fz_txt_json(&t, x->name, x->name_len);
+                if (kv) tu_sb_json(&t, x->name, x->name_len);
                 else {  /* batch manifests: keys are "<shard>/<name>" */
                     char key[512];
                     size_t nl = strlen(name);
-                    if (nl + 1 + x->name_len > sizeof key) { consistent = 0; fz_txt_json(&t, x->name, x->name_len); }
+                    if (nl + 1 + x->name_len > sizeof key) { consistent = 0; tu_sb_json(&t, x->name, x->name_len); }
                     else {
                         memcpy(key, name, nl);
                         key[nl] = '/';
                         memcpy(key + nl + 1, x->name, x->name_len);
-                        fz_txt_json(&t, key, nl + 1 + x->name_len);
+                        tu_sb_json(&t, key, nl + 1 + x->name_len);
                     }
                 }
-                fz_txt_str(&t, ":{\"file\":\"");
-                fz_txt_str(&t, name);
-                fz_txt_str(&t, "\",\"tensor\":");
-                fz_txt_json(&t, x->name, x->name_len);
-                fz_txt_str(&t, ",\"dtype\":\"");
-                fz_txt_str(&t, sts_dtype_name(x->dtype));
-                fz_txt_str(&t, "\",\"shape\":[");
+                tu_sb_str(&t, ":{\"file\":\"");
+                tu_sb_str(&t, name);
+                tu_sb_str(&t, "\",\"tensor\":");
+                tu_sb_json(&t, x->name, x->name_len);
+                tu_sb_str(&t, ",\"dtype\":\"");
+                tu_sb_str(&t, sts_dtype_name(x->dtype));
+                tu_sb_str(&t, "\",\"shape\":[");
                 for (d = 0; d < x->rank; d++) {
-                    if (d) fz_txt_put(&t, ",", 1);
-                    fz_txt_u64(&t, x->shape[d]);
+                    if (d) tu_sb_put(&t, ",", 1);
+                    tu_sb_printf(&t, "%llu", (unsigned long long)x->shape[d]);
                 }
-                fz_txt_str(&t, "],\"data_offsets\":[");
-                fz_txt_u64(&t, x->begin);
-                fz_txt_put(&t, ",", 1);
-                fz_txt_u64(&t, x->end);
-                fz_txt_str(&t, "]}");
+                tu_sb_str(&t, "],\"data_offsets\":[");
+                tu_sb_printf(&t, "%llu", (unsigned long long)x->begin);
+                tu_sb_put(&t, ",", 1);
+                tu_sb_printf(&t, "%llu", (unsigned long long)x->end);
+                tu_sb_str(&t, "]}");
                 if (x->name_len && memchr(x->name, 0, x->name_len)) consistent = 0;
             }
             files[nfiles++] = f;
         }
         for (i = 0; i < nfiles; i++) sts_close(files[i]);
-        fz_txt_str(&t, "}}");
+        tu_sb_str(&t, "}}");
         fz_put("_tensor_index.json", t.p, t.n);
         free(t.p);
     }
@@ -243,18 +196,8 @@ static int fz_materialize(const fz_input *in) {
 }
 
 /* ---- checks ---- */
-static void fz_check_err(sts_result r, const sts_error *e) {
-    const char *id;
-    size_t idn, mn;
-    FZ_CHECK(r != STS_OK && (unsigned)r < (unsigned)STS_RESULT_COUNT);
-    FZ_CHECK(e->code == r);
-    FZ_CHECK(e->rule != STS_RULE_NONE && (unsigned)e->rule < (unsigned)STS_RULE_COUNT);
-    FZ_CHECK(memchr(e->message, 0, sizeof e->message) != NULL);
-    mn = strlen(e->message);
-    id = sts_rule_id(e->rule);
-    idn = strlen(id);
-    FZ_CHECK(mn > idn + 2 && memcmp(e->message, id, idn) == 0 && e->message[idn] == ':' && e->message[idn + 1] == ' ');
-    FZ_CHECK(!memchr(e->message, '\t', mn) && !memchr(e->message, '\n', mn) && !memchr(e->message, '\r', mn));
+static void fz_check_err(sts_result r, const sts_error *e) {  /* complete: code, rule, message */
+    tu_err_check("dataset error", r, e, TU_ANY_CODE, TU_ANY_RULE, (const char *)NULL);
 }
 static uint64_t fz_view_bytes(const sts_view *v) {
     uint64_t n = 1;
@@ -501,7 +444,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static fz_input in;
     sts_read_config cfg;
     sts_options o;
-    fz_alloc a;
+    tu_alloc a;
     sts_dataset *ds = (sts_dataset *)&in;
     sts_error e;
     sts_result r;
@@ -545,17 +488,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (r != STS_OK) {
         fz_check_err(r, &e);
         FZ_CHECK(ds == (sts_dataset *)&in);  /* out untouched */
-        if (in.flags & 0x20) FZ_CHECK(a.live == 0);
+        if (in.flags & 0x20) FZ_CHECK(a.bytes == 0);
         return 0;
     }
     FZ_CHECK(ds != NULL);
     fz_read(ds, consistent && !(in.flags & 0x20) && !cfg.no_index && !(in.flags & 0x10));
     sts_dataset_close(ds);
-    if (in.flags & 0x20) FZ_CHECK(a.live == 0);
+    if (in.flags & 0x20) FZ_CHECK(a.bytes == 0);
     return 0;
 }
 
-#ifdef FZ_DS_LIBFUZZER
+#ifdef FUZZ_WITH_LIBFUZZER
 /* Structure-aware mutation: one record's bytes (or the flags), or a record dropped / repeated. */
 size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size);
 size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsigned int seed);
@@ -616,32 +559,17 @@ static void seed_rec(fz_seed *s, uint8_t kind, const void *p, size_t n) {
     seed_put(s, h, 3);
     seed_put(s, p, n);
 }
-static uint8_t *seed_read(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    uint8_t *p;
-    long len;
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    p = (uint8_t *)malloc((size_t)len + 1);
-    if (fread(p, 1, (size_t)len, f) != (size_t)len) { fclose(f); free(p); return NULL; }
-    fclose(f);
-    p[len] = 0;
-    *n = (size_t)len;
-    return p;
-}
 /* Replaces every occurrence of from by to in text. */
 static char *seed_subst(char *text, size_t *n, const char *from, const char *to) {
     size_t fl = strlen(from), tl = strlen(to);
-    fz_txt t = { NULL, 0, 0 };
+    tu_sb t = { NULL, 0, 0 };
     char *at = text, *hit;
     while ((hit = strstr(at, from)) != NULL) {
-        fz_txt_put(&t, at, (size_t)(hit - at));
-        fz_txt_put(&t, to, tl);
+        tu_sb_put(&t, at, (size_t)(hit - at));
+        tu_sb_put(&t, to, tl);
         at = hit + fl;
     }
-    fz_txt_put(&t, at, strlen(at));
+    tu_sb_put(&t, at, strlen(at));
     free(text);
     *n = t.n;
     return t.p;
@@ -662,7 +590,7 @@ static void seed_folder(fz_seed *s, const char *dir, int manifest, int index, ui
     qsort(names, n, sizeof *names, seed_cmp);
     for (i = 0; i < n; i++) {
         snprintf(p, sizeof p, "%s/%s", dir, names[i]);
-        b = seed_read(p, &len);
+        b = tf_read_opt(p, &len);
         seed_rec(s, 0, b, len);
         free(b);
     }
@@ -672,7 +600,7 @@ static void seed_folder(fz_seed *s, const char *dir, int manifest, int index, ui
             char *t;
             if (!(k ? index : manifest)) continue;
             snprintf(p, sizeof p, "%s/%s", dir, k ? "_tensor_index.json" : "dataset_manifest.json");
-            if (!(t = (char *)seed_read(p, &len))) continue;
+            if (!(t = (char *)tf_read_opt(p, &len))) continue;
             for (i = 0; i < n; i++) { fz_shard_name(fzn, sizeof fzn, i); t = seed_subst(t, &len, names[i], fzn); }
             seed_rec(s, (uint8_t)(k ? 2 : 1), t, len);
             free(t);

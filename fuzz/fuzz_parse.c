@@ -132,7 +132,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint64_t h = fz_hash(data, size), hn = size >= 8 ? fz_le64(data) : 0;
     size_t plen = size >= 8 ? (hn <= size - 8 ? (size_t)(8 + hn) : size) : size;
     uint8_t *prefix;
-    fz_alloc a;
+    tu_alloc a;
     fz_src src;
     sts_source source;
     size_t calls;
@@ -221,7 +221,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     r = sts_parse(data, size, &o, &f, &e);
     FZ_CHECK(r == (o.strict ? r1 : r0));
     if (r == STS_OK) { sts_close(f); f = untouched; }
-    FZ_CHECK(a.live == 0);
+    FZ_CHECK(a.bytes == 0);
     calls = a.calls;
     if (calls) {
         fz_use_alloc(&o, &a, 1 + (size_t)(h >> 32) % calls);
@@ -229,7 +229,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FZ_CHECK(a.failed);
         FZ_CHECK(r == STS_ERR_NOMEM && e.rule == STS_RULE_ALLOC && f == untouched);
         fz_check_error(r, &e, size);
-        FZ_CHECK(a.live == 0);
+        FZ_CHECK(a.bytes == 0);
     }
 
     if (r0 == STS_OK) sts_close(f0);

@@ -132,7 +132,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint64_t hsize = 0, fsize = 0, h = fz_hash(data, size);
     fz_buf sink_buf;
     sts_sink sink;
-    fz_alloc a;
+    tu_alloc a;
 
     if (sts_parse(data, size, NULL, &f, &e) != STS_OK) return 0;
     specs = (sts_tensor_spec *)malloc((sts_count(f) + 1) * sizeof *specs);
@@ -186,14 +186,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FZ_EXPECT_OK(r, e, "write with a counting allocator");
     FZ_CHECK(out3_size == out_size && memcmp(out3, out, out_size) == 0);
     sts_free(&o, out3, out3_size);
-    FZ_CHECK(a.live == 0);
+    FZ_CHECK(a.bytes == 0);
     calls = a.calls;
     if (calls) {
         out3 = NULL;
         fz_use_alloc(&o, &a, 1 + (size_t)(h >> 32) % calls);
         r = sts_write_memory(specs, n, mp, n_meta, &o, &out3, &out3_size, &e);
         FZ_CHECK(a.failed && r == STS_ERR_NOMEM && e.rule == STS_RULE_ALLOC && out3 == NULL);
-        FZ_CHECK(a.live == 0);
+        FZ_CHECK(a.bytes == 0);
     }
 
     sts_close(g);

@@ -16,7 +16,7 @@ and NAME.source.bin beside it (the options and every row handed to the writer). 
   - the manifest: sums, sorted shard paths, exact file sizes, samples (real rows only), schema;
   - the index: the CSV (csv module) agrees with the JSON index, total_size is the sum of the data
     bytes, every key points at the shard holding its winner.
-CRASH_DIR (optional) holds manifests and JSON indexes that survived kills (test_dataset_crash.c
+CRASH_DIR (optional) holds manifests and JSON indexes that survived kills (test_dataset_write_crash.c
 with STS_CRASH_KEEP): each must validate against its schema.
 Exit status 0 when everything holds; the problems are printed otherwise.
 """

@@ -4,7 +4,7 @@
 #                       all 2^32 F32 patterns into F16/BF16 at full strength, sampled under
 #                       STS_TEST_LEVEL=quick (the ASan and valgrind runs)
 #   test-codec-nosimd   the same program built with -DSTS_NO_SIMD (scalar code only), full strength
-#   test-codec-numpy    tests/codec_numpy.py: sts_convert through ctypes against numpy's astype
+#   test-codec-numpy    tests/check_codec_numpy.py: sts_convert through ctypes against numpy's astype
 #   test-codec-cross    (not in make test; needs qemu-user and the Debian cross compilers
 #                       gcc-s390x-linux-gnu, gcc-aarch64-linux-gnu) quick run on big-endian s390x and
 #                       on AArch64, where the NEON kernels are used
@@ -24,7 +24,7 @@ $(BUILD)/codec/libsts_codec.so: tests/codec_shlib.c $(HEADER)
 test-codec-nosimd: $(BUILD)/unit/test_codec_nosimd
 	./$(BUILD)/unit/test_codec_nosimd
 test-codec-numpy: $(BUILD)/codec/libsts_codec.so
-	$(PYTHON) tests/codec_numpy.py $(BUILD)/codec/libsts_codec.so
+	$(PYTHON) tests/check_codec_numpy.py $(BUILD)/codec/libsts_codec.so
 TEST_STEPS += test-codec-nosimd test-codec-numpy
 
 CODEC_CROSS := s390x-linux-gnu:qemu-s390x aarch64-linux-gnu:qemu-aarch64

@@ -15,7 +15,7 @@
 #define _POSIX_C_SOURCE 200809L
 #define STS_IMPLEMENTATION
 #include "../safetensors_spark.h"
-#include "dataset_util.h"
+#include "dataset_write_util.h"
 #include <math.h>
 
 static const char *out_root;
@@ -24,7 +24,7 @@ static const char *out_root;
 typedef struct src {
     FILE *bin;
     uint64_t off;
-    du_sb json;
+    tu_sb json;
     int first_task, first_row, first_cell;
 } src;
 static void src_open(src *s, const char *name) {
@@ -41,77 +41,66 @@ static uint64_t src_bytes(src *s, const void *p, size_t n) {
     s->off += n;
     return at;
 }
-static void json_str(du_sb *b, const char *s, size_t n) {
-    size_t i;
-    du_sb_put(b, "\"", 1);
-    for (i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') { du_sb_put(b, "\\", 1); du_sb_put(b, s + i, 1); }
-        else if (c < 0x20) du_sb_printf(b, "\\u%04x", c);
-        else du_sb_put(b, s + i, 1);
-    }
-    du_sb_put(b, "\"", 1);
-}
 static void src_header(src *s, const sts_write_config *c, const sts_column *schema, size_t ncols, const char *const *written, size_t nw) {
     size_t i, j;
     const char *tails[3] = { "write", "drop", "pad" };
-    du_sb *b = &s->json;
-    du_sb_printf(b, "{\"mode\": \"%s\", \"batch_size\": %llu, \"tail\": \"%s\", \"dtype\": \"%s\", \"rounding\": \"%s\", \"sep\": ",
+    tu_sb *b = &s->json;
+    tu_sb_printf(b, "{\"mode\": \"%s\", \"batch_size\": %llu, \"tail\": \"%s\", \"dtype\": \"%s\", \"rounding\": \"%s\", \"sep\": ",
                  c->batch_size ? "batch" : "kv", (unsigned long long)c->batch_size, tails[c->tail], c->has_dtype ? sts_dtype_name(c->dtype) : "",
                  c->rounding ? "nearest_even" : "truncate");
-    json_str(b, c->kv_separator ? c->kv_separator : "__", strlen(c->kv_separator ? c->kv_separator : "__"));
-    du_sb_printf(b, ", \"duplicates\": \"%s\", \"index\": %s, \"columns\": [", c->duplicates ? "lastWin" : "fail", c->generate_index ? "true" : "false");
+    tu_sb_json(b, c->kv_separator ? c->kv_separator : "__", strlen(c->kv_separator ? c->kv_separator : "__"));
+    tu_sb_printf(b, ", \"duplicates\": \"%s\", \"index\": %s, \"columns\": [", c->duplicates ? "lastWin" : "fail", c->generate_index ? "true" : "false");
     for (i = 0, j = 0; i < nw; i++) {
         size_t k;
         for (k = 0; k < ncols; k++) if (strcmp(schema[k].name, written[i]) == 0) break;
-        du_sb_printf(b, "%s{\"name\": \"%s\", \"index\": %zu, \"kind\": \"%s\", \"elem\": \"%s\"}", j++ ? ", " : "", written[i], k,
+        tu_sb_printf(b, "%s{\"name\": \"%s\", \"index\": %zu, \"kind\": \"%s\", \"elem\": \"%s\"}", j++ ? ", " : "", written[i], k,
                      schema[k].kind == STS_VALUE_TENSOR ? "tensor" : "array", schema[k].kind == STS_VALUE_ARRAY ? sts_dtype_name(schema[k].elem) : "");
     }
-    du_sb_printf(b, "], \"tasks\": [");
+    tu_sb_printf(b, "], \"tasks\": [");
     s->first_task = 1;
 }
 static void src_task(src *s, uint32_t task) {
-    if (!s->first_task) du_sb_printf(&s->json, "]}, ");
+    if (!s->first_task) tu_sb_printf(&s->json, "]}, ");
     s->first_task = 0;
-    du_sb_printf(&s->json, "{\"task\": %u, \"rows\": [", task);
+    tu_sb_printf(&s->json, "{\"task\": %u, \"rows\": [", task);
     s->first_row = 1;
 }
 /* One accepted row: the key and every cell of the schema (strings skipped). */
 static void src_row(src *s, const sts_column *schema, size_t ncols, const sts_value *row, const uint64_t *const *shapes, const uint32_t *ranks) {
     size_t i;
-    du_sb *b = &s->json;
-    du_sb_printf(b, "%s{\"cells\": [", s->first_row ? "" : ", ");
+    tu_sb *b = &s->json;
+    tu_sb_printf(b, "%s{\"cells\": [", s->first_row ? "" : ", ");
     s->first_row = 0;
     for (i = 0; i < ncols; i++) {
         const sts_value *v = &row[i];
         uint32_t d;
-        if (i) du_sb_printf(b, ", ");
-        if (schema[i].kind == STS_VALUE_STRING) { du_sb_printf(b, "{\"key\": "); json_str(b, (const char *)v->data, (size_t)v->size); du_sb_printf(b, "}"); continue; }
+        if (i) tu_sb_printf(b, ", ");
+        if (schema[i].kind == STS_VALUE_STRING) { tu_sb_printf(b, "{\"key\": "); tu_sb_json(b, (const char *)v->data, (size_t)v->size); tu_sb_printf(b, "}"); continue; }
         if (schema[i].kind == STS_VALUE_TENSOR) {
             uint64_t at = src_bytes(s, v->data, (size_t)v->size);
-            du_sb_printf(b, "{\"off\": %llu, \"nbytes\": %llu, \"dtype\": \"%s\", \"shape\": [", (unsigned long long)at, (unsigned long long)v->size, sts_dtype_name(v->dtype));
-            for (d = 0; d < v->rank; d++) du_sb_printf(b, "%s%llu", d ? ", " : "", (unsigned long long)v->shape[d]);
-            du_sb_printf(b, "]}");
+            tu_sb_printf(b, "{\"off\": %llu, \"nbytes\": %llu, \"dtype\": \"%s\", \"shape\": [", (unsigned long long)at, (unsigned long long)v->size, sts_dtype_name(v->dtype));
+            for (d = 0; d < v->rank; d++) tu_sb_printf(b, "%s%llu", d ? ", " : "", (unsigned long long)v->shape[d]);
+            tu_sb_printf(b, "]}");
         } else {
             uint64_t at = src_bytes(s, v->data, (size_t)v->size * sts_dtype_bits(schema[i].elem) / 8);
-            du_sb_printf(b, "{\"off\": %llu, \"count\": %llu, \"shape\": [", (unsigned long long)at, (unsigned long long)v->size);
-            if (shapes && shapes[i]) for (d = 0; d < ranks[i]; d++) du_sb_printf(b, "%s%llu", d ? ", " : "", (unsigned long long)shapes[i][d]);
-            else du_sb_printf(b, "%llu", (unsigned long long)v->size);
-            du_sb_printf(b, "]}");
+            tu_sb_printf(b, "{\"off\": %llu, \"count\": %llu, \"shape\": [", (unsigned long long)at, (unsigned long long)v->size);
+            if (shapes && shapes[i]) for (d = 0; d < ranks[i]; d++) tu_sb_printf(b, "%s%llu", d ? ", " : "", (unsigned long long)shapes[i][d]);
+            else tu_sb_printf(b, "%llu", (unsigned long long)v->size);
+            tu_sb_printf(b, "]}");
         }
     }
-    du_sb_printf(b, "]}");
+    tu_sb_printf(b, "]}");
 }
 static void src_close(src *s, const char *name) {
     char p[1024];
     FILE *f;
-    du_sb_printf(&s->json, "%s]}\n", s->first_task ? "" : "]}");
+    tu_sb_printf(&s->json, "%s]}\n", s->first_task ? "" : "]}");
     fclose(s->bin);
     snprintf(p, sizeof p, "%s/%s.source.json", out_root, name);
     f = fopen(p, "wb");
     if (!f || fwrite(s->json.p, 1, s->json.n, f) != s->json.n) { perror(p); exit(2); }
     fclose(f);
-    du_sb_free(&s->json);
+    tu_sb_free(&s->json);
 }
 
 #define CHECK(call) do { sts_result r_ = (call); if (r_ != STS_OK) { fprintf(stderr, "dataset_gen: %s: %s\n", #call, e.message); exit(1); } } while (0)
@@ -134,7 +123,7 @@ static void gen_arrays(sts_dtype dt, int rne) {
     sts_error e;
     sts_task_writer *w;
     src s;
-    du_rng rng = { (uint64_t)dt * 7 + (uint64_t)rne };
+    tu_rng rng = { (uint64_t)dt * 7 + (uint64_t)rne };
     char *msg;
     size_t len;
     int i, j;
@@ -157,14 +146,14 @@ static void gen_arrays(sts_dtype dt, int rne) {
             double x;
             int64_t k;
             if (at < sizeof specials / sizeof specials[0]) x = specials[at];
-            else if (at % 3 == 0) x = (double)(int64_t)(du_next(&rng) % 200001) / 7.0 - 14000.0;
-            else x = ((double)(du_next(&rng) >> 11) / 9007199254740992.0 - 0.5) * pow(10.0, (double)(int)(du_next(&rng) % 12) - 6);
+            else if (at % 3 == 0) x = (double)(int64_t)(tu_next(&rng) % 200001) / 7.0 - 14000.0;
+            else x = ((double)(tu_next(&rng) >> 11) / 9007199254740992.0 - 0.5) * pow(10.0, (double)(int)(tu_next(&rng) % 12) - 6);
             if (at == 40) x = NAN;
             if (at == 41) x = -NAN;
             if (at == 42) x = INFINITY;
             if (at == 43) x = -INFINITY;
             a0[j] = (float)x; a1[j] = x;
-            k = at < sizeof iextreme / sizeof iextreme[0] ? iextreme[at] : (int64_t)(du_next(&rng) >> (du_next(&rng) % 64)) * ((at & 1) ? -1 : 1);
+            k = at < sizeof iextreme / sizeof iextreme[0] ? iextreme[at] : (int64_t)(tu_next(&rng) >> (tu_next(&rng) % 64)) * ((at & 1) ? -1 : 1);
             a3[j] = k;
             a2[j] = (int32_t)(k % 2147483647);
             if (at < 4) a2[j] = at == 0 ? INT32_MIN : at == 1 ? INT32_MAX : at == 2 ? -65536 : 65535;
@@ -254,7 +243,7 @@ static void gen_kv(int variant) {
     char *msg[3];
     size_t len[3];
     uint32_t t, ntasks = variant == 2 ? 3 : 2;
-    du_rng rng = { 99 + (uint64_t)variant };
+    tu_rng rng = { 99 + (uint64_t)variant };
     snprintf(dir, sizeof dir, "%s/%s", out_root, name);
     memset(&c, 0, sizeof c);
     c.name_col = "id"; c.has_dtype = 1; c.no_fsync = 1;
@@ -288,10 +277,10 @@ static void gen_kv(int variant) {
             if (variant == 2) snprintf(key, sizeof key, "k%02d", (i * 5) % 9);  /* repeats within and across tasks */
             else snprintf(key, sizeof key, "t%u/r%02d \"x\",y", id, i);
             is[0] = 1 + (uint64_t)(i % 4); is[1] = 8;
-            for (j = 0; j < 64; j++) img[j] = (uint8_t)du_next(&rng);
-            for (j = 0; j < 4; j++) emb[j] = ((double)(int64_t)(du_next(&rng) % 2000001) - 1000000.0) / 997.0;
+            for (j = 0; j < 64; j++) img[j] = (uint8_t)tu_next(&rng);
+            for (j = 0; j < 4; j++) emb[j] = ((double)(int64_t)(tu_next(&rng) % 2000001) - 1000000.0) / 997.0;
             if (i == 3) { emb[0] = NAN; emb[1] = -0.0; emb[2] = 1e300; emb[3] = -1e-300; }
-            for (j = 0; j < 3; j++) lbl[j] = (int32_t)(du_next(&rng) >> 33) * (j == 1 ? -1 : 1);
+            for (j = 0; j < 3; j++) lbl[j] = (int32_t)(tu_next(&rng) >> 33) * (j == 1 ? -1 : 1);
             memset(v, 0, sizeof v);
             v[0].data = img; v[0].size = is[0] * 8; v[0].dtype = STS_DTYPE_U8; v[0].rank = 2; v[0].shape = is;
             v[1].data = key; v[1].size = strlen(key);

@@ -1,6 +1,8 @@
-/* fs_util.h - files and folders for the cmocka tests: one copy, shared by core_util.h,
-   dataset_util.h and test_dataset_read_util.h (and so by every test program). Each helper fails the
-   running test on an error it cannot report otherwise; none of them is part of the library.
+/* fs_util.h - files and folders: one copy, shared by core_util.h, dataset_write_util.h and
+   test_dataset_read_util.h (and so by every test program), the fuzz targets and the benchmarks.
+   Include after safetensors_spark.h, like test_util.h, which it includes: each helper fails the
+   running test (or, under TU_STANDALONE, aborts) on an error it cannot report otherwise; none of
+   them is part of the library.
      tf_join      "dir/name" into a buffer that must be large enough
      tf_tmpdir    a fresh folder under $TMPDIR or /tmp
      tf_exists    lstat succeeds (a dangling link exists)
@@ -9,18 +11,12 @@
      tf_clear     everything in a folder, keeping the folder
      tf_read      a whole file, NUL-terminated (not counted in *n); fails the test if unreadable
      tf_read_opt  the same, or NULL when the file cannot be opened or read (a file that may be absent)
-     tf_write     a whole file, created or truncated */
+     tf_write     a whole file, created or truncated
+     tf_list      the names in a folder with a given prefix and suffix (no hidden ones), sorted */
 #ifndef STS_TESTS_FS_UTIL_H
 #define STS_TESTS_FS_UTIL_H
 
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <cmocka.h>
+#include "test_util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -28,23 +24,19 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#if defined(__GNUC__)
-#  define TF_FN static __attribute__((unused))
-#else
-#  define TF_FN static
-#endif
+#define TF_FN TU_FN
 
 TF_FN void tf_join(char *buf, size_t cap, const char *dir, const char *name) {
     int n = snprintf(buf, cap, "%s/%s", dir, name);
-    assert_true(n > 0 && (size_t)n < cap);
+    if (n <= 0 || (size_t)n >= cap) TU_FAIL("path %s/%s does not fit in %zu bytes", dir, name, cap);
 }
 TF_FN void tf_tmpdir(char *buf, size_t cap) {
     const char *base = getenv("TMPDIR");
     int n;
     if (!base || !*base) base = "/tmp";
     n = snprintf(buf, cap, "%s/sts-test.XXXXXX", base);
-    assert_true(n > 0 && (size_t)n < cap);
-    if (!mkdtemp(buf)) fail_msg("mkdtemp %s: %s", buf, strerror(errno));
+    TU_CHECK(n > 0 && (size_t)n < cap);
+    if (!mkdtemp(buf)) TU_FAIL("mkdtemp %s: %s", buf, strerror(errno));
 }
 TF_FN int tf_exists(const char *path) {
     struct stat st;
@@ -81,7 +73,7 @@ TF_FN uint8_t *tf_read_opt(const char *path, size_t *n) {
     if (!f) return NULL;
     if (fseek(f, 0, SEEK_END) != 0 || (len = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) { fclose(f); return NULL; }
     p = (uint8_t *)malloc((size_t)len + 1);
-    assert_non_null(p);
+    TU_CHECK(p != NULL);
     if (len && fread(p, 1, (size_t)len, f) != (size_t)len) { fclose(f); free(p); return NULL; }
     fclose(f);
     p[len] = 0;
@@ -90,14 +82,44 @@ TF_FN uint8_t *tf_read_opt(const char *path, size_t *n) {
 }
 TF_FN uint8_t *tf_read(const char *path, size_t *n) {
     uint8_t *p = tf_read_opt(path, n);
-    if (!p) fail_msg("read %s: %s", path, strerror(errno));
+    if (!p) TU_FAIL("read %s: %s", path, strerror(errno));
     return p;
 }
 TF_FN void tf_write(const char *path, const void *bytes, size_t n) {
     FILE *f = fopen(path, "wb");
-    if (!f) fail_msg("create %s: %s", path, strerror(errno));
-    if (n) assert_int_equal(fwrite(bytes, 1, n, f), n);
-    assert_int_equal(fclose(f), 0);
+    if (!f) TU_FAIL("create %s: %s", path, strerror(errno));
+    if (n && fwrite(bytes, 1, n, f) != n) TU_FAIL("write %s: %s", path, strerror(errno));
+    if (fclose(f) != 0) TU_FAIL("close %s: %s", path, strerror(errno));
+}
+
+/* The names in dir that do not start with '.', start with prefix and end with suffix (and are
+   longer than it), sorted; missing = 1 when dir cannot be opened. Free with tf_names_free. */
+typedef struct tf_names { char **v; size_t n; int missing; } tf_names;
+static int tf__strp_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+TF_FN tf_names tf_list(const char *dir, const char *prefix, const char *suffix) {
+    tf_names r;
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    size_t cap = 0, pl = strlen(prefix), sl = strlen(suffix);
+    memset(&r, 0, sizeof r);
+    if (!d) { r.missing = 1; return r; }
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (e->d_name[0] == '.' || n <= sl || strncmp(e->d_name, prefix, pl) != 0 || strcmp(e->d_name + n - sl, suffix) != 0) continue;
+        if (r.n == cap) { cap = cap ? 2 * cap : 16; r.v = (char **)realloc(r.v, cap * sizeof *r.v); TU_CHECK(r.v != NULL); }
+        r.v[r.n] = (char *)malloc(n + 1);
+        TU_CHECK(r.v[r.n] != NULL);
+        memcpy(r.v[r.n++], e->d_name, n + 1);
+    }
+    closedir(d);
+    if (r.n) qsort(r.v, r.n, sizeof *r.v, tf__strp_cmp);
+    return r;
+}
+TF_FN void tf_names_free(tf_names *r) {
+    size_t i;
+    for (i = 0; i < r->n; i++) free(r->v[i]);
+    free(r->v);
+    memset(r, 0, sizeof *r);
 }
 
 #endif

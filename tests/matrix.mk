@@ -1,7 +1,11 @@
 # Compile matrix: C99/C11/C++11/C++17 under gcc and clang at -O0 and -O2, each STS_NO_* cut,
-# two STS_STATIC TUs, double inclusion, allocator macros (all or none), both quick starts and
-# examples/*.c; every configuration with -Wall -Wextra -Wpedantic -Werror. See tests/compile_matrix.sh.
-.PHONY: test-matrix
+# two STS_STATIC TUs, double inclusion, allocator macros (all or none), both quick starts and the
+# examples listed in EXAMPLES_MATRIX (examples/*.mk); every configuration with -Wall -Wextra
+# -Wpedantic -Werror. See tests/compile_matrix.sh.
+.PHONY: test-matrix print-examples-matrix
 test-matrix:
-	@CLANG=$(CLANG) bash tests/compile_matrix.sh
+	@CLANG=$(CLANG) EXAMPLES_MATRIX="$(EXAMPLES_MATRIX)" bash tests/compile_matrix.sh
+# For tests/compile_matrix.sh run by hand.
+print-examples-matrix:
+	@echo $(EXAMPLES_MATRIX)
 TEST_STEPS += test-matrix

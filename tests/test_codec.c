@@ -10,11 +10,9 @@
 #define STS_CONVERT_NT_BYTES ((size_t)1 << 20) /* small, so that the non-temporal paths get tested */
 #define STS_IMPLEMENTATION
 #include "../safetensors_spark.h"
+#define TU_STANDALONE   /* plain C: no cmocka (it also runs under qemu) */
+#include "test_util.h"
 
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 #include <pthread.h>
 #include "codec_ref.h"
 
@@ -30,23 +28,13 @@ static int reports;
 #define FAILF(...) do { failures++; if (reports++ < 16) { fprintf(stderr, "    FAIL: "); fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
 #define CHECK(c, ...) do { if (!(c)) FAILF(__VA_ARGS__); } while (0)
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 static void *xmalloc(size_t n) {
     void *p = malloc(n ? n : 1);
     if (!p) { fprintf(stderr, "test_codec: out of memory\n"); exit(2); }
     return p;
 }
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rnd(void) {            /* splitmix64 */
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+static tu_rng rng = { 0x9e3779b97f4a7c15ull };
+static uint64_t rnd(void) { return tu_next(&rng); }
 
 /* ---- conversion paths ---- */
 static int max_isa;
@@ -909,11 +897,10 @@ int main(void) {
 #endif
         { "threads_dispatch", test_threads },
     };
-    const char *lvl = getenv("STS_TEST_LEVEL");
     int passed = 0, failed = 0;
     size_t i;
-    double t_all = now();
-    quick = lvl && strcmp(lvl, "quick") == 0;
+    double t_all = tu_now();
+    quick = tu_quick();
     max_isa = sts__isa();
 #ifdef STS_NO_SIMD
     printf("test_codec: build STS_NO_SIMD (scalar only), level %s\n", quick ? "quick" : "full");
@@ -921,16 +908,16 @@ int main(void) {
     printf("test_codec: SIMD build, best path here %s, level %s\n", sts_convert_isa(), quick ? "quick" : "full");
 #endif
     for (i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        double t0 = now();
+        double t0 = tu_now();
         failures = 0; reports = 0;
         printf("[ RUN  ] %s\n", tests[i].name);
         fflush(stdout);
         tests[i].fn();
-        if (failures) { failed++; printf("[ FAIL ] %s: %ld failures (%.1f s)\n", tests[i].name, failures, now() - t0); }
-        else { passed++; printf("[  OK  ] %s (%.1f s)\n", tests[i].name, now() - t0); }
+        if (failures) { failed++; printf("[ FAIL ] %s: %ld failures (%.1f s)\n", tests[i].name, failures, tu_now() - t0); }
+        else { passed++; printf("[  OK  ] %s (%.1f s)\n", tests[i].name, tu_now() - t0); }
         fflush(stdout);
     }
-    printf("total %.1f s\n", now() - t_all);
+    printf("total %.1f s\n", tu_now() - t_all);
     printf("test_codec: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

@@ -15,39 +15,39 @@
 
 /* A header that takes every allocating path of the parser. */
 static cu_img busy_image(void) {
-    cu_sb b = { 0 };
+    tu_sb b = { 0 };
     int i, nt = 40;
     uint64_t off = 0;
     cu_img im;
-    cu_sb_str(&b, "{\"__metadata__\":{");
+    tu_sb_str(&b, "{\"__metadata__\":{");
     for (i = 0; i < 24; i++)   /* escaped keys and values; keys 0-3 appear again below */
-        cu_sb_printf(&b, "%s\"k\\u00e9%d\":\"v\\n%d\"", i ? "," : "", i, i);
-    for (i = 0; i < 4; i++) cu_sb_printf(&b, ",\"k\\u00e9%d\":\"again%d\"", i, i);
-    cu_sb_str(&b, "},");
+        tu_sb_printf(&b, "%s\"k\\u00e9%d\":\"v\\n%d\"", i ? "," : "", i, i);
+    for (i = 0; i < 4; i++) tu_sb_printf(&b, ",\"k\\u00e9%d\":\"again%d\"", i, i);
+    tu_sb_str(&b, "},");
     /* an early copy of t0 that vanishes */
-    cu_sb_str(&b, "\"t\\u00300\\t\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]},");
+    tu_sb_str(&b, "\"t\\u00300\\t\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]},");
     for (i = nt - 1; i >= 0; i--) {   /* reversed offsets: the table must be sorted */
         uint64_t begin = (uint64_t)(nt - 1 - i) * 6;
         (void)off;
-        cu_sb_printf(&b, "\"t\\u0030%d\\t\":{\"dtype\":\"I16\",\"shape\":[1,1,1,3],\"data_offsets\":[%llu,%llu]}%s", i,
+        tu_sb_printf(&b, "\"t\\u0030%d\\t\":{\"dtype\":\"I16\",\"shape\":[1,1,1,3],\"data_offsets\":[%llu,%llu]}%s", i,
                      (unsigned long long)begin, (unsigned long long)(begin + 6), i ? "," : "");
     }
-    cu_sb_str(&b, ",\"plain\":[\"U8\",[0],[0,0]]}");
+    tu_sb_str(&b, ",\"plain\":[\"U8\",[0],[0,0]]}");
     im = cu_img_bytes(b.p, b.n, (size_t)nt * 6);
-    cu_sb_free(&b);
+    tu_sb_free(&b);
     return im;
 }
 
 /* After each attempt: nothing outstanding, every size right. */
-static void check_clean(const cu_alloc *a, long k) {
-    if (a->blocks != 0 || a->bytes != 0)
-        fail_msg("k=%ld: %ld blocks, %llu bytes still allocated", k, a->blocks, (unsigned long long)a->bytes);
-    if (a->bad_size) fail_msg("k=%ld: %ld free/realloc calls with a wrong size", k, a->bad_size);
+static void check_clean(const tu_alloc *a, long k) {
+    char label[32];
+    snprintf(label, sizeof label, "k=%ld", k);
+    tu_alloc_check(label, a);
 }
-static void check_nomem(sts_result r, const sts_error *e, const cu_alloc *a, long k) {
+static void check_nomem(sts_result r, const sts_error *e, const tu_alloc *a, long k) {
     if (r != STS_ERR_NOMEM || e->code != STS_ERR_NOMEM || e->rule != STS_RULE_ALLOC)
         fail_msg("k=%ld: expected NOMEM/alloc, got %s/%s: %s", k, sts_result_name(r), sts_rule_id(e->rule), e->message);
-    cu_check_message(e);
+    tu_err_has(cu_label, e, (const char *)NULL);
     assert_int_equal(a->failed, 1);
     assert_int_equal(e->offset, STS_OFFSET_UNKNOWN);
 }
@@ -106,10 +106,10 @@ static void check_busy_file(const sts_file *f, int with_data) {
    printed, not rejected. */
 static void sweep_open(const opener *p) {
     long k, allocs, absorbed = 0;
-    cu_alloc a;
+    tu_alloc a;
     int with_data = p->kind == 0 || p->kind == 2 || p->kind == 3;
     {   /* the clean run */
-        sts_options o = cu_alloc_opts(&a);
+        sts_options o = tu_alloc_opts(&a, NULL);
         sts_file *f;
         assert_int_equal(run_open(p, &o, &f, NULL), STS_OK);
         check_busy_file(f, with_data);
@@ -119,7 +119,7 @@ static void sweep_open(const opener *p) {
         assert_true(allocs >= 1);
     }
     for (k = 1; k <= allocs; k++) {
-        sts_options o = cu_alloc_opts(&a);
+        sts_options o = tu_alloc_opts(&a, NULL);
         sts_file *f = (sts_file *)(uintptr_t)0xabc;
         sts_error e;
         sts_result r;
@@ -138,7 +138,7 @@ static void sweep_open(const opener *p) {
         assert_ptr_equal(f, (sts_file *)(uintptr_t)0xabc);
         check_clean(&a, k);
         /* the same failure without an error struct */
-        o = cu_alloc_opts(&a);
+        o = tu_alloc_opts(&a, NULL);
         a.fail_at = k;
         assert_int_equal(run_open(p, &o, &f, NULL), STS_ERR_NOMEM);
         assert_ptr_equal(f, (sts_file *)(uintptr_t)0xabc);
@@ -194,8 +194,8 @@ static void test_failure_paths_clean(void **state) {
     (void)state;
     for (i = 0; i < sizeof bad / sizeof *bad; i++) {
         cu_img im = cu_img_json(bad[i], 2);
-        cu_alloc a;
-        sts_options o = cu_alloc_opts(&a);
+        tu_alloc a;
+        sts_options o = tu_alloc_opts(&a, NULL);
         sts_file *f = (sts_file *)(uintptr_t)0xabc;
         sts_error e;
         sts_result r = sts_parse(im.p, im.size, &o, &f, &e);
@@ -213,7 +213,7 @@ static void test_failure_paths_clean(void **state) {
 
 /* ---- the writer ---- */
 static sts_result rec_write(void *user, const void *bytes, size_t len) {
-    cu_sb_put((cu_sb *)user, bytes, len);
+    tu_sb_put((tu_sb *)user, bytes, len);
     return STS_OK;
 }
 typedef struct wspecs {
@@ -250,14 +250,14 @@ static void make_specs(wspecs *w) {
 static void test_write_memory_alloc(void **state) {
     static wspecs w;
     long k, allocs = -1;
-    cu_alloc a;
+    tu_alloc a;
     void *ref;
     size_t ref_n;
     (void)state;
     make_specs(&w);
     assert_int_equal(sts_write_memory(w.sp, 40, w.meta, 20, NULL, &ref, &ref_n, NULL), STS_OK);
     for (k = 1; k < MAX_K; k++) {
-        sts_options o = cu_alloc_opts(&a);
+        sts_options o = tu_alloc_opts(&a, NULL);
         void *out = (void *)(uintptr_t)0x5;
         size_t n = 55;
         sts_error e;
@@ -284,8 +284,8 @@ static void test_write_memory_alloc(void **state) {
     sts_free(NULL, ref, ref_n);
     /* sts_write (a sink) and sts_write_size the same way; the sink never sees a byte on failure */
     for (k = 1; k < MAX_K; k++) {
-        sts_options o = cu_alloc_opts(&a);
-        cu_sb got = { 0 };
+        sts_options o = tu_alloc_opts(&a, NULL);
+        tu_sb got = { 0 };
         sts_sink sink;
         sts_error e;
         sts_result r;
@@ -297,7 +297,7 @@ static void test_write_memory_alloc(void **state) {
             assert_true(hs == 3 && fs == 4);
         } else assert_int_equal(fs, ref_n);
         check_clean(&a, k);
-        o = cu_alloc_opts(&a);
+        o = tu_alloc_opts(&a, NULL);
         a.fail_at = k;
         sink.write = rec_write;
         sink.user = &got;
@@ -305,13 +305,13 @@ static void test_write_memory_alloc(void **state) {
         if (r == STS_OK) {
             assert_int_equal(got.n, ref_n);
             check_clean(&a, k);
-            cu_sb_free(&got);
+            tu_sb_free(&got);
             break;
         }
         check_nomem(r, &e, &a, k);
         if (got.n != 0) fail_msg("k=%ld: the sink saw %zu bytes before an allocation failure", k, got.n);
         check_clean(&a, k);
-        cu_sb_free(&got);
+        tu_sb_free(&got);
     }
     assert_int_equal(k - 1, allocs - 1);  /* sts_write_memory's requests minus its output buffer */
 }
@@ -320,7 +320,7 @@ static void test_write_path_alloc(void **state) {
     static wspecs w;
     char dir[256], path[512];
     long k, allocs = -1;
-    cu_alloc a;
+    tu_alloc a;
     uint8_t *before, *after;
     size_t nb, na;
     (void)state;
@@ -330,7 +330,7 @@ static void test_write_path_alloc(void **state) {
     tf_write(path, "old contents", 12);
     before = tf_read(path, &nb);
     for (k = 1; k < MAX_K; k++) {
-        sts_options o = cu_alloc_opts(&a);
+        sts_options o = tu_alloc_opts(&a, NULL);
         sts_error e;
         sts_result r;
         a.fail_at = k;
@@ -368,14 +368,14 @@ static void test_partial_allocator(void **state) {
     int which;
     (void)state;
     for (which = 0; which < 6; which++) {
-        cu_alloc a;
-        sts_options o = cu_alloc_opts(&a);
+        tu_alloc a;
+        sts_options o = tu_alloc_opts(&a, NULL);
         sts_file *f = (sts_file *)(uintptr_t)0xabc;
         sts_error e;
         void *out = (void *)(uintptr_t)0x5;
         size_t n = 5;
         sts_source src;
-        cu_sb got = { 0 };
+        tu_sb got = { 0 };
         sts_sink sink;
         char dir[256], path[512];
         /* drop one or two of the three hooks */
@@ -384,7 +384,7 @@ static void test_partial_allocator(void **state) {
         if (which == 2 || which == 4 || which == 5) o.allocator.free = NULL;
         assert_int_equal(sts_parse(file, 16, &o, &f, &e), STS_ERR_INVALID_ARGUMENT);
         assert_int_equal(e.rule, STS_RULE_ARGUMENT);
-        cu_check_message(&e);
+        tu_err_has(cu_label, &e, (const char *)NULL);
         assert_int_equal(sts_parse_header(file, 16, 16, &o, &f, &e), STS_ERR_INVALID_ARGUMENT);
         src.read = msrc_read; src.user = NULL; src.size = 16;
         assert_int_equal(sts_open_source(&src, &o, &f, &e), STS_ERR_INVALID_ARGUMENT);

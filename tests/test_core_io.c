@@ -382,8 +382,8 @@ static void test_source_failures(void **state) {
     assert_int_equal(e.code, STS_ERR_NOT_FOUND);
     assert_int_equal(e.rule, STS_RULE_IO);
     assert_int_equal(e.offset, 0);
-    cu_check_message(&e);
-    cu_check_contains(&e, "NOT_FOUND");
+    tu_err_has(cu_label, &e, (const char *)NULL);
+    tu_err_has(cu_label, &e, "NOT_FOUND", (const char *)NULL);
     assert_ptr_equal(f, (sts_file *)(uintptr_t)5);
     /* the header read fails: offset 8 */
     src = msrc_source(&ms, file, 24);
@@ -493,8 +493,8 @@ static void expect_open_fail(const char *path, const sts_options *o, sts_result 
     sts_result r;
     cu_err_poison(&e);
     r = sts_open(path, o, &f, &e);
-    cu_check_err(r, &e, code, rule);
-    if (must) cu_check_contains(&e, must);
+    tu_err_check(cu_label, r, &e, code, rule, (const char *)NULL);
+    if (must) tu_err_has(cu_label, &e, must, (const char *)NULL);
     assert_ptr_equal(f, (sts_file *)(uintptr_t)9);
     assert_int_equal(sts_open(path, o, &f, NULL), code);
 }
@@ -557,7 +557,7 @@ static void test_open_errors(void **state) {
         assert_int_equal(e.rule, STS_RULE_ARGUMENT);
         assert_int_equal(sts_open(p, NULL, NULL, &e), STS_ERR_INVALID_ARGUMENT);
         memset(&o, 0, sizeof o);
-        o.allocator.realloc = cu_a_realloc;
+        o.allocator.realloc = tu_a_realloc;
         assert_int_equal(sts_open(p, &o, &f, &e), STS_ERR_INVALID_ARGUMENT);
         assert_ptr_equal(f, (sts_file *)(uintptr_t)9);
     }

@@ -41,14 +41,14 @@ typedef struct gset {
 static uint8_t g_pool[1 << 20];   /* the largest tensor: 8^5 elements of 8 bytes = 256 KiB */
 
 /* ---- random text ---- */
-static uint32_t rand_cp(cu_rng *r, int allow_nul) {
-    uint32_t k = cu_below(r, 100), c;
-    if (k < 40) return 0x20 + cu_below(r, 0x5f);
-    if (k < 50) { c = cu_below(r, 33); return c == 32 ? 0x7f : (c == 0 && !allow_nul ? 1 : c); }
-    if (k < 60) { static const uint32_t sp[3] = { '"', '\\', '/' }; return sp[cu_below(r, 3)]; }
-    if (k < 75) return 0x80 + cu_below(r, 0x800 - 0x80);
-    if (k < 90) { do c = 0x800 + cu_below(r, 0x10000 - 0x800); while (c >= 0xD800 && c <= 0xDFFF); return c; }
-    return 0x10000 + cu_below(r, 0x110000 - 0x10000);
+static uint32_t rand_cp(tu_rng *r, int allow_nul) {
+    uint32_t k = tu_below(r, 100), c;
+    if (k < 40) return 0x20 + tu_below(r, 0x5f);
+    if (k < 50) { c = tu_below(r, 33); return c == 32 ? 0x7f : (c == 0 && !allow_nul ? 1 : c); }
+    if (k < 60) { static const uint32_t sp[3] = { '"', '\\', '/' }; return sp[tu_below(r, 3)]; }
+    if (k < 75) return 0x80 + tu_below(r, 0x800 - 0x80);
+    if (k < 90) { do c = 0x800 + tu_below(r, 0x10000 - 0x800); while (c >= 0xD800 && c <= 0xDFFF); return c; }
+    return 0x10000 + tu_below(r, 0x110000 - 0x10000);
 }
 static size_t put_utf8(char *o, uint32_t c) {
     if (c < 0x80) { o[0] = (char)c; return 1; }
@@ -63,9 +63,9 @@ static void gstr_fix(gstr *s) {
     for (i = 0; i < s->n; i++) s->len += put_utf8(s->u8 + s->len, s->cp[i]);
     s->u8[s->len] = 0;
 }
-static void rand_str(cu_rng *r, gstr *s, int maxn, int allow_nul) {
+static void rand_str(tu_rng *r, gstr *s, int maxn, int allow_nul) {
     int i;
-    s->n = (int)cu_below(r, (uint32_t)maxn + 1);
+    s->n = (int)tu_below(r, (uint32_t)maxn + 1);
     for (i = 0; i < s->n; i++) s->cp[i] = rand_cp(r, allow_nul);
     gstr_fix(s);
 }
@@ -85,12 +85,12 @@ static sts_result produce_chunks(void *user, const sts_tensor_spec *s, sts_strea
     }
     return STS_OK;
 }
-static void rand_set(cu_rng *r, gset *g) {
+static void rand_set(tu_rng *r, gset *g) {
     static const uint64_t dimv[8] = { 0, 1, 2, 3, 4, 5, 8, 1 };
     size_t pool_at = 0;
     int i, j;
     memset(g, 0, sizeof *g);
-    g->n = (int)cu_below(r, MAXT + 1);
+    g->n = (int)tu_below(r, MAXT + 1);
     for (i = 0; i < g->n; i++) {
         sts_tensor_spec *s = &g->sp[i];
         uint64_t numel, bytes;
@@ -103,29 +103,29 @@ static void rand_set(cu_rng *r, gset *g) {
         } while (j < i);
         s->name = g->names[i].u8;
         s->name_len = g->names[i].len;
-        s->dtype = (sts_dtype)cu_below(r, STS_DTYPE_COUNT);
+        s->dtype = (sts_dtype)tu_below(r, STS_DTYPE_COUNT);
         bits = sts_dtype_bits(s->dtype);
         do {  /* a shape whose bit size is whole bytes (F4: even count, F6: multiple of 4) */
-            s->rank = cu_below(r, 6);
+            s->rank = tu_below(r, 6);
             numel = 1;
-            for (j = 0; j < (int)s->rank; j++) { g->shapes[i][j] = dimv[cu_below(r, 8)]; numel *= g->shapes[i][j]; }
+            for (j = 0; j < (int)s->rank; j++) { g->shapes[i][j] = dimv[tu_below(r, 8)]; numel *= g->shapes[i][j]; }
             if (++tries > 50) { s->rank = 1; g->shapes[i][0] = 4; numel = 4; }
         } while ((numel * bits) % 8 != 0);
-        s->shape = s->rank ? g->shapes[i] : (cu_below(r, 2) ? g->shapes[i] : NULL);
+        s->shape = s->rank ? g->shapes[i] : (tu_below(r, 2) ? g->shapes[i] : NULL);
         bytes = numel * bits / 8;
         s->data_size = bytes;
         assert_true(bytes <= sizeof g_pool);
         if (pool_at + bytes > sizeof g_pool) pool_at = 0;
         g->data[i] = g_pool + pool_at;
         pool_at += (size_t)bytes;
-        if (bytes && cu_below(r, 4) == 0) {  /* produced in chunks */
+        if (bytes && tu_below(r, 4) == 0) {  /* produced in chunks */
             s->data = NULL;
             s->produce = produce_chunks;
             s->produce_user = g->data[i];
         } else s->data = g->data[i];
     }
-    g->meta_mode = cu_below(r, 10) < 3 ? 0 : 1;
-    g->n_meta = g->meta_mode ? (int)cu_below(r, MAXM + 1) : 0;
+    g->meta_mode = tu_below(r, 10) < 3 ? 0 : 1;
+    g->n_meta = g->meta_mode ? (int)tu_below(r, MAXM + 1) : 0;
     for (i = 0; i < g->n_meta; i++) {
         do {
             rand_str(r, &g->keys[i], 8, 1);
@@ -140,25 +140,25 @@ static void rand_set(cu_rng *r, gset *g) {
 }
 
 /* ---- the reference layout, rendered independently ---- */
-static void esc_canon(cu_sb *b, const char *s, size_t n) {
+static void esc_canon(tu_sb *b, const char *s, size_t n) {
     size_t i;
-    cu_sb_str(b, "\"");
+    tu_sb_str(b, "\"");
     for (i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         switch (c) {
-        case '"': cu_sb_str(b, "\\\""); break;
-        case '\\': cu_sb_str(b, "\\\\"); break;
-        case 8: cu_sb_str(b, "\\b"); break;
-        case 12: cu_sb_str(b, "\\f"); break;
-        case 10: cu_sb_str(b, "\\n"); break;
-        case 13: cu_sb_str(b, "\\r"); break;
-        case 9: cu_sb_str(b, "\\t"); break;
+        case '"': tu_sb_str(b, "\\\""); break;
+        case '\\': tu_sb_str(b, "\\\\"); break;
+        case 8: tu_sb_str(b, "\\b"); break;
+        case 12: tu_sb_str(b, "\\f"); break;
+        case 10: tu_sb_str(b, "\\n"); break;
+        case 13: tu_sb_str(b, "\\r"); break;
+        case 9: tu_sb_str(b, "\\t"); break;
         default:
-            if (c < 0x20) cu_sb_printf(b, "\\u%04x", c);
-            else cu_sb_put(b, &s[i], 1);
+            if (c < 0x20) tu_sb_printf(b, "\\u%04x", c);
+            else tu_sb_put(b, &s[i], 1);
         }
     }
-    cu_sb_str(b, "\"");
+    tu_sb_str(b, "\"");
 }
 static int layout_cmp(const sts_tensor_spec *a, const sts_tensor_spec *b) {
     size_t m = a->name_len < b->name_len ? a->name_len : b->name_len;
@@ -174,42 +174,42 @@ static void layout_order(const gset *g, int *ord) {
     for (i = 1; i < g->n; i++)  /* insertion sort: tiny sets */
         for (j = i; j > 0 && layout_cmp(&g->sp[ord[j]], &g->sp[ord[j - 1]]) < 0; j--) { int t = ord[j]; ord[j] = ord[j - 1]; ord[j - 1] = t; }
 }
-static void canon_bytes(const gset *g, cu_sb *out) {
-    cu_sb j = { 0 };
+static void canon_bytes(const gset *g, tu_sb *out) {
+    tu_sb j = { 0 };
     int ord[MAXT], i;
     uint32_t d;
     uint64_t off = 0, n;
     uint8_t len8[8];
     layout_order(g, ord);
-    cu_sb_str(&j, "{");
+    tu_sb_str(&j, "{");
     if (g->meta_mode) {
-        cu_sb_str(&j, "\"__metadata__\":{");
+        tu_sb_str(&j, "\"__metadata__\":{");
         for (i = 0; i < g->n_meta; i++) {
-            if (i) cu_sb_str(&j, ",");
+            if (i) tu_sb_str(&j, ",");
             esc_canon(&j, g->meta[i].key, g->meta[i].key_len);
-            cu_sb_str(&j, ":");
+            tu_sb_str(&j, ":");
             esc_canon(&j, g->meta[i].value, g->meta[i].value_len);
         }
-        cu_sb_str(&j, "}");
-        if (g->n) cu_sb_str(&j, ",");
+        tu_sb_str(&j, "}");
+        if (g->n) tu_sb_str(&j, ",");
     }
     for (i = 0; i < g->n; i++) {
         const sts_tensor_spec *s = &g->sp[ord[i]];
-        if (i) cu_sb_str(&j, ",");
+        if (i) tu_sb_str(&j, ",");
         esc_canon(&j, s->name, s->name_len);
-        cu_sb_printf(&j, ":{\"dtype\":\"%s\",\"shape\":[", sts_dtype_name(s->dtype));
-        for (d = 0; d < s->rank; d++) cu_sb_printf(&j, "%s%llu", d ? "," : "", (unsigned long long)s->shape[d]);
-        cu_sb_printf(&j, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off, (unsigned long long)(off + s->data_size));
+        tu_sb_printf(&j, ":{\"dtype\":\"%s\",\"shape\":[", sts_dtype_name(s->dtype));
+        for (d = 0; d < s->rank; d++) tu_sb_printf(&j, "%s%llu", d ? "," : "", (unsigned long long)s->shape[d]);
+        tu_sb_printf(&j, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off, (unsigned long long)(off + s->data_size));
         off += s->data_size;
     }
-    cu_sb_str(&j, "}");
+    tu_sb_str(&j, "}");
     n = (j.n + 7) / 8 * 8;
-    while (j.n < n) cu_sb_str(&j, " ");
+    while (j.n < n) tu_sb_str(&j, " ");
     cu_st64(len8, n);
-    cu_sb_put(out, len8, 8);
-    cu_sb_put(out, j.p, j.n);
-    for (i = 0; i < g->n; i++) cu_sb_put(out, g->data[ord[i]], (size_t)g->sp[ord[i]].data_size);
-    cu_sb_free(&j);
+    tu_sb_put(out, len8, 8);
+    tu_sb_put(out, j.p, j.n);
+    for (i = 0; i < g->n; i++) tu_sb_put(out, g->data[ord[i]], (size_t)g->sp[ord[i]].data_size);
+    tu_sb_free(&j);
 }
 
 /* ---- checking a parsed file against the set ---- */
@@ -275,45 +275,45 @@ static void rewrite(const sts_file *f, void **out, size_t *size) {
 
 /* ---- non-canonical headers ---- */
 typedef struct nc {
-    cu_rng *r;
-    cu_sb *b;
+    tu_rng *r;
+    tu_sb *b;
     int strict_bad;      /* uses something only the lenient mode accepts */
     int lenient;         /* may use such things (half the iterations) */
 } nc;
 static void ws(nc *c) {
     static const char w[4] = { ' ', '\t', '\n', '\r' };
-    int k = (int)cu_below(c->r, 5) - 2;
-    while (k-- > 0) cu_sb_put(c->b, &w[cu_below(c->r, 4)], 1);
+    int k = (int)tu_below(c->r, 5) - 2;
+    while (k-- > 0) tu_sb_put(c->b, &w[tu_below(c->r, 4)], 1);
 }
 static void esc_cp(nc *c, uint32_t cp) {
     static const char *const hexl = "0123456789abcdef", *const hexu = "0123456789ABCDEF";
-    const char *hx = cu_below(c->r, 2) ? hexl : hexu;
+    const char *hx = tu_below(c->r, 2) ? hexl : hexu;
     char t[16];
     if (cp >= 0x10000) {
         uint32_t v = cp - 0x10000, hi = 0xD800 + (v >> 10), lo = 0xDC00 + (v & 0x3ff);
         snprintf(t, sizeof t, "\\u%c%c%c%c\\u%c%c%c%c", hx[hi >> 12], hx[hi >> 8 & 15], hx[hi >> 4 & 15], hx[hi & 15],
                  hx[lo >> 12], hx[lo >> 8 & 15], hx[lo >> 4 & 15], hx[lo & 15]);
     } else snprintf(t, sizeof t, "\\u%c%c%c%c", hx[cp >> 12], hx[cp >> 8 & 15], hx[cp >> 4 & 15], hx[cp & 15]);
-    cu_sb_str(c->b, t);
+    tu_sb_str(c->b, t);
 }
 static void str_nc(nc *c, const uint32_t *cp, int n) {
     int i;
-    cu_sb_str(c->b, "\"");
+    tu_sb_str(c->b, "\"");
     for (i = 0; i < n; i++) {
         uint32_t x = cp[i];
-        int esc = cu_below(c->r, 4) == 0;
+        int esc = tu_below(c->r, 4) == 0;
         char u[4];
-        if (x == '"') cu_sb_str(c->b, esc ? "\\u0022" : "\\\"");
-        else if (x == '\\') cu_sb_str(c->b, esc ? "\\u005C" : "\\\\");
-        else if (x == '/' && esc) cu_sb_str(c->b, "\\/");
+        if (x == '"') tu_sb_str(c->b, esc ? "\\u0022" : "\\\"");
+        else if (x == '\\') tu_sb_str(c->b, esc ? "\\u005C" : "\\\\");
+        else if (x == '/' && esc) tu_sb_str(c->b, "\\/");
         else if (x < 0x20) {
             const char *s = x == 8 ? "\\b" : x == 12 ? "\\f" : x == 10 ? "\\n" : x == 13 ? "\\r" : x == 9 ? "\\t" : NULL;
-            if (s && !esc) cu_sb_str(c->b, s);
+            if (s && !esc) tu_sb_str(c->b, s);
             else esc_cp(c, x);
         } else if (esc) esc_cp(c, x);
-        else cu_sb_put(c->b, u, put_utf8(u, x));
+        else tu_sb_put(c->b, u, put_utf8(u, x));
     }
-    cu_sb_str(c->b, "\"");
+    tu_sb_str(c->b, "\"");
 }
 static void lit_nc(nc *c, const char *s) {  /* an ASCII key or value, maybe escaped */
     uint32_t cp[32];
@@ -322,122 +322,122 @@ static void lit_nc(nc *c, const char *s) {  /* an ASCII key or value, maybe esca
     str_nc(c, cp, n);
 }
 static void junk_value(nc *c, int depth) {
-    uint32_t k = cu_below(c->r, depth > 2 ? 5 : 7);
+    uint32_t k = tu_below(c->r, depth > 2 ? 5 : 7);
     switch (k) {
-    case 0: cu_sb_str(c->b, "null"); break;
-    case 1: cu_sb_str(c->b, cu_below(c->r, 2) ? "true" : "false"); break;
-    case 2: cu_sb_str(c->b, cu_below(c->r, 2) ? "-12.5e+3" : "0"); break;
-    case 3: cu_sb_str(c->b, "18446744073709551616"); break;
+    case 0: tu_sb_str(c->b, "null"); break;
+    case 1: tu_sb_str(c->b, tu_below(c->r, 2) ? "true" : "false"); break;
+    case 2: tu_sb_str(c->b, tu_below(c->r, 2) ? "-12.5e+3" : "0"); break;
+    case 3: tu_sb_str(c->b, "18446744073709551616"); break;
     case 4: lit_nc(c, "junk"); break;
     case 5: {
-        int i, n = (int)cu_below(c->r, 3);
-        cu_sb_str(c->b, "[");
-        for (i = 0; i < n; i++) { if (i) cu_sb_str(c->b, ","); ws(c); junk_value(c, depth + 1); ws(c); }
-        cu_sb_str(c->b, "]");
+        int i, n = (int)tu_below(c->r, 3);
+        tu_sb_str(c->b, "[");
+        for (i = 0; i < n; i++) { if (i) tu_sb_str(c->b, ","); ws(c); junk_value(c, depth + 1); ws(c); }
+        tu_sb_str(c->b, "]");
         break;
     }
     default: {
-        int i, n = (int)cu_below(c->r, 3);
-        cu_sb_str(c->b, "{");
-        for (i = 0; i < n; i++) { if (i) cu_sb_str(c->b, ","); ws(c); lit_nc(c, "k"); ws(c); cu_sb_str(c->b, ":"); ws(c); junk_value(c, depth + 1); }
-        cu_sb_str(c->b, "}");
+        int i, n = (int)tu_below(c->r, 3);
+        tu_sb_str(c->b, "{");
+        for (i = 0; i < n; i++) { if (i) tu_sb_str(c->b, ","); ws(c); lit_nc(c, "k"); ws(c); tu_sb_str(c->b, ":"); ws(c); junk_value(c, depth + 1); }
+        tu_sb_str(c->b, "}");
         break;
     }
     }
 }
 static void entry_nc(nc *c, sts_dtype dt, uint32_t rank, const uint64_t *shape, uint64_t b, uint64_t e) {
-    int field[3] = { 0, 1, 2 }, i, unknown = c->lenient && cu_below(c->r, 8) == 0;
+    int field[3] = { 0, 1, 2 }, i, unknown = c->lenient && tu_below(c->r, 8) == 0;
     uint32_t d;
-    if (c->lenient && cu_below(c->r, 6) == 0) {  /* positional [dtype, shape, offsets] */
+    if (c->lenient && tu_below(c->r, 6) == 0) {  /* positional [dtype, shape, offsets] */
         c->strict_bad = 1;
-        cu_sb_str(c->b, "[");
-        ws(c); lit_nc(c, sts_dtype_name(dt)); ws(c); cu_sb_str(c->b, ","); ws(c);
-        cu_sb_str(c->b, "[");
-        for (d = 0; d < rank; d++) cu_sb_printf(c->b, "%s%llu", d ? "," : "", (unsigned long long)shape[d]);
-        cu_sb_str(c->b, "]");
-        ws(c); cu_sb_str(c->b, ","); ws(c);
-        cu_sb_printf(c->b, "[%llu,", (unsigned long long)b);
+        tu_sb_str(c->b, "[");
+        ws(c); lit_nc(c, sts_dtype_name(dt)); ws(c); tu_sb_str(c->b, ","); ws(c);
+        tu_sb_str(c->b, "[");
+        for (d = 0; d < rank; d++) tu_sb_printf(c->b, "%s%llu", d ? "," : "", (unsigned long long)shape[d]);
+        tu_sb_str(c->b, "]");
+        ws(c); tu_sb_str(c->b, ","); ws(c);
+        tu_sb_printf(c->b, "[%llu,", (unsigned long long)b);
         ws(c);
-        cu_sb_printf(c->b, "%llu]", (unsigned long long)e);
-        ws(c); cu_sb_str(c->b, "]");
+        tu_sb_printf(c->b, "%llu]", (unsigned long long)e);
+        ws(c); tu_sb_str(c->b, "]");
         return;
     }
-    for (i = 2; i > 0; i--) { int k = (int)cu_below(c->r, (uint32_t)i + 1), t = field[i]; field[i] = field[k]; field[k] = t; }
-    cu_sb_str(c->b, "{");
+    for (i = 2; i > 0; i--) { int k = (int)tu_below(c->r, (uint32_t)i + 1), t = field[i]; field[i] = field[k]; field[k] = t; }
+    tu_sb_str(c->b, "{");
     for (i = 0; i < 3; i++) {
         ws(c);
-        if (i) { cu_sb_str(c->b, ","); ws(c); }
+        if (i) { tu_sb_str(c->b, ","); ws(c); }
         if (unknown && i == 1) {
             c->strict_bad = 1;
-            lit_nc(c, cu_below(c->r, 2) ? "extra" : "Dtype");
-            ws(c); cu_sb_str(c->b, ":"); ws(c);
+            lit_nc(c, tu_below(c->r, 2) ? "extra" : "Dtype");
+            ws(c); tu_sb_str(c->b, ":"); ws(c);
             junk_value(c, 0);
-            ws(c); cu_sb_str(c->b, ","); ws(c);
+            ws(c); tu_sb_str(c->b, ","); ws(c);
         }
         switch (field[i]) {
-        case 0: lit_nc(c, "dtype"); ws(c); cu_sb_str(c->b, ":"); ws(c); lit_nc(c, sts_dtype_name(dt)); break;
+        case 0: lit_nc(c, "dtype"); ws(c); tu_sb_str(c->b, ":"); ws(c); lit_nc(c, sts_dtype_name(dt)); break;
         case 1:
-            lit_nc(c, "shape"); ws(c); cu_sb_str(c->b, ":"); ws(c); cu_sb_str(c->b, "[");
-            for (d = 0; d < rank; d++) { if (d) cu_sb_str(c->b, ","); ws(c); cu_sb_printf(c->b, "%llu", (unsigned long long)shape[d]); ws(c); }
-            cu_sb_str(c->b, "]");
+            lit_nc(c, "shape"); ws(c); tu_sb_str(c->b, ":"); ws(c); tu_sb_str(c->b, "[");
+            for (d = 0; d < rank; d++) { if (d) tu_sb_str(c->b, ","); ws(c); tu_sb_printf(c->b, "%llu", (unsigned long long)shape[d]); ws(c); }
+            tu_sb_str(c->b, "]");
             break;
         default:
-            lit_nc(c, "data_offsets"); ws(c); cu_sb_str(c->b, ":"); ws(c);
-            cu_sb_printf(c->b, "[%llu", (unsigned long long)b); ws(c); cu_sb_str(c->b, ","); ws(c);
-            cu_sb_printf(c->b, "%llu]", (unsigned long long)e);
+            lit_nc(c, "data_offsets"); ws(c); tu_sb_str(c->b, ":"); ws(c);
+            tu_sb_printf(c->b, "[%llu", (unsigned long long)b); ws(c); tu_sb_str(c->b, ","); ws(c);
+            tu_sb_printf(c->b, "%llu]", (unsigned long long)e);
             break;
         }
     }
     ws(c);
-    cu_sb_str(c->b, "}");
+    tu_sb_str(c->b, "}");
 }
 static void meta_nc(nc *c, const gset *g) {
     int i;
     static const uint32_t md[12] = { '_', '_', 'm', 'e', 't', 'a', 'd', 'a', 't', 'a', '_', '_' };
     str_nc(c, md, 12);
-    ws(c); cu_sb_str(c->b, ":"); ws(c);
-    if (!g->meta_mode) { cu_sb_str(c->b, "null"); c->strict_bad = 1; return; }
-    cu_sb_str(c->b, "{");
+    ws(c); tu_sb_str(c->b, ":"); ws(c);
+    if (!g->meta_mode) { tu_sb_str(c->b, "null"); c->strict_bad = 1; return; }
+    tu_sb_str(c->b, "{");
     for (i = 0; i < g->n_meta; i++) {
-        if (c->lenient && cu_below(c->r, 6) == 0) {   /* an earlier copy of the key, overridden below */
+        if (c->lenient && tu_below(c->r, 6) == 0) {   /* an earlier copy of the key, overridden below */
             static const uint32_t junk[3] = { 'o', 'l', 'd' };
             c->strict_bad = 1;
-            ws(c); str_nc(c, g->keys[i].cp, g->keys[i].n); ws(c); cu_sb_str(c->b, ":"); ws(c); str_nc(c, junk, 3);
-            ws(c); cu_sb_str(c->b, ",");
+            ws(c); str_nc(c, g->keys[i].cp, g->keys[i].n); ws(c); tu_sb_str(c->b, ":"); ws(c); str_nc(c, junk, 3);
+            ws(c); tu_sb_str(c->b, ",");
         }
         ws(c);
         str_nc(c, g->keys[i].cp, g->keys[i].n);
-        ws(c); cu_sb_str(c->b, ":"); ws(c);
+        ws(c); tu_sb_str(c->b, ":"); ws(c);
         str_nc(c, g->vals[i].cp, g->vals[i].n);
         ws(c);
-        if (i + 1 < g->n_meta) cu_sb_str(c->b, ",");
+        if (i + 1 < g->n_meta) tu_sb_str(c->b, ",");
     }
     ws(c);
-    cu_sb_str(c->b, "}");
+    tu_sb_str(c->b, "}");
 }
 /* A non-canonical file for the set: header text and data section. */
-static void noncanon_bytes(cu_rng *r, const gset *g, cu_sb *out, int *strict_bad) {
-    cu_sb h = { 0 };
+static void noncanon_bytes(tu_rng *r, const gset *g, tu_sb *out, int *strict_bad) {
+    tu_sb h = { 0 };
     nc c;
     int lay[MAXT], emit[MAXT], i, meta_at, k, total, members = 0;
     uint64_t begin[MAXT], off = 0, n;
     uint8_t len8[8];
-    c.r = r; c.b = &h; c.strict_bad = 0; c.lenient = (int)cu_below(r, 2);
+    c.r = r; c.b = &h; c.strict_bad = 0; c.lenient = (int)tu_below(r, 2);
     for (i = 0; i < g->n; i++) lay[i] = emit[i] = i;
     for (i = g->n - 1; i > 0; i--) {  /* random data order and random header order */
-        int a = (int)cu_below(r, (uint32_t)i + 1), b = (int)cu_below(r, (uint32_t)i + 1), t;
+        int a = (int)tu_below(r, (uint32_t)i + 1), b = (int)tu_below(r, (uint32_t)i + 1), t;
         t = lay[i]; lay[i] = lay[a]; lay[a] = t;
         t = emit[i]; emit[i] = emit[b]; emit[b] = t;
     }
     for (i = 0; i < g->n; i++) { begin[lay[i]] = off; off += g->sp[lay[i]].data_size; }
-    if (c.lenient && cu_below(r, 5) == 0) { cu_sb_str(&h, cu_below(r, 2) ? " " : "\n\t"); c.strict_bad = 1; }
-    cu_sb_str(&h, "{");
+    if (c.lenient && tu_below(r, 5) == 0) { tu_sb_str(&h, tu_below(r, 2) ? " " : "\n\t"); c.strict_bad = 1; }
+    tu_sb_str(&h, "{");
     ws(&c);
     total = g->n + 1;
-    meta_at = (g->meta_mode || (c.lenient && cu_below(r, 2))) ? (int)cu_below(r, (uint32_t)total) : -1;  /* -1: no key at all */
+    meta_at = (g->meta_mode || (c.lenient && tu_below(r, 2))) ? (int)tu_below(r, (uint32_t)total) : -1;  /* -1: no key at all */
     for (k = 0, i = 0; k < total; k++) {
         if (k == meta_at) {
-            if (members++) cu_sb_str(&h, ",");
+            if (members++) tu_sb_str(&h, ",");
             ws(&c);
             meta_nc(&c, g);
             ws(&c);
@@ -446,41 +446,41 @@ static void noncanon_bytes(cu_rng *r, const gset *g, cu_sb *out, int *strict_bad
         if (i >= g->n) continue;
         {
             const sts_tensor_spec *s = &g->sp[emit[i]];
-            if (c.lenient && cu_below(r, 8) == 0) {  /* an earlier copy that the real entry overrides */
+            if (c.lenient && tu_below(r, 8) == 0) {  /* an earlier copy that the real entry overrides */
                 uint64_t junk_shape[1];
-                junk_shape[0] = cu_below(r, 9);
+                junk_shape[0] = tu_below(r, 9);
                 c.strict_bad = 1;
-                if (members++) cu_sb_str(&h, ",");
+                if (members++) tu_sb_str(&h, ",");
                 ws(&c);
                 str_nc(&c, g->names[emit[i]].cp, g->names[emit[i]].n);
-                ws(&c); cu_sb_str(&h, ":"); ws(&c);
+                ws(&c); tu_sb_str(&h, ":"); ws(&c);
                 entry_nc(&c, STS_DTYPE_F4, 1, junk_shape, 1000, 3);
                 ws(&c);
             }
-            if (members++) cu_sb_str(&h, ",");
+            if (members++) tu_sb_str(&h, ",");
             ws(&c);
             str_nc(&c, g->names[emit[i]].cp, g->names[emit[i]].n);
-            ws(&c); cu_sb_str(&h, ":"); ws(&c);
+            ws(&c); tu_sb_str(&h, ":"); ws(&c);
             entry_nc(&c, s->dtype, s->rank, s->shape, begin[emit[i]], begin[emit[i]] + s->data_size);
             ws(&c);
             i++;
         }
     }
-    cu_sb_str(&h, "}");
+    tu_sb_str(&h, "}");
     /* padding: spaces, or other whitespace (strict rejects) */
-    k = (int)cu_below(r, 10);
+    k = (int)tu_below(r, 10);
     while (k-- > 0) {
-        uint32_t w = cu_below(r, 8);
-        if (w < 5 || !c.lenient) cu_sb_str(&h, " ");
-        else { cu_sb_str(&h, w == 5 ? "\t" : w == 6 ? "\n" : "\r"); c.strict_bad = 1; }
+        uint32_t w = tu_below(r, 8);
+        if (w < 5 || !c.lenient) tu_sb_str(&h, " ");
+        else { tu_sb_str(&h, w == 5 ? "\t" : w == 6 ? "\n" : "\r"); c.strict_bad = 1; }
     }
     n = h.n;
     cu_st64(len8, n);
-    cu_sb_put(out, len8, 8);
-    cu_sb_put(out, h.p, h.n);
-    for (i = 0; i < g->n; i++) cu_sb_put(out, g->data[lay[i]], (size_t)g->sp[lay[i]].data_size);
+    tu_sb_put(out, len8, 8);
+    tu_sb_put(out, h.p, h.n);
+    for (i = 0; i < g->n; i++) tu_sb_put(out, g->data[lay[i]], (size_t)g->sp[lay[i]].data_size);
     *strict_bad = c.strict_bad;
-    cu_sb_free(&h);
+    tu_sb_free(&h);
 }
 
 static int is_strict_rule(sts_rule r) {
@@ -490,9 +490,9 @@ static int is_strict_rule(sts_rule r) {
 
 static void test_roundtrip(void **state) {
     uint64_t seed = 0x5afe7e45015eedull;
-    long iters = cu_quick() ? 100 : 10000, it, strict_rejects = 0, produced = 0;
+    long iters = tu_quick() ? 100 : 10000, it, strict_rejects = 0, produced = 0;
     const char *env = getenv("STS_TEST_SEED");
-    cu_rng r, dr;
+    tu_rng r, dr;
     static gset g;
     size_t i;
     (void)state;
@@ -500,10 +500,10 @@ static void test_roundtrip(void **state) {
     print_message("roundtrip: seed 0x%llx, %ld iterations (STS_TEST_SEED replays)\n", (unsigned long long)seed, iters);
     r.s = seed;
     dr.s = seed ^ 0x1234;
-    for (i = 0; i < sizeof g_pool; i++) g_pool[i] = (uint8_t)cu_next(&dr);
+    for (i = 0; i < sizeof g_pool; i++) g_pool[i] = (uint8_t)tu_next(&dr);
     for (it = 0; it < iters; it++) {
         char label[64];
-        cu_sb want = { 0 }, ncb = { 0 };
+        tu_sb want = { 0 }, ncb = { 0 };
         void *out, *out2;
         size_t size, size2;
         sts_file *f;
@@ -560,8 +560,8 @@ static void test_roundtrip(void **state) {
             }
         }
         sts_free(NULL, out, size);
-        cu_sb_free(&want);
-        cu_sb_free(&ncb);
+        tu_sb_free(&want);
+        tu_sb_free(&ncb);
     }
     print_message("roundtrip: %ld strict-only headers rejected by strict mode, %ld tensors produced by callbacks\n", strict_rejects, produced);
     assert_true(strict_rejects > iters / 10);

@@ -157,10 +157,10 @@ static void test_bad_fields(void **state) {
         dr_edit_in(dir, "dataset_manifest.json", cases[i].from, cases[i].to);
         snprintf(what, sizeof what, "open with %s", cases[i].to);
         r = open_ds(dir, 0, &ds, &e);
-        dr_expect_err(what, r, &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, cases[i].names, (const char *)NULL);
+        tu_err_check(what, r, &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, cases[i].names, (const char *)NULL);
         snprintf(what, sizeof what, "reindex with %s", cases[i].to);
         r = sts_dataset_reindex(dir, NULL, &sum, &e);
-        dr_expect_err(what, r, &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, cases[i].names, (const char *)NULL);
+        tu_err_check(what, r, &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, cases[i].names, (const char *)NULL);
     }
 }
 /* The manifest's strings have no length limit: a 300-byte separator and dataset_id, a long shard name. */
@@ -169,7 +169,7 @@ static void test_long_strings(void **state) {
     sts_dataset *ds;
     sts_error e;
     sts_view v;
-    dr_names shards;
+    tf_names shards;
     (void)state;
     memset(sep, '~', 300);
     sep[300] = 0;
@@ -216,7 +216,7 @@ static void test_long_strings(void **state) {
         assert_int_equal(v.file, 1);
         sts_dataset_close(ds);
     }
-    dr_names_free(&shards);
+    tf_names_free(&shards);
 }
 /* FIFOs: refused at once where a file is needed, skipped in a listing. */
 static void test_fifos(void **state) {
@@ -224,7 +224,7 @@ static void test_fifos(void **state) {
     sts_dataset *ds;
     sts_error e;
     sts_result r;
-    dr_names shards;
+    tf_names shards;
     (void)state;
     signal(SIGALRM, on_alarm);
     alarm(20);
@@ -234,11 +234,11 @@ static void test_fifos(void **state) {
     assert_int_equal(unlink(path), 0);
     assert_int_equal(mkfifo(path, 0600), 0);
     r = open_ds(dir, 0, &ds, &e);
-    dr_expect_err("a FIFO manifest", r, &e, STS_ERR_IO, STS_RULE_IO, "dataset_manifest.json", "not a regular file", (const char *)NULL);
+    tu_err_check("a FIFO manifest", r, &e, STS_ERR_IO, STS_RULE_IO, "dataset_manifest.json", "not a regular file", (const char *)NULL);
     {
         sts_dataset_summary sum;
         r = sts_dataset_reindex(dir, NULL, &sum, &e);
-        dr_expect_err("reindex of a FIFO manifest", r, &e, STS_ERR_IO, STS_RULE_IO, "not a regular file", (const char *)NULL);
+        tu_err_check("reindex of a FIFO manifest", r, &e, STS_ERR_IO, STS_RULE_IO, "not a regular file", (const char *)NULL);
     }
     /* the index is a FIFO */
     write_kv(dir, sizeof dir, "fifo_index");
@@ -246,7 +246,7 @@ static void test_fifos(void **state) {
     assert_int_equal(unlink(path), 0);
     assert_int_equal(mkfifo(path, 0600), 0);
     r = open_ds(dir, 0, &ds, &e);
-    dr_expect_err("a FIFO index", r, &e, STS_ERR_IO, STS_RULE_IO, "_tensor_index.json", "not a regular file", (const char *)NULL);
+    tu_err_check("a FIFO index", r, &e, STS_ERR_IO, STS_RULE_IO, "_tensor_index.json", "not a regular file", (const char *)NULL);
     /* a listed shard is a FIFO: refused when it is read */
     write_kv(dir, sizeof dir, "fifo_shard");
     shards = dr_list_shards(dir);
@@ -269,7 +269,7 @@ static void test_fifos(void **state) {
     DR_OK(open_ds(dir, 0, &ds, &e));
     assert_int_equal(sts_dataset_describe(ds).files, 1);
     sts_dataset_close(ds);
-    dr_names_free(&shards);
+    tf_names_free(&shards);
     alarm(0);
 }
 

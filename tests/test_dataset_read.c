@@ -21,22 +21,6 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-static char g_root[64];
-
-static int setup_root(void **state) {
-    (void)state;
-    tf_tmpdir(g_root, sizeof g_root);
-    return 0;
-}
-static int teardown_root(void **state) {
-    (void)state;
-    tf_rmtree(g_root);
-    return 0;
-}
-static void fresh(char *dir, size_t cap, const char *name) {
-    tf_join(dir, cap, g_root, name);
-    tf_rmtree(dir);
-}
 
 static sts_dataset *open_ds(const char *path, int infer, int no_index) {
     sts_read_config cfg;
@@ -82,11 +66,11 @@ static void in_child(const char *what, void (*fn)(const char *), const char *arg
 }
 
 /* ---- batch mode, each tail strategy, with and without the index ---- */
-static void check_batch_gets(sts_dataset *ds, const dr_batch *b, const dr_names *shards);
+static void check_batch_gets(sts_dataset *ds, const dr_batch *b, const tf_names *shards);
 static void check_batch_dataset(const char *dir, const dr_batch *b, int no_index, int gets) {
     sts_dataset *ds = open_ds(dir, 1, no_index);
     sts_dataset_info info = sts_dataset_describe(ds);
-    dr_names shards = dr_list_shards(dir);
+    tf_names shards = dr_list_shards(dir);
     uint64_t samples = 0, files = 0;
     uint32_t t;
     size_t i;
@@ -177,7 +161,7 @@ static void check_batch_dataset(const char *dir, const dr_batch *b, int no_index
     }
 
     if (gets) check_batch_gets(ds, b, &shards);
-    dr_names_free(&shards);
+    tf_names_free(&shards);
     sts_dataset_close(ds);
 }
 /* Rewrites _tensor_index.json with a space after every ':' and ',' outside strings: the same JSON,
@@ -205,7 +189,7 @@ static void respace_index(const char *dir) {
     free(u);
 }
 /* Lookups: batch keys are "<shard>/<column>" (as in the index), with or without the index. */
-static void check_batch_gets(sts_dataset *ds, const dr_batch *b, const dr_names *shards) {
+static void check_batch_gets(sts_dataset *ds, const dr_batch *b, const tf_names *shards) {
     size_t i;
     sts_error e;
     for (i = 0; i < shards->n; i++) {
@@ -232,7 +216,7 @@ static void batch_write(char *dir, size_t cap, sts_tail tail, int index, dr_batc
     b->tail = tail;
     b->index = index;
     snprintf(name, sizeof name, "batch_%d_%d", (int)tail, index);
-    fresh(dir, cap, name);
+    dr_fresh(dir, cap, name);
     dr_write_batch(dir, b);
 }
 static void batch_case(sts_tail tail, int index) {
@@ -261,7 +245,7 @@ static void test_batch_get_without_index(void **state) {
     (void)state;
     for (pass = 0; pass < 2 && !why[0]; pass++) {
         sts_dataset *ds;
-        dr_names sh;
+        tf_names sh;
         size_t i;
         batch_write(dir, sizeof dir, STS_TAIL_WRITE, pass, &b);
         ds = open_ds(dir, 1, 1);
@@ -275,7 +259,7 @@ static void test_batch_get_without_index(void **state) {
                 snprintf(why, sizeof why, "batch dataset (%s), index ignored: get %s: %s", pass ? "index written" : "no index", key, e.message);
         }
         if (!why[0]) check_batch_gets(ds, &b, &sh);
-        dr_names_free(&sh);
+        tf_names_free(&sh);
         sts_dataset_close(ds);
         tf_rmtree(dir);
     }
@@ -317,8 +301,8 @@ static void check_kv_dataset(const char *dir, const dr_kv *k, int no_index) {
         }
     {
         sts_view v;
-        dr_expect_err("absent key", sts_dataset_get(ds, "nope", 4, 1, &v, &e), &e, STS_ERR_NOT_FOUND, STS_RULE_NOT_FOUND, "nope", NULL);
-        dr_expect_err("a key prefix", sts_dataset_get(ds, "k000_000", 8, 0, &v, &e), &e, STS_ERR_NOT_FOUND, STS_RULE_NOT_FOUND, NULL);
+        tu_err_check("absent key", sts_dataset_get(ds, "nope", 4, 1, &v, &e), &e, STS_ERR_NOT_FOUND, STS_RULE_NOT_FOUND, "nope", NULL);
+        tu_err_check("a key prefix", sts_dataset_get(ds, "k000_000", 8, 0, &v, &e), &e, STS_ERR_NOT_FOUND, STS_RULE_NOT_FOUND, NULL);
     }
     /* long scan: every tensor once, in file order */
     memset(&sp, 0, sizeof sp);
@@ -341,7 +325,7 @@ static void kv_case(int index) {
     k.tasks = 4;
     k.rows = 5;
     k.index = index;
-    fresh(dir, sizeof dir, index ? "kv_index" : "kv_plain");
+    dr_fresh(dir, sizeof dir, index ? "kv_index" : "kv_plain");
     dr_write_kv(dir, &k);
     check_kv_dataset(dir, &k, 0);
     if (index) {
@@ -430,7 +414,7 @@ static void test_key_table_layout(void **state) {
     int pass;
     (void)state;
     assert_non_null(json);
-    fresh(dir, sizeof dir, "key_table");
+    dr_fresh(dir, sizeof dir, "key_table");
     assert_int_equal(mkdir(dir, 0755), 0);
     for (f = 0; f < KT_FILES; f++) {
         sts_tensor_spec ts[KT_PER_FILE];
@@ -500,7 +484,7 @@ static void test_key_table_layout(void **state) {
             }
         if (with_index) {  /* a tensor's own name is not a key when the index gives it another */
             sts_view v;
-            dr_expect_err("name of an aliased tensor", sts_dataset_get(ds, kt[1][2].name, kt[1][2].name_len, 1, &v, &e), &e, STS_ERR_NOT_FOUND,
+            tu_err_check("name of an aliased tensor", sts_dataset_get(ds, kt[1][2].name, kt[1][2].name_len, 1, &v, &e), &e, STS_ERR_NOT_FOUND,
                           STS_RULE_NOT_FOUND, NULL);
             /* the schema inferred from the index: the first file's names, in the index's order */
             assert_int_equal(sts_dataset_describe(ds).columns, KT_PER_FILE);
@@ -549,16 +533,16 @@ static void last_win_case(int index, int no_index) {
     k.index = index;
     k.last_win = 1;
     k.dup_every = 2;   /* tasks 1 and 2 both write dup_0 and dup_1: task 2's copies win */
-    fresh(dir, sizeof dir, "lastwin");
+    dr_fresh(dir, sizeof dir, "lastwin");
     dr_write_kv(dir, &k);
     ds = open_ds(dir, 1, no_index);
     if (index && !no_index) {
-        dr_names sh = dr_list_shards(dir);
+        tf_names sh = dr_list_shards(dir);
         char needle[512];
         tf_join(p, sizeof p, dir, "_tensor_index.json");
         snprintf(needle, sizeof needle, "\"dup_0__img\":{\"file\":\"%s\"", sh.v[2]);
         assert_true(dr_contains(p, needle));
-        dr_names_free(&sh);
+        tf_names_free(&sh);
     }
     for (d = 0; d < 2; d++) {
         char key[64];
@@ -619,7 +603,7 @@ static void test_last_win_wide_task_ids(void **state) {
     sts_dataset_summary sum;
     int t, no_index;
     (void)state;
-    fresh(dir, sizeof dir, "lw_wide");
+    dr_fresh(dir, sizeof dir, "lw_wide");
     memset(&c, 0, sizeof c);
     c.name_col = "id";
     c.generate_index = 1;
@@ -676,7 +660,7 @@ static void test_listing_name_order(void **state) {
     sts_error e;
     sts_view v;
     (void)state;
-    fresh(dir, sizeof dir, "listing");
+    dr_fresh(dir, sizeof dir, "listing");
     assert_int_equal(mkdir(dir, 0755), 0);
     two[0] = b;
     two[1] = only_b;
@@ -732,7 +716,7 @@ static void test_listing_skips_writer_temporaries(void **state) {
     memset(&k, 0, sizeof k);
     k.tasks = 2;
     k.rows = 3;
-    fresh(dir, sizeof dir, "temps");
+    dr_fresh(dir, sizeof dir, "temps");
     dr_write_kv(dir, &k);
     dr_unlink_in(dir, "dataset_manifest.json");
     memset(&c, 0, sizeof c);  /* a batch task writer creates its file (a hidden temporary) at its first row */
@@ -778,7 +762,7 @@ static void test_single_file(void **state) {
     sts_kv meta[1] = { { "format", 6, "pt", 2 } };
     int pass;
     (void)state;
-    fresh(dir, sizeof dir, "single");
+    dr_fresh(dir, sizeof dir, "single");
     assert_int_equal(mkdir(dir, 0755), 0);
     dr_write_file(dir, "one.safetensors", specs, 3, meta, 1);
     tf_join(p, sizeof p, dir, "one.safetensors");
@@ -821,59 +805,23 @@ static void test_single_file(void **state) {
     tf_rmtree(dir);
 }
 
-/* A file directly in "/": the dataset's folder is "/". An allocator with canaries after every block
-   catches a write past the end of one (the folder string is one byte short). Skipped when "/" is
+/* A file directly in "/": the dataset's folder is "/". The checking allocator (guard bytes after
+   every block) catches a write past the end of one (the folder string is one byte short). Skipped when "/" is
    not writable. Runs in a child: under ASan or valgrind the overflow itself is reported there. */
-typedef struct canary { size_t bad, live; } canary;
-static void *cn_alloc(void *u, size_t n) {
-    uint8_t *p = (uint8_t *)malloc(n + 32);
-    (void)u;
-    if (!p) return NULL;
-    memcpy(p, &n, sizeof n);
-    memset(p + 16 + n, 0xA5, 16);
-    ((canary *)u)->live++;
-    return p + 16;
-}
-static void cn_check(canary *c, uint8_t *p, size_t n) {
-    size_t i, stored;
-    memcpy(&stored, p, sizeof stored);
-    if (stored != n) c->bad++;
-    for (i = 0; i < 16; i++) if (p[16 + stored + i] != 0xA5) { c->bad++; break; }
-}
-static void *cn_realloc(void *u, void *ptr, size_t old, size_t n) {
-    uint8_t *p = (uint8_t *)ptr - 16;
-    cn_check((canary *)u, p, old);
-    p = (uint8_t *)realloc(p, n + 32);
-    if (!p) return NULL;
-    memcpy(p, &n, sizeof n);
-    memset(p + 16 + n, 0xA5, 16);
-    return p + 16;
-}
-static void cn_free(void *u, void *ptr, size_t n) {
-    if (!ptr) return;
-    cn_check((canary *)u, (uint8_t *)ptr - 16, n);
-    ((canary *)u)->live--;
-    free((uint8_t *)ptr - 16);
-}
 static void root_file_open(const char *path) {
-    canary c = { 0, 0 };
-    sts_options o;
+    tu_alloc c;
+    sts_options o = tu_alloc_opts(&c, NULL);
     sts_read_config cfg;
     sts_dataset *ds;
     sts_error e;
     sts_view v;
-    memset(&o, 0, sizeof o);
-    o.allocator.alloc = cn_alloc;
-    o.allocator.realloc = cn_realloc;
-    o.allocator.free = cn_free;
-    o.allocator.user = &c;
     memset(&cfg, 0, sizeof cfg);
     cfg.infer_schema = 1;
     if (sts_dataset_open(path, &cfg, &o, &ds, &e) != STS_OK) { fprintf(stderr, "open %s: %s\n", path, e.message); _exit(3); }
     if (sts_dataset_get(ds, "t", 1, 1, &v, &e) != STS_OK) { fprintf(stderr, "get: %s\n", e.message); _exit(4); }
     sts_dataset_close(ds);
-    if (c.bad) { fprintf(stderr, "%zu block(s) written past their end or freed with another size\n", c.bad); _exit(5); }
-    if (c.live) _exit(6);
+    if (c.bad) { fprintf(stderr, "allocator misuse: %s\n", c.why); _exit(5); }
+    if (c.blocks) _exit(6);
 }
 static void test_single_file_in_root(void **state) {
     char name[64], p[80];
@@ -907,7 +855,7 @@ static void test_schema_from_index_equals_header(void **state) {
     k.tasks = 3;
     k.rows = 4;
     k.index = 1;
-    fresh(dir, sizeof dir, "schema_src");
+    dr_fresh(dir, sizeof dir, "schema_src");
     dr_write_kv(dir, &k);
     a = open_ds(dir, 1, 0);   /* from the index */
     b = open_ds(dir, 1, 1);   /* from the first header */
@@ -938,15 +886,15 @@ static void test_no_schema(void **state) {
     sts_dataset *ds = NULL;
     sts_error e;
     (void)state;
-    fresh(dir, sizeof dir, "noschema");
+    dr_fresh(dir, sizeof dir, "noschema");
     assert_int_equal(mkdir(dir, 0755), 0);
     dr_write_file(dir, "a.safetensors", &a, 1, NULL, 0);
     memset(&cfg, 0, sizeof cfg);
-    dr_expect_err("zero config", sts_dataset_open(dir, &cfg, NULL, &ds, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, "schema", NULL);
-    dr_expect_err("NULL config", sts_dataset_open(dir, NULL, NULL, &ds, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, "schema", NULL);
+    tu_err_check("zero config", sts_dataset_open(dir, &cfg, NULL, &ds, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, "schema", NULL);
+    tu_err_check("NULL config", sts_dataset_open(dir, NULL, NULL, &ds, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, "schema", NULL);
     {   /* nschema without the array */
         cfg.nschema = 1;
-        dr_expect_err("nschema, no schema", sts_dataset_open(dir, &cfg, NULL, &ds, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
+        tu_err_check("nschema, no schema", sts_dataset_open(dir, &cfg, NULL, &ds, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
     }
     {   /* a malformed column: a dtype out of range, a shape without its array */
         sts_schema_column sc;
@@ -954,9 +902,9 @@ static void test_no_schema(void **state) {
         sc.name = "t"; sc.name_len = 1; sc.has_dtype = 1; sc.dtype = STS_DTYPE_COUNT;
         cfg.schema = &sc;
         cfg.nschema = 1;
-        dr_expect_err("bad dtype", sts_dataset_open(dir, &cfg, NULL, &ds, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
+        tu_err_check("bad dtype", sts_dataset_open(dir, &cfg, NULL, &ds, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
         sc.has_dtype = 0; sc.has_shape = 1; sc.rank = 2; sc.shape = NULL;
-        dr_expect_err("bad shape", sts_dataset_open(dir, &cfg, NULL, &ds, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
+        tu_err_check("bad shape", sts_dataset_open(dir, &cfg, NULL, &ds, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
     }
     tf_rmtree(dir);
 }
@@ -996,7 +944,7 @@ static sts_result open_explicit(const char *dir, const sts_schema_column *sc, si
 static void test_explicit_schema(void **state) {
     char dir[256];
     dr_batch b;
-    dr_names sh;
+    tf_names sh;
     sts_dataset *ds;
     sts_error e;
     size_t rows, nulls;
@@ -1007,7 +955,7 @@ static void test_explicit_schema(void **state) {
     b.tasks = 1;
     b.rows_per_task[0] = 10;
     b.batch_size = 4;
-    fresh(dir, sizeof dir, "explicit");
+    dr_fresh(dir, sizeof dir, "explicit");
     dr_write_batch(dir, &b);
     sh = dr_list_shards(dir);
     assert_int_equal(sh.n, 3);
@@ -1031,7 +979,7 @@ static void test_explicit_schema(void **state) {
             assert_int_equal(rows, 3);
             assert_int_equal(nulls, 3);
             cols[0] = "emb";  /* not in the explicit schema */
-            dr_expect_err("projection outside the schema", wide_all(ds, 0, cols, 1, &rows, &nulls, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, "emb", NULL);
+            tu_err_check("projection outside the schema", wide_all(ds, 0, cols, 1, &rows, &nulls, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, "emb", NULL);
         }
         sts_dataset_close(ds);
     }
@@ -1052,7 +1000,7 @@ static void test_explicit_schema(void **state) {
         memset(&sc, 0, sizeof sc);
         sc.name = "img"; sc.name_len = 3; sc.has_shape = 1; sc.rank = 3; sc.shape = exact3;
         DR_OK(open_explicit(dir, &sc, 1, &ds, &e));
-        dr_expect_err("shape", wide_all(ds, 0, NULL, 0, &rows, &nulls, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, sh.v[2], "img", NULL);
+        tu_err_check("shape", wide_all(ds, 0, NULL, 0, &rows, &nulls, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, sh.v[2], "img", NULL);
         assert_int_equal(rows, 2);  /* the first two files passed */
         sts_dataset_close(ds);
         /* a file range without the tail file passes */
@@ -1077,7 +1025,7 @@ static void test_explicit_schema(void **state) {
         memset(&sc, 0, sizeof sc);
         sc.name = "emb"; sc.name_len = 3; sc.has_dtype = 1; sc.dtype = STS_DTYPE_F16;
         DR_OK(open_explicit(dir, &sc, 1, &ds, &e));
-        dr_expect_err("dtype", wide_all(ds, 1, NULL, 0, &rows, &nulls, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, sh.v[0], "emb", "BF16", "F16", NULL);
+        tu_err_check("dtype", wide_all(ds, 1, NULL, 0, &rows, &nulls, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, sh.v[0], "emb", "BF16", "F16", NULL);
         sts_dataset_close(ds);
     }
     {   /* a wrong rank, a wrong inner dimension */
@@ -1085,11 +1033,11 @@ static void test_explicit_schema(void **state) {
         memset(&sc, 0, sizeof sc);
         sc.name = "img"; sc.name_len = 3; sc.has_shape = 1; sc.rank = 2; sc.shape = rank2;
         DR_OK(open_explicit(dir, &sc, 1, &ds, &e));
-        dr_expect_err("rank", wide_all(ds, 0, NULL, 0, &rows, &nulls, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, sh.v[0], "img", NULL);
+        tu_err_check("rank", wide_all(ds, 0, NULL, 0, &rows, &nulls, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, sh.v[0], "img", NULL);
         sts_dataset_close(ds);
         sc.rank = 3; sc.shape = wrong_dim;
         DR_OK(open_explicit(dir, &sc, 1, &ds, &e));
-        dr_expect_err("dim", wide_all(ds, 0, NULL, 0, &rows, &nulls, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, sh.v[0], "img", NULL);
+        tu_err_check("dim", wide_all(ds, 0, NULL, 0, &rows, &nulls, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, sh.v[0], "img", NULL);
         sts_dataset_close(ds);
     }
     {   /* a rank-0 column shape: matches only scalars */
@@ -1097,10 +1045,10 @@ static void test_explicit_schema(void **state) {
         memset(&sc, 0, sizeof sc);
         sc.name = "img"; sc.name_len = 3; sc.has_shape = 1; sc.rank = 0; sc.shape = NULL;
         DR_OK(open_explicit(dir, &sc, 1, &ds, &e));
-        dr_expect_err("scalar", wide_all(ds, 0, NULL, 0, &rows, &nulls, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, "img", NULL);
+        tu_err_check("scalar", wide_all(ds, 0, NULL, 0, &rows, &nulls, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, "img", NULL);
         sts_dataset_close(ds);
     }
-    dr_names_free(&sh);
+    tf_names_free(&sh);
     tf_rmtree(dir);
 }
 
@@ -1119,7 +1067,7 @@ static void test_long_filters(void **state) {
     k.tasks = 4;
     k.rows = 6;
     k.index = 1;
-    fresh(dir, sizeof dir, "filters");
+    dr_fresh(dir, sizeof dir, "filters");
     dr_write_kv(dir, &k);
     for (i = 0; i < 2; i++) {
         ds = open_ds(dir, 1, (int)i);
@@ -1219,7 +1167,7 @@ static void test_file_ranges(void **state) {
     k.tasks = 7;
     k.rows = 3;
     k.index = 1;
-    fresh(dir, sizeof dir, "ranges");
+    dr_fresh(dir, sizeof dir, "ranges");
     dr_write_kv(dir, &k);
     ds = open_ds(dir, 1, 0);
     memset(&sp, 0, sizeof sp);
@@ -1257,10 +1205,10 @@ static void test_file_ranges(void **state) {
     sts_scan_close(s);
     sp.file_begin = 5;
     sp.file_end = 8;
-    dr_expect_err("past the end", sts_scan_open(ds, &sp, &s, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
+    tu_err_check("past the end", sts_scan_open(ds, &sp, &s, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
     sp.file_begin = 5;
     sp.file_end = 4;
-    dr_expect_err("begin > end", sts_scan_open(ds, &sp, &s, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
+    tu_err_check("begin > end", sts_scan_open(ds, &sp, &s, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
     /* wide ranges: one row per file of the range */
     memset(&sp, 0, sizeof sp);
     sp.file_begin = 2;
@@ -1278,12 +1226,12 @@ static void test_file_ranges(void **state) {
     /* argument checks */
     memset(&sp, 0, sizeof sp);
     sp.nkeys = 1;
-    dr_expect_err("nkeys without keys", sts_scan_open(ds, &sp, &s, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
-    dr_expect_err("no spec", sts_scan_open(ds, NULL, &s, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
+    tu_err_check("nkeys without keys", sts_scan_open(ds, &sp, &s, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
+    tu_err_check("no spec", sts_scan_open(ds, NULL, &s, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
     {
         sts_view v;
-        dr_expect_err("no out", sts_dataset_get(ds, "x", 1, 0, NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
-        dr_expect_err("no key", sts_dataset_get(ds, NULL, 3, 0, &v, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
+        tu_err_check("no out", sts_dataset_get(ds, "x", 1, 0, NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
+        tu_err_check("no key", sts_dataset_get(ds, NULL, 3, 0, &v, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
     }
     sts_dataset_close(ds);
     sts_dataset_close(NULL);
@@ -1313,7 +1261,7 @@ static void test_big_header(void **state) {
         specs[i].shape[0] = 1 + i % 3;
         specs[i].seed = (uint8_t)i;
     }
-    fresh(dir, sizeof dir, "bigheader");
+    dr_fresh(dir, sizeof dir, "bigheader");
     assert_int_equal(mkdir(dir, 0755), 0);
     dr_write_file(dir, "a.safetensors", specs, N, NULL, 0);
     specs[0].seed = 77;
@@ -1390,8 +1338,8 @@ static void test_huge_header(void **state) {
     sts_error e;
     sts_view v;
     (void)state;
-    if (dr_quick()) { skip(); return; }
-    fresh(dir, sizeof dir, "hugeheader");
+    if (tu_quick()) { skip(); return; }
+    dr_fresh(dir, sizeof dir, "hugeheader");
     assert_int_equal(mkdir(dir, 0755), 0);
     hdr = (char *)malloc(big + 256);
     assert_non_null(hdr);
@@ -1458,12 +1406,12 @@ static void test_empty_dataset(void **state) {
     memset(&k, 0, sizeof k);
     k.tasks = 1;
     k.rows = 0;
-    fresh(dir, sizeof dir, "empty_ds");
+    dr_fresh(dir, sizeof dir, "empty_ds");
     dr_write_kv(dir, &k);
     {
-        dr_names sh = dr_list_shards(dir);
+        tf_names sh = dr_list_shards(dir);
         assert_int_equal(sh.n, 0);
-        dr_names_free(&sh);
+        tf_names_free(&sh);
     }
     memset(&sc, 0, sizeof sc);
     sc.name = "x"; sc.name_len = 1;
@@ -1480,7 +1428,7 @@ static void test_empty_dataset(void **state) {
         DR_OK(dr_long_scan(ds, &sp, &rs, &e));
         assert_int_equal(rs.n, 0);
         dr_rows_free(&rs);
-        dr_expect_err("get", sts_dataset_get(ds, "x", 1, 1, &v, &e), &e, STS_ERR_NOT_FOUND, STS_RULE_NOT_FOUND, NULL);
+        tu_err_check("get", sts_dataset_get(ds, "x", 1, 1, &v, &e), &e, STS_ERR_NOT_FOUND, STS_RULE_NOT_FOUND, NULL);
     }
     sts_dataset_close(ds);
     in_child("empty dataset, inferred schema", empty_open_infer, dir);
@@ -1503,7 +1451,7 @@ static void test_wide_zero_columns(void **state) {
     memset(&k, 0, sizeof k);
     k.tasks = 3;
     k.rows = 1;
-    fresh(dir, sizeof dir, "zerocols");
+    dr_fresh(dir, sizeof dir, "zerocols");
     dr_write_kv(dir, &k);
     ds = open_ds(dir, 1, 0);
     memset(&sp, 0, sizeof sp);
@@ -1552,5 +1500,5 @@ int main(void) {
         cmocka_unit_test(test_empty_dataset),
         cmocka_unit_test(test_wide_zero_columns),
     };
-    return cmocka_run_group_tests(tests, setup_root, teardown_root);
+    return cmocka_run_group_tests(tests, dr_root_setup, dr_root_teardown);
 }

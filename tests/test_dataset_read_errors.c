@@ -19,22 +19,6 @@
 #include "../safetensors_spark.h"
 #include "test_dataset_read_util.h"
 
-static char g_root[64];
-
-static int setup_root(void **state) {
-    (void)state;
-    tf_tmpdir(g_root, sizeof g_root);
-    return 0;
-}
-static int teardown_root(void **state) {
-    (void)state;
-    tf_rmtree(g_root);
-    return 0;
-}
-static void fresh(char *dir, size_t cap, const char *name) {
-    tf_join(dir, cap, g_root, name);
-    tf_rmtree(dir);
-}
 static sts_result try_open(const char *path, int no_index, sts_dataset **ds, sts_error *e) {
     sts_read_config cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -50,13 +34,13 @@ static sts_dataset *must_open(const char *path, int no_index) {
     return ds;
 }
 /* A KV dataset of 3 shards x 2 keys (4 tensors per shard), index optional. */
-static dr_names kv_dataset(char *dir, size_t cap, const char *name, int index) {
+static tf_names kv_dataset(char *dir, size_t cap, const char *name, int index) {
     dr_kv k;
     memset(&k, 0, sizeof k);
     k.tasks = 3;
     k.rows = 2;
     k.index = index;
-    fresh(dir, cap, name);
+    dr_fresh(dir, cap, name);
     dr_write_kv(dir, &k);
     return dr_list_shards(dir);
 }
@@ -73,8 +57,8 @@ static void test_missing_folder(void **state) {
     sts_dataset *ds;
     sts_error e;
     (void)state;
-    tf_join(p, sizeof p, g_root, "no/such/folder");
-    dr_expect_err("missing folder", try_open(p, 0, &ds, &e), &e, STS_ERR_IO, STS_RULE_IO, "no/such/folder", "ENOENT", NULL);
+    tf_join(p, sizeof p, dr_root, "no/such/folder");
+    tu_err_check("missing folder", try_open(p, 0, &ds, &e), &e, STS_ERR_IO, STS_RULE_IO, "no/such/folder", "ENOENT", NULL);
     assert_null(ds);
 }
 static void test_empty_folder(void **state) {
@@ -82,14 +66,14 @@ static void test_empty_folder(void **state) {
     sts_dataset *ds;
     sts_error e;
     (void)state;
-    fresh(dir, sizeof dir, "empty");
+    dr_fresh(dir, sizeof dir, "empty");
     assert_int_equal(mkdir(dir, 0755), 0);
-    dr_expect_err("empty folder", try_open(dir, 0, &ds, &e), &e, STS_ERR_NOT_FOUND, STS_RULE_NOT_FOUND, "empty", NULL);
+    tu_err_check("empty folder", try_open(dir, 0, &ds, &e), &e, STS_ERR_NOT_FOUND, STS_RULE_NOT_FOUND, "empty", NULL);
     /* only other files, hidden shards and a folder named like a shard */
     dr_write_in(dir, "README.md", "hello");
     dr_write_in(dir, ".part-00000-0000-a.safetensors.tmp-1", "x");
     dr_subdir(p, sizeof p, dir, "sub.safetensors");
-    dr_expect_err("no shard", try_open(dir, 0, &ds, &e), &e, STS_ERR_NOT_FOUND, STS_RULE_NOT_FOUND, "empty", NULL);
+    tu_err_check("no shard", try_open(dir, 0, &ds, &e), &e, STS_ERR_NOT_FOUND, STS_RULE_NOT_FOUND, "empty", NULL);
     tf_rmtree(dir);
 }
 static void test_broken_single_file(void **state) {
@@ -97,40 +81,40 @@ static void test_broken_single_file(void **state) {
     sts_dataset *ds;
     sts_error e;
     (void)state;
-    fresh(dir, sizeof dir, "brokenfile");
+    dr_fresh(dir, sizeof dir, "brokenfile");
     assert_int_equal(mkdir(dir, 0755), 0);
     tf_join(p, sizeof p, dir, "x.safetensors");
     tf_write(p, "\x10\x00\x00\x00\x00\x00\x00\x00{\"a\":1}         ", 24);
-    dr_expect_err("broken single file", try_open(p, 0, &ds, &e), &e, STS_ERR_INVALID_HEADER_DESERIALIZATION, DR_ANY_RULE, "x.safetensors", NULL);
+    tu_err_check("broken single file", try_open(p, 0, &ds, &e), &e, STS_ERR_INVALID_HEADER_DESERIALIZATION, TU_ANY_RULE, "x.safetensors", NULL);
     dr_write_str(p, "abc");
-    dr_expect_err("short single file", try_open(p, 0, &ds, &e), &e, STS_ERR_HEADER_TOO_SMALL, STS_RULE_FILE_TOO_SMALL, "x.safetensors", NULL);
+    tu_err_check("short single file", try_open(p, 0, &ds, &e), &e, STS_ERR_HEADER_TOO_SMALL, STS_RULE_FILE_TOO_SMALL, "x.safetensors", NULL);
     tf_rmtree(dir);
 }
 
 /* ---- the manifest ---- */
 static void test_manifest_missing_shard(void **state) {
     char dir[256], p[512], entry[512];
-    dr_names sh = kv_dataset(dir, sizeof dir, "man_missing", 0);
+    tf_names sh = kv_dataset(dir, sizeof dir, "man_missing", 0);
     sts_dataset *ds;
     sts_error e;
     (void)state;
     dr_unlink_in(dir, sh.v[1]);
-    dr_expect_err("deleted shard", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, sh.v[1], "missing", NULL);
+    tu_err_check("deleted shard", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, sh.v[1], "missing", NULL);
     assert_null(ds);
     /* a listed shard that never existed */
     tf_rmtree(dir);
-    dr_names_free(&sh);
+    tf_names_free(&sh);
     sh = kv_dataset(dir, sizeof dir, "man_missing", 0);
     tf_join(p, sizeof p, dir, "dataset_manifest.json");
     snprintf(entry, sizeof entry, "\"shards\": [\n    {\"shard_path\": \"part-00009-0000-ghost.safetensors\", \"samples_count\": 1, \"bytes\": 120},");
     dr_edit(p, "\"shards\": [", entry);
-    dr_expect_err("ghost shard", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, "part-00009-0000-ghost.safetensors", NULL);
-    dr_names_free(&sh);
+    tu_err_check("ghost shard", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, "part-00009-0000-ghost.safetensors", NULL);
+    tf_names_free(&sh);
     tf_rmtree(dir);
 }
 static void test_manifest_wrong_size(void **state) {
     char dir[256], p[512], from[512], to[512];
-    dr_names sh = kv_dataset(dir, sizeof dir, "man_size", 1);
+    tf_names sh = kv_dataset(dir, sizeof dir, "man_size", 1);
     sts_dataset *ds;
     sts_error e;
     int64_t size;
@@ -144,7 +128,7 @@ static void test_manifest_wrong_size(void **state) {
         fputc(' ', f);
         fclose(f);
     }
-    dr_expect_err("grown shard", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, sh.v[2], NULL);
+    tu_err_check("grown shard", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, sh.v[2], NULL);
     assert_true(strstr(e.message, "bytes") != NULL);
     assert_int_equal(truncate(p, size), 0);
     ds = must_open(dir, 0);
@@ -155,14 +139,14 @@ static void test_manifest_wrong_size(void **state) {
     snprintf(to, sizeof to, "\"bytes\": %lld}", (long long)size + 8);
     assert_true(dr_contains(p, from));
     dr_edit(p, from, to);
-    dr_expect_err("manifest size", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, NULL);
+    tu_err_check("manifest size", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, NULL);
     assert_true(strstr(e.message, "part-0000") != NULL);
-    dr_names_free(&sh);
+    tf_names_free(&sh);
     tf_rmtree(dir);
 }
 static void test_manifest_malformed(void **state) {
     char dir[256], p[512], q[512];
-    dr_names sh = kv_dataset(dir, sizeof dir, "man_bad", 0);
+    tf_names sh = kv_dataset(dir, sizeof dir, "man_bad", 0);
     sts_dataset *ds;
     sts_error e;
     size_t n;
@@ -179,23 +163,23 @@ static void test_manifest_malformed(void **state) {
     assert_true(strstr(e.message, "dataset_manifest.json") != NULL);
     /* JSON, but no shards array */
     dr_write_str(p, "{\"format_version\": \"1.0\"}");
-    dr_expect_err("no shards", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, "shards", NULL);
+    tu_err_check("no shards", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, "shards", NULL);
     dr_write_str(p, "[]");
-    dr_expect_err("an array", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, "shards", NULL);
+    tu_err_check("an array", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, "shards", NULL);
     dr_write_str(p, "{\"shards\": {}}");
-    dr_expect_err("shards object", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, "shards", NULL);
+    tu_err_check("shards object", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, "shards", NULL);
     /* entries without shard_path or bytes, bytes not a number */
     dr_write_str(p, "{\"shards\": [{\"bytes\": 1}]}");
-    dr_expect_err("no shard_path", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, "shard_path", NULL);
+    tu_err_check("no shard_path", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, "shard_path", NULL);
     snprintf(q, sizeof q, "{\"shards\": [{\"shard_path\": \"%s\"}]}", sh.v[0]);
     dr_write_str(p, q);
-    dr_expect_err("no bytes", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, "bytes", NULL);
+    tu_err_check("no bytes", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, "bytes", NULL);
     snprintf(q, sizeof q, "{\"shards\": [{\"shard_path\": \"%s\", \"bytes\": \"12\"}]}", sh.v[0]);
     dr_write_str(p, q);
-    dr_expect_err("bytes string", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, NULL);
+    tu_err_check("bytes string", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, NULL);
     snprintf(q, sizeof q, "{\"shards\": [\"%s\"]}", sh.v[0]);
     dr_write_str(p, q);
-    dr_expect_err("entry string", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, NULL);
+    tu_err_check("entry string", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, NULL);
     /* shard_path escaping the folder */
     {
         static const char *const bad[] = { "../x.safetensors", "/etc/passwd", "sub/x.safetensors", "..", ".", "" };
@@ -203,10 +187,10 @@ static void test_manifest_malformed(void **state) {
         for (i = 0; i < sizeof bad / sizeof *bad; i++) {
             snprintf(q, sizeof q, "{\"shards\": [{\"shard_path\": \"%s\", \"bytes\": 10}]}", bad[i]);
             dr_write_str(p, q);
-            dr_expect_err(bad[i], try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, NULL);
+            tu_err_check(bad[i], try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, NULL);
         }
         dr_write_str(p, "{\"shards\": [{\"shard_path\": \"a\\u0000b\", \"bytes\": 10}]}");
-        dr_expect_err("NUL in shard_path", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, NULL);
+        tu_err_check("NUL in shard_path", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, NULL);
     }
     /* a shard listed twice */
     {
@@ -217,7 +201,7 @@ static void test_manifest_malformed(void **state) {
         snprintf(q, sizeof q, "{\"shards\": [{\"shard_path\": \"%s\", \"bytes\": %lld}, {\"shard_path\": \"%s\", \"bytes\": %lld}]}",
                  sh.v[0], (long long)size, sh.v[0], (long long)size);
         dr_write_str(p, q);
-        dr_expect_err("twice", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, sh.v[0], "twice", NULL);
+        tu_err_check("twice", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, sh.v[0], "twice", NULL);
         /* a minimal valid manifest of one shard: opens (other files of the folder are not part of it) */
         snprintf(q, sizeof q, "{\"shards\": [{\"shard_path\": \"%s\", \"bytes\": %lld}]}", sh.v[0], (long long)size);
         dr_write_str(p, q);
@@ -230,13 +214,13 @@ static void test_manifest_malformed(void **state) {
     ds = must_open(dir, 0);
     assert_int_equal(sts_dataset_describe(ds).files, 3);
     sts_dataset_close(ds);
-    dr_names_free(&sh);
+    tf_names_free(&sh);
     tf_rmtree(dir);
 }
 /* A shard that changes after open: its first data access says so, naming it. */
 static void test_shard_changed_after_open(void **state) {
     char dir[256], p[512];
-    dr_names sh = kv_dataset(dir, sizeof dir, "changed", 1);
+    tf_names sh = kv_dataset(dir, sizeof dir, "changed", 1);
     sts_dataset *ds = must_open(dir, 0);
     sts_error e;
     sts_view v;
@@ -249,7 +233,7 @@ static void test_shard_changed_after_open(void **state) {
     assert_non_null(f);
     fputs("        ", f);
     fclose(f);
-    dr_expect_err("grown after open", sts_dataset_get(ds, "k001_000__img", 13, 1, &v, &e), &e, STS_ERR_METADATA_INCOMPLETE_BUFFER, STS_RULE_FILE_SIZE, sh.v[1], NULL);
+    tu_err_check("grown after open", sts_dataset_get(ds, "k001_000__img", 13, 1, &v, &e), &e, STS_ERR_METADATA_INCOMPLETE_BUFFER, STS_RULE_FILE_SIZE, sh.v[1], NULL);
     DR_OK(sts_dataset_get(ds, "k000_000__img", 13, 1, &v, &e));  /* the other shards still read */
     dr_check_kv_view(&v, 0, 0);
     sts_dataset_close(ds);
@@ -257,16 +241,16 @@ static void test_shard_changed_after_open(void **state) {
     assert_int_equal(truncate(p, tf_file_size(p) - 8), 0);
     ds = must_open(dir, 0);
     dr_write_file(dir, sh.v[2], &other, 1, NULL, 0);
-    dr_expect_err("replaced after open", sts_dataset_get(ds, "k002_000__img", 13, 1, &v, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, sh.v[2], "changed", NULL);
+    tu_err_check("replaced after open", sts_dataset_get(ds, "k002_000__img", 13, 1, &v, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, sh.v[2], "changed", NULL);
     sts_dataset_close(ds);
-    dr_names_free(&sh);
+    tf_names_free(&sh);
     tf_rmtree(dir);
 }
 
 /* ---- corrupt shards ---- */
 static void test_corrupt_shard(void **state) {
     char dir[256];
-    dr_names sh = kv_dataset(dir, sizeof dir, "corrupt", 1);
+    tf_names sh = kv_dataset(dir, sizeof dir, "corrupt", 1);
     sts_dataset *ds;
     sts_error e;
     sts_view v;
@@ -280,7 +264,7 @@ static void test_corrupt_shard(void **state) {
     for (no_index = 0; no_index < 2; no_index++) {
         ds = must_open(dir, no_index);
         /* a lookup that reads the shard (with the index: only with data; without: building the key table) */
-        dr_expect_err("get", sts_dataset_get(ds, "k001_000__img", 13, 1, &v, &e), &e, STS_ERR_INVALID_HEADER_DESERIALIZATION, DR_ANY_RULE, sh.v[1], NULL);
+        tu_err_check("get", sts_dataset_get(ds, "k001_000__img", 13, 1, &v, &e), &e, STS_ERR_INVALID_HEADER_DESERIALIZATION, TU_ANY_RULE, sh.v[1], NULL);
         if (!no_index) DR_OK(sts_dataset_get(ds, "k000_001__emb", 13, 1, &v, &e));
         /* a wide scan: the first row, then the error at the second file */
         memset(&sp, 0, sizeof sp);
@@ -288,7 +272,7 @@ static void test_corrupt_shard(void **state) {
         DR_OK(sts_scan_open(ds, &sp, &s, &e));
         DR_OK(sts_scan_next(s, &c, &nc, &e));
         assert_true(nc > 0);
-        dr_expect_err("wide", sts_scan_next(s, &c, &nc, &e), &e, STS_ERR_INVALID_HEADER_DESERIALIZATION, DR_ANY_RULE, sh.v[1], NULL);
+        tu_err_check("wide", sts_scan_next(s, &c, &nc, &e), &e, STS_ERR_INVALID_HEADER_DESERIALIZATION, TU_ANY_RULE, sh.v[1], NULL);
         assert_int_equal(nc, 0);
         sts_scan_close(s);
         /* a long scan over that file alone */
@@ -296,14 +280,14 @@ static void test_corrupt_shard(void **state) {
         sp.file_begin = 1;
         sp.file_end = 2;
         DR_OK(sts_scan_open(ds, &sp, &s, &e));
-        dr_expect_err("long", sts_scan_next(s, &c, &nc, &e), &e, STS_ERR_INVALID_HEADER_DESERIALIZATION, DR_ANY_RULE, sh.v[1], NULL);
+        tu_err_check("long", sts_scan_next(s, &c, &nc, &e), &e, STS_ERR_INVALID_HEADER_DESERIALIZATION, TU_ANY_RULE, sh.v[1], NULL);
         sts_scan_close(s);
         sts_dataset_close(ds);
     }
     /* the first shard corrupt: inferring the schema from it fails at open, naming it */
     corrupt_header(dir, sh.v[0], 3, 0xff);
-    dr_expect_err("first shard", try_open(dir, 1, &ds, &e), &e, STS_ERR_INVALID_HEADER, STS_RULE_HEADER_UTF8, sh.v[0], NULL);
-    dr_names_free(&sh);
+    tu_err_check("first shard", try_open(dir, 1, &ds, &e), &e, STS_ERR_INVALID_HEADER, STS_RULE_HEADER_UTF8, sh.v[0], NULL);
+    tf_names_free(&sh);
     tf_rmtree(dir);
 }
 static void test_truncated_shards(void **state) {
@@ -316,7 +300,7 @@ static void test_truncated_shards(void **state) {
     sts_scan_spec sp;
     int64_t size;
     (void)state;
-    fresh(dir, sizeof dir, "truncated");
+    dr_fresh(dir, sizeof dir, "truncated");
     assert_int_equal(mkdir(dir, 0755), 0);
     dr_write_file(dir, "a.safetensors", &a, 1, NULL, 0);
     a.name = "u";
@@ -326,19 +310,19 @@ static void test_truncated_shards(void **state) {
     assert_int_equal(truncate(p, size - 1), 0);  /* the data ends early */
     ds = must_open(dir, 0);
     memset(&sp, 0, sizeof sp);
-    dr_expect_err("long scan", dr_long_scan(ds, &sp, &rs, &e), &e, STS_ERR_METADATA_INCOMPLETE_BUFFER, STS_RULE_FILE_SIZE, "b.safetensors", NULL);
+    tu_err_check("long scan", dr_long_scan(ds, &sp, &rs, &e), &e, STS_ERR_METADATA_INCOMPLETE_BUFFER, STS_RULE_FILE_SIZE, "b.safetensors", NULL);
     assert_int_equal(rs.n, 1);  /* a.safetensors came first */
     dr_rows_free(&rs);
-    dr_expect_err("get", sts_dataset_get(ds, "t", 1, 1, &v, &e), &e, STS_ERR_METADATA_INCOMPLETE_BUFFER, STS_RULE_FILE_SIZE, "b.safetensors", NULL);
+    tu_err_check("get", sts_dataset_get(ds, "t", 1, 1, &v, &e), &e, STS_ERR_METADATA_INCOMPLETE_BUFFER, STS_RULE_FILE_SIZE, "b.safetensors", NULL);
     sts_dataset_close(ds);
     assert_int_equal(truncate(p, 5), 0);  /* shorter than the header length */
     ds = must_open(dir, 0);
-    dr_expect_err("tiny", dr_long_scan(ds, &sp, &rs, &e), &e, STS_ERR_HEADER_TOO_SMALL, STS_RULE_FILE_TOO_SMALL, "b.safetensors", NULL);
+    tu_err_check("tiny", dr_long_scan(ds, &sp, &rs, &e), &e, STS_ERR_HEADER_TOO_SMALL, STS_RULE_FILE_TOO_SMALL, "b.safetensors", NULL);
     dr_rows_free(&rs);
     sts_dataset_close(ds);
     assert_int_equal(truncate(p, 0), 0);
     ds = must_open(dir, 0);
-    dr_expect_err("empty", dr_long_scan(ds, &sp, &rs, &e), &e, STS_ERR_HEADER_TOO_SMALL, STS_RULE_FILE_TOO_SMALL, "b.safetensors", NULL);
+    tu_err_check("empty", dr_long_scan(ds, &sp, &rs, &e), &e, STS_ERR_HEADER_TOO_SMALL, STS_RULE_FILE_TOO_SMALL, "b.safetensors", NULL);
     dr_rows_free(&rs);
     sts_dataset_close(ds);
     tf_rmtree(dir);
@@ -375,7 +359,7 @@ static void edit_entry(const char *dir, const char *key, const char *field, cons
 }
 static void test_index_stale_file(void **state) {
     char dir[256];
-    dr_names sh = kv_dataset(dir, sizeof dir, "stale_file", 1);
+    tf_names sh = kv_dataset(dir, sizeof dir, "stale_file", 1);
     sts_dataset *ds;
     sts_error e;
     (void)state;
@@ -385,30 +369,30 @@ static void test_index_stale_file(void **state) {
     assert_int_equal(sts_dataset_describe(ds).has_index, 1);
     sts_dataset_close(ds);
     dr_unlink_in(dir, sh.v[1]);
-    dr_expect_err("deleted shard", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, sh.v[1], "stale", NULL);
+    tu_err_check("deleted shard", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, sh.v[1], "stale", NULL);
     /* the index ignored on request: the folder opens */
     ds = must_open(dir, 1);
     assert_int_equal(sts_dataset_describe(ds).files, 2);
     sts_dataset_close(ds);
-    dr_names_free(&sh);
+    tf_names_free(&sh);
     tf_rmtree(dir);
 }
 static void test_index_file_outside(void **state) {
     char dir[256];
-    dr_names sh = kv_dataset(dir, sizeof dir, "stale_outside", 1);
+    tf_names sh = kv_dataset(dir, sizeof dir, "stale_outside", 1);
     sts_dataset *ds;
     sts_error e;
     (void)state;
     edit_entry(dir, "k002_001__emb", "file", "\"../elsewhere.safetensors\"");
-    dr_expect_err("outside", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, "elsewhere.safetensors", NULL);
-    dr_names_free(&sh);
+    tu_err_check("outside", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, "elsewhere.safetensors", NULL);
+    tf_names_free(&sh);
     tf_rmtree(dir);
 }
 /* The index names a tensor its file does not hold: a lookup with data and a key-filtered long scan
    must say so; neither may answer with another tensor's bytes or silently drop the key. */
 static void test_index_tensor_missing(void **state) {
     char dir[256], p[512];
-    dr_names sh = kv_dataset(dir, sizeof dir, "stale_tensor", 1);
+    tf_names sh = kv_dataset(dir, sizeof dir, "stale_tensor", 1);
     sts_dataset *ds;
     sts_error e;
     sts_view v;
@@ -416,14 +400,14 @@ static void test_index_tensor_missing(void **state) {
     index_path(p, sizeof p, dir);
     dr_edit(p, "\"k001_000__img\":{\"file\"", "\"ghost__img\":{\"file\"");
     ds = must_open(dir, 0);
-    dr_expect_err("get", sts_dataset_get(ds, "ghost__img", 10, 1, &v, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, sh.v[1], "ghost__img", NULL);
+    tu_err_check("get", sts_dataset_get(ds, "ghost__img", 10, 1, &v, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, sh.v[1], "ghost__img", NULL);
     sts_dataset_close(ds);
-    dr_names_free(&sh);
+    tf_names_free(&sh);
     tf_rmtree(dir);
 }
 static void test_index_tensor_missing_long_scan(void **state) {
     char dir[256], p[512];
-    dr_names sh = kv_dataset(dir, sizeof dir, "stale_tensor_scan", 1);
+    tf_names sh = kv_dataset(dir, sizeof dir, "stale_tensor_scan", 1);
     sts_dataset *ds;
     sts_error e;
     sts_scan_spec sp;
@@ -447,15 +431,15 @@ static void test_index_tensor_missing_long_scan(void **state) {
         if (r == STS_OK)
             snprintf(why, sizeof why, "a long scan for ghost__img, which the index places in %s (planned %zu file(s)), gave %zu row(s) and no error: "
                      "the stale index went unnoticed", sh.v[1], files, n);
-        dr_names_free(&sh);
+        tf_names_free(&sh);
         tf_rmtree(dir);
         if (why[0]) fail_msg("%s", why);
     }
-    dr_expect_err("long scan", r, &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, "ghost__img", NULL);
+    tu_err_check("long scan", r, &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, "ghost__img", NULL);
 }
 static void disagree_case(const char *what, const char *key, const char *field, const char *value) {
     char dir[256];
-    dr_names sh = kv_dataset(dir, sizeof dir, "disagree", 1);
+    tf_names sh = kv_dataset(dir, sizeof dir, "disagree", 1);
     sts_dataset *ds;
     sts_error e;
     sts_view v;
@@ -465,7 +449,7 @@ static void disagree_case(const char *what, const char *key, const char *field, 
     edit_entry(dir, key, field, value);
     ds = must_open(dir, 0);
     assert_true(dr_kv_parse(key, strlen(key), &t, &r));
-    dr_expect_err(what, sts_dataset_get(ds, key, strlen(key), 1, &v, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, sh.v[t], key, NULL);
+    tu_err_check(what, sts_dataset_get(ds, key, strlen(key), 1, &v, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, sh.v[t], key, NULL);
     /* scans read the header itself: the truth */
     memset(&sp, 0, sizeof sp);
     sp.with_data = 1;
@@ -473,7 +457,7 @@ static void disagree_case(const char *what, const char *key, const char *field, 
     assert_int_equal(rs.n, 12);
     dr_rows_free(&rs);
     sts_dataset_close(ds);
-    dr_names_free(&sh);
+    tf_names_free(&sh);
     tf_rmtree(dir);
 }
 static void test_index_disagrees_dtype(void **state) {
@@ -500,7 +484,7 @@ static void test_index_disagrees_offsets(void **state) {
    data still answers from the index. */
 static void per_file_case(const char *what, const char *bad, const char *field, const char *value, const char *msg, int bad_first) {
     char dir[256], p[512];
-    dr_names sh = kv_dataset(dir, sizeof dir, "per_file", 1);
+    tf_names sh = kv_dataset(dir, sizeof dir, "per_file", 1);
     const char *lookup = bad;
     sts_dataset *ds;
     sts_error e;
@@ -521,7 +505,7 @@ static void per_file_case(const char *what, const char *bad, const char *field, 
         if (round > 0 || bad_first) {
             char label[160];
             snprintf(label, sizeof label, "%s (%s first, round %d)", what, bad_first ? "bad key" : "good key", round);
-            dr_expect_err(label, sts_dataset_get(ds, lookup, strlen(lookup), 1, &v, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, sh.v[1], lookup, msg, NULL);
+            tu_err_check(label, sts_dataset_get(ds, lookup, strlen(lookup), 1, &v, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, sh.v[1], lookup, msg, NULL);
         }
         for (g = 0; g < sizeof good / sizeof *good; g++) {
             DR_OK(sts_dataset_get(ds, good[g].key, strlen(good[g].key), 1, &v, &e));
@@ -534,7 +518,7 @@ static void per_file_case(const char *what, const char *bad, const char *field, 
     assert_null(v.data);
     assert_int_equal(sts_dataset_stats(ds).files_mapped, 3);
     sts_dataset_close(ds);
-    dr_names_free(&sh);
+    tf_names_free(&sh);
     tf_rmtree(dir);
 }
 static void test_index_disagreement_checked_per_file(void **state) {
@@ -550,7 +534,7 @@ static void test_index_disagreement_checked_per_file(void **state) {
 }
 static void test_index_file_moved(void **state) {
     char dir[256], val[512];
-    dr_names sh = kv_dataset(dir, sizeof dir, "moved", 1);
+    tf_names sh = kv_dataset(dir, sizeof dir, "moved", 1);
     sts_dataset *ds;
     sts_error e;
     sts_view v;
@@ -558,9 +542,9 @@ static void test_index_file_moved(void **state) {
     snprintf(val, sizeof val, "\"%s\"", sh.v[0]);   /* k002_000__emb is in shard 2; the index says shard 0 */
     edit_entry(dir, "k002_000__emb", "file", val);
     ds = must_open(dir, 0);
-    dr_expect_err("moved", sts_dataset_get(ds, "k002_000__emb", 13, 1, &v, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, sh.v[0], "k002_000__emb", NULL);
+    tu_err_check("moved", sts_dataset_get(ds, "k002_000__emb", 13, 1, &v, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, sh.v[0], "k002_000__emb", NULL);
     sts_dataset_close(ds);
-    dr_names_free(&sh);
+    tf_names_free(&sh);
     tf_rmtree(dir);
 }
 /* An index whose dataset_id is not the manifest's belongs to another dataset (an overwrite
@@ -590,7 +574,7 @@ static void check_stale_ignored(const char *what, const char *dir) {
 }
 static void test_index_dataset_id(void **state) {
     char dir[256], other[256], p[512], q[512];
-    dr_names sh = kv_dataset(dir, sizeof dir, "dsid", 1), sh2;
+    tf_names sh = kv_dataset(dir, sizeof dir, "dsid", 1), sh2;
     dr_kv k;
     size_t n;
     uint8_t *text;
@@ -613,7 +597,7 @@ static void test_index_dataset_id(void **state) {
     k.tasks = 2;
     k.rows = 5;
     k.index = 1;
-    fresh(other, sizeof other, "dsid_other");
+    dr_fresh(other, sizeof other, "dsid_other");
     dr_write_kv(other, &k);
     sh2 = dr_list_shards(other);
     index_path(q, sizeof q, other);
@@ -621,14 +605,14 @@ static void test_index_dataset_id(void **state) {
     tf_write(p, text, n);
     free(text);
     check_stale_ignored("another dataset's index", dir);
-    dr_names_free(&sh2);
+    tf_names_free(&sh2);
     tf_rmtree(other);
-    dr_names_free(&sh);
+    tf_names_free(&sh);
     tf_rmtree(dir);
 }
 static void test_index_malformed(void **state) {
     char dir[256], p[512];
-    dr_names sh = kv_dataset(dir, sizeof dir, "index_bad", 1);
+    tf_names sh = kv_dataset(dir, sizeof dir, "index_bad", 1);
     sts_dataset *ds;
     sts_error e;
     size_t n, i;
@@ -680,7 +664,7 @@ static void test_index_malformed(void **state) {
             assert_non_null(strstr(e.message, "_tensor_index.json"));
         }
         dr_write_str(p, "{\"tensors\":{\"\xff\":{}}}");
-        dr_expect_err("not UTF-8", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, "_tensor_index.json", NULL);
+        tu_err_check("not UTF-8", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, "_tensor_index.json", NULL);
     }
     /* a hand-written index with escapes, unknown fields and a key that is not the tensor's name */
     {
@@ -705,12 +689,12 @@ static void test_index_malformed(void **state) {
             for (b = 0; b < 6; b++) assert_int_equal(((const uint8_t *)v.data)[b], dr_kv_byte(0, 0, b));
             DR_OK(sts_dataset_get(ds, "k000_000__emb", 13, 1, &v, &e));
             dr_check_kv_view(&v, 0, 0);
-            dr_expect_err("the name is not a key", sts_dataset_get(ds, "k000_000__img", 13, 0, &v, &e), &e, STS_ERR_NOT_FOUND, STS_RULE_NOT_FOUND, NULL);
+            tu_err_check("the name is not a key", sts_dataset_get(ds, "k000_000__img", 13, 0, &v, &e), &e, STS_ERR_NOT_FOUND, STS_RULE_NOT_FOUND, NULL);
         }
         sts_dataset_close(ds);
     }
     free(orig);
-    dr_names_free(&sh);
+    tf_names_free(&sh);
     tf_rmtree(dir);
 }
 
@@ -745,13 +729,13 @@ static void utf8_index_case(const char *dir, const char *what, const uint8_t *ta
     } else {
         char at[64];
         snprintf(at, sizeof at, "not UTF-8 at byte %lld", want_bad);
-        dr_expect_err(what, r, &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, "_tensor_index.json", at, NULL);
+        tu_err_check(what, r, &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, "_tensor_index.json", at, NULL);
         assert_true(e.offset == (uint64_t)want_bad);
     }
 }
 static void test_index_utf8_windows(void **state) {
     char dir[256];
-    dr_names sh = kv_dataset(dir, sizeof dir, "utf8_windows", 1);
+    tf_names sh = kv_dataset(dir, sizeof dir, "utf8_windows", 1);
     static const char *const head = "{\"metadata\":{\"dataset_id\":\"%s\"},\"pad\":\"";
     char h[256], hs[256];
     const uint8_t two[] = { 0xC3, 0xA9 }, four[] = { 0xF0, 0x9F, 0x98, 0x80 }, cut[] = { 0xC3, 'A' }, run[] = { 0xF0, 0x9F, 0x98, 0x80, 0x80, 0x80 };
@@ -790,7 +774,7 @@ static void test_index_utf8_windows(void **state) {
     /* a JSON error near the start, a bad byte 16 MiB later: the UTF-8 verdict, as before */
     utf8_index_case(dir, "JSON error first", late, 2, W16 + 99, "{\"tensors\":{}, x \"", 0, (long long)(W16 + 100));
     free(id);
-    dr_names_free(&sh);
+    tf_names_free(&sh);
     tf_rmtree(dir);
 }
 /* Any valid JSON spelling of the index's strings is read as its value: a file name or a dtype
@@ -798,7 +782,7 @@ static void test_index_utf8_windows(void **state) {
    not make the index "stale" or the dtype "unknown". */
 static void test_index_escaped_strings(void **state) {
     char dir[256], p[512], q[2048], file_esc[300];
-    dr_names sh = kv_dataset(dir, sizeof dir, "index_esc", 1);
+    tf_names sh = kv_dataset(dir, sizeof dir, "index_esc", 1);
     sts_dataset *ds;
     sts_error e;
     sts_view v;
@@ -812,7 +796,7 @@ static void test_index_escaped_strings(void **state) {
     dr_write_str(p, q);
     r = try_open(dir, 0, &ds, &e);
     if (r != STS_OK) {
-        dr_names_free(&sh);
+        tf_names_free(&sh);
         tf_rmtree(dir);
         fail_msg("an index with an escaped file name and an escaped dtype: %s", e.message);
     }
@@ -821,7 +805,7 @@ static void test_index_escaped_strings(void **state) {
     DR_OK(sts_dataset_get(ds, "k000_001__emb", 13, 1, &v, &e));
     dr_check_kv_view(&v, 0, 1);
     sts_dataset_close(ds);
-    dr_names_free(&sh);
+    tf_names_free(&sh);
     tf_rmtree(dir);
 }
 
@@ -830,51 +814,15 @@ static void test_index_escaped_strings(void **state) {
    succeeds, nothing leaks, every free and realloc passes the size that was allocated (the
    allocator hooks receive sizes; an arena or a sized allocator depends on them), and a current
    index is never dropped as "stale" because an allocation failed while reading it. */
-typedef struct ta { size_t calls, fail_at, live; int failed, bad_size; } ta;
-static void *ta_alloc(void *u, size_t n) {
-    ta *a = (ta *)u;
-    size_t *p;
-    if (++a->calls == a->fail_at) { a->failed = 1; return NULL; }
-    p = (size_t *)malloc(n + 16);
-    assert_non_null(p);
-    p[0] = n;
-    a->live += n;
-    return (char *)p + 16;
-}
-static void *ta_realloc(void *u, void *ptr, size_t old, size_t n) {
-    ta *a = (ta *)u;
-    size_t *p = (size_t *)((char *)ptr - 16);
-    if (p[0] != old) a->bad_size++;
-    if (++a->calls == a->fail_at) { a->failed = 1; return NULL; }
-    p = (size_t *)realloc(p, n + 16);
-    assert_non_null(p);
-    a->live = a->live - p[0] + n;
-    p[0] = n;
-    return (char *)p + 16;
-}
-static void ta_free(void *u, void *ptr, size_t n) {
-    ta *a = (ta *)u;
-    size_t *p;
-    if (!ptr) return;
-    p = (size_t *)((char *)ptr - 16);
-    if (p[0] != n) a->bad_size++;
-    a->live -= p[0];
-    free(p);
-}
 /* One run; returns a description of the first problem, or NULL. */
 static const char *alloc_run(const char *dir, const sts_read_config *cfg, int has_index, size_t fail_at, int *failed, char *why, size_t cap) {
-    ta a;
+    tu_alloc a;
     sts_options o;
     sts_dataset *ds = NULL;
     sts_error e;
     sts_result r;
-    memset(&a, 0, sizeof a);
-    a.fail_at = fail_at;
-    memset(&o, 0, sizeof o);
-    o.allocator.alloc = ta_alloc;
-    o.allocator.realloc = ta_realloc;
-    o.allocator.free = ta_free;
-    o.allocator.user = &a;
+    o = tu_alloc_opts(&a, NULL);
+    a.fail_at = (long)fail_at;
     why[0] = 0;
     r = sts_dataset_open(dir, cfg, &o, &ds, &e);
     if (r != STS_OK && r != STS_ERR_NOMEM) snprintf(why, cap, "open: %s", e.message);
@@ -905,14 +853,14 @@ static const char *alloc_run(const char *dir, const sts_read_config *cfg, int ha
         }
         sts_dataset_close(ds);
     }
-    *failed = a.failed;
-    if (!why[0] && a.live) snprintf(why, cap, "%zu bytes left allocated", a.live);
-    if (!why[0] && a.bad_size) snprintf(why, cap, "%d free/realloc call(s) passed a size other than the allocated one", a.bad_size);
+    *failed = a.failed != 0;
+    if (!why[0] && (a.bytes || a.blocks)) snprintf(why, cap, "%lld bytes in %ld blocks left allocated", (long long)a.bytes, a.blocks);
+    if (!why[0] && a.bad) snprintf(why, cap, "%ld allocator call(s) broke the contract, the first: %s", a.bad, a.why);
     return why[0] ? why : NULL;
 }
 static void test_alloc_failures(void **state) {
     char kv[256], lw[256], batch[256], why[512], first[3000] = "";
-    dr_names a, b;
+    tf_names a, b;
     dr_kv k;
     dr_batch bt;
     static const uint64_t any2[2] = { STS_DIM_ANY, STS_DIM_ANY };
@@ -923,11 +871,11 @@ static void test_alloc_failures(void **state) {
     a = kv_dataset(kv, sizeof kv, "alloc_kv", 1);
     memset(&k, 0, sizeof k);
     k.tasks = 3; k.rows = 2; k.last_win = 1; k.dup_every = 1;
-    fresh(lw, sizeof lw, "alloc_lw");
+    dr_fresh(lw, sizeof lw, "alloc_lw");
     dr_write_kv(lw, &k);
     memset(&bt, 0, sizeof bt);
     bt.tasks = 1; bt.rows_per_task[0] = 5; bt.batch_size = 2;
-    fresh(batch, sizeof batch, "alloc_batch");
+    dr_fresh(batch, sizeof batch, "alloc_batch");
     dr_write_batch(batch, &bt);
     b = dr_list_shards(batch);
     memset(sc, 0, sizeof sc);
@@ -956,8 +904,8 @@ static void test_alloc_failures(void **state) {
             }
         }
     }
-    dr_names_free(&a);
-    dr_names_free(&b);
+    tf_names_free(&a);
+    tf_names_free(&b);
     tf_rmtree(kv);
     tf_rmtree(lw);
     tf_rmtree(batch);
@@ -991,5 +939,5 @@ int main(void) {
         cmocka_unit_test(test_index_utf8_windows),
         cmocka_unit_test(test_alloc_failures),
     };
-    return cmocka_run_group_tests(tests, setup_root, teardown_root);
+    return cmocka_run_group_tests(tests, dr_root_setup, dr_root_teardown);
 }

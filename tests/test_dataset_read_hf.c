@@ -338,7 +338,7 @@ static void test_sharded_model(void **state) {
         DR_OK(sts_scan_open(ds, &sp, &s, &e));
         DR_OK(sts_scan_next(s, &c, &nc, &e));
         DR_OK(sts_scan_next(s, &c, &nc, &e));
-        dr_expect_err("lm_head dtype", sts_scan_next(s, &c, &nc, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, "model-00003-of-00003.safetensors", "lm_head.weight", NULL);
+        tu_err_check("lm_head dtype", sts_scan_next(s, &c, &nc, &e), &e, STS_ERR_SCHEMA, STS_RULE_READ_SCHEMA, "model-00003-of-00003.safetensors", "lm_head.weight", NULL);
         sts_scan_close(s);
         sts_dataset_close(ds);
     }

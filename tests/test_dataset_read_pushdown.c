@@ -18,7 +18,7 @@
 
 static char g_root[64];
 static char g_kv20[256];       /* 20 shards, index */
-static dr_names g_sh;
+static tf_names g_sh;
 static uint64_t g_hdr[20];     /* 8 + N of each shard */
 
 static uint64_t header_bytes_of(const char *path) {
@@ -53,19 +53,9 @@ static int setup_root(void **state) {
 }
 static int teardown_root(void **state) {
     (void)state;
-    dr_names_free(&g_sh);
+    tf_names_free(&g_sh);
     tf_rmtree(g_root);
     return 0;
-}
-static sts_dataset *open_ds(const char *path, int no_index) {
-    sts_read_config cfg;
-    sts_dataset *ds;
-    sts_error e;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.infer_schema = 1;
-    cfg.no_index = no_index;
-    DR_OK(sts_dataset_open(path, &cfg, NULL, &ds, &e));
-    return ds;
 }
 static uint64_t all_headers(void) {
     uint64_t s = 0;
@@ -79,7 +69,7 @@ static void test_wide_header_only(void **state) {
     int no_index;
     (void)state;
     for (no_index = 0; no_index < 2; no_index++) {
-        sts_dataset *ds = open_ds(g_kv20, no_index);
+        sts_dataset *ds = dr_open(g_kv20, no_index);
         sts_scan_stats before = sts_dataset_stats(ds), st;
         sts_scan_spec sp;
         sts_scan *s;
@@ -132,7 +122,7 @@ static uint64_t k3_data_bytes(void) {
     return 6 + 12 + 9;
 }
 static void test_key_filter_with_index(void **state) {
-    sts_dataset *ds = open_ds(g_kv20, 0);
+    sts_dataset *ds = dr_open(g_kv20, 0);
     sts_scan_spec sp;
     dr_rows rs;
     sts_error e;
@@ -202,7 +192,7 @@ static void test_key_filter_with_index(void **state) {
 /* Without an index the filter is answered from header-only reads: every header is read, and only
    the files with a match are mapped. */
 static void test_key_filter_without_index(void **state) {
-    sts_dataset *ds = open_ds(g_kv20, 1);
+    sts_dataset *ds = dr_open(g_kv20, 1);
     sts_scan_spec sp;
     dr_rows rs;
     sts_error e;
@@ -240,7 +230,7 @@ static void test_dtype_filter_nothing(void **state) {
     (void)state;
     for (no_index = 0; no_index < 2; no_index++)
         for (with_data = 0; with_data < 2; with_data++) {
-            sts_dataset *ds = open_ds(g_kv20, no_index);
+            sts_dataset *ds = dr_open(g_kv20, no_index);
             sts_scan_spec sp;
             dr_rows rs;
             sts_error e;
@@ -272,7 +262,7 @@ static void test_dtype_filter_nothing(void **state) {
 }
 /* A shape filter through the index picks the files whose tensors match. */
 static void test_shape_filter_index(void **state) {
-    sts_dataset *ds = open_ds(g_kv20, 0);
+    sts_dataset *ds = dr_open(g_kv20, 0);
     sts_scan_spec sp;
     dr_rows rs;
     sts_error e;
@@ -301,7 +291,7 @@ static void test_shape_filter_index(void **state) {
 
 /* ---- lookups ---- */
 static void test_get_through_index(void **state) {
-    sts_dataset *ds = open_ds(g_kv20, 0);
+    sts_dataset *ds = dr_open(g_kv20, 0);
     sts_scan_stats st0 = sts_dataset_stats(ds), st;
     sts_error e;
     sts_view v;
@@ -362,7 +352,7 @@ static void test_get_through_index(void **state) {
     sts_dataset_close(ds);
 }
 static void test_get_without_index_builds_once(void **state) {
-    sts_dataset *ds = open_ds(g_kv20, 1);
+    sts_dataset *ds = dr_open(g_kv20, 1);
     sts_scan_stats st1, st2;
     sts_error e;
     sts_view v;
@@ -392,7 +382,7 @@ static double timed_gets(size_t n) {
     size_t i;
     sts_dataset *ds;
     sts_error e;
-    dr_rng rng;
+    tu_rng rng;
     double t0, t;
     assert_true(specs && names);
     snprintf(name, sizeof name, "o1_%zu", n);
@@ -414,17 +404,17 @@ static double timed_gets(size_t n) {
         fprintf(f, "%s\"%s\":{\"file\":\"a.safetensors\",\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[%zu,%zu]}", i ? "," : "", names[i], i, i + 1);
     fputs("}}", f);
     fclose(f);
-    ds = open_ds(dir, 0);
+    ds = dr_open(dir, 0);
     assert_int_equal(sts_dataset_describe(ds).has_index, 1);
     rng.s = 99;
-    t0 = dr_now();
+    t0 = tu_now();
     for (i = 0; i < 20000; i++) {
-        size_t k = dr_below(&rng, (uint32_t)n);
+        size_t k = tu_below(&rng, (uint32_t)n);
         sts_view v;
         DR_OK(sts_dataset_get(ds, names[k], 8, 0, &v, &e));
         assert_int_equal(v.nbytes, 1);
     }
-    t = dr_now() - t0;
+    t = tu_now() - t0;
     {
         sts_view v;
         DR_OK(sts_dataset_get(ds, names[n - 1], 8, 1, &v, &e));  /* and the index agrees with the file */
@@ -439,8 +429,8 @@ static void test_get_constant_time(void **state) {
     double small, large;
     (void)state;
     small = timed_gets(500);
-    large = timed_gets(dr_quick() ? 20000 : 100000);
-    if (large > 20 * small + 0.05) fail_msg("20000 lookups: %.4f s with 500 keys, %.4f s with %d keys", small, large, dr_quick() ? 20000 : 100000);
+    large = timed_gets(tu_quick() ? 20000 : 100000);
+    if (large > 20 * small + 0.05) fail_msg("20000 lookups: %.4f s with 500 keys, %.4f s with %d keys", small, large, tu_quick() ? 20000 : 100000);
 }
 
 /* ---- lastWin without an index: a header-only long scan maps nothing ---- */
@@ -460,7 +450,7 @@ static void test_last_win_scan_header_only(void **state) {
     k.dup_every = 1;
     tf_join(dir, sizeof dir, g_root, "lw");
     dr_write_kv(dir, &k);
-    ds = open_ds(dir, 1);
+    ds = dr_open(dir, 1);
     memset(&sp, 0, sizeof sp);
     sp.keys = keys;
     sp.nkeys = 1;
@@ -504,8 +494,8 @@ static void test_sparse_huge_file(void **state) {
     assert_int_equal(write(fd, hdr, 8 + hl), (ssize_t)(8 + hl));
     assert_int_equal(ftruncate(fd, (off_t)(8 + hl + big + 4)), 0);
     close(fd);
-    t0 = dr_now();
-    ds = open_ds(dir, 0);
+    t0 = tu_now();
+    ds = dr_open(dir, 0);
     {
         sts_scan_spec sp;
         dr_rows rs;
@@ -537,7 +527,7 @@ static void test_sparse_huge_file(void **state) {
         assert_int_equal(((const uint8_t *)v.data)[big - 1], 0);
     }
     sts_dataset_close(ds);
-    if (dr_now() - t0 > 10.0) fail_msg("the sparse 16 GiB file took %.1f s", dr_now() - t0);
+    if (tu_now() - t0 > 10.0) fail_msg("the sparse 16 GiB file took %.1f s", tu_now() - t0);
     tf_rmtree(dir);
 }
 

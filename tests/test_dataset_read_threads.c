@@ -60,16 +60,6 @@ static int teardown_root(void **state) {
     tf_rmtree(g_root);
     return 0;
 }
-static sts_dataset *open_ds(const char *path, int no_index) {
-    sts_read_config cfg;
-    sts_dataset *ds;
-    sts_error e;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.infer_schema = 1;
-    cfg.no_index = no_index;
-    DR_OK(sts_dataset_open(path, &cfg, NULL, &ds, &e));
-    return ds;
-}
 
 /* The checks of dr_check_kv_view, without cmocka: 1 if the view holds (task, row)'s tensor. */
 static int kv_view_ok(const sts_view *v, uint32_t task, uint32_t row) {
@@ -113,23 +103,23 @@ static void job_fail(job *j, const char *fmt, const char *a, const char *b) {
     if (!j->bad) snprintf(j->why, sizeof j->why, fmt, a, b);
     j->bad++;
 }
-static void do_gets(job *j, dr_rng *rng, int n) {
+static void do_gets(job *j, tu_rng *rng, int n) {
     int i;
     for (i = 0; i < n; i++) {
-        uint32_t t = dr_below(rng, j->tasks), r = dr_below(rng, j->rows);
-        int with_data = dr_below(rng, 4) != 0;
+        uint32_t t = tu_below(rng, j->tasks), r = tu_below(rng, j->rows);
+        int with_data = tu_below(rng, 4) != 0;
         char key[64];
         sts_view v;
         sts_error e;
-        if (j->lastwin && dr_below(rng, 3) == 0) {  /* a duplicated key: the last task's copy */
-            r = dr_below(rng, 5);
-            snprintf(key, sizeof key, "dup_%u%s", r, dr_below(rng, 2) ? "__img" : "__emb");
+        if (j->lastwin && tu_below(rng, 3) == 0) {  /* a duplicated key: the last task's copy */
+            r = tu_below(rng, 5);
+            snprintf(key, sizeof key, "dup_%u%s", r, tu_below(rng, 2) ? "__img" : "__emb");
             if (sts_dataset_get(j->ds, key, strlen(key), with_data, &v, &e) != STS_OK) { job_fail(j, "get %s: %s", key, e.message); continue; }
             if (v.file != j->tasks - 1 || !kv_view_ok(&v, j->tasks - 1, 500 + r)) job_fail(j, "get %s: wrong tensor%s", key, "");
             continue;
         }
         dr_kv_key(key, sizeof key, t, r);
-        strcat(key, dr_below(rng, 2) ? "__img" : "__emb");
+        strcat(key, tu_below(rng, 2) ? "__img" : "__emb");
         if (sts_dataset_get(j->ds, key, strlen(key), with_data, &v, &e) != STS_OK) { job_fail(j, "get %s: %s", key, e.message); continue; }
         if (v.file != t || !kv_view_ok(&v, t, r) || (with_data && !v.data)) job_fail(j, "get %s: wrong tensor%s", key, "");
     }
@@ -173,10 +163,10 @@ static void do_scan(job *j) {
 }
 static void *worker(void *arg) {
     job *j = (job *)arg;
-    dr_rng rng;
+    tu_rng rng;
     rng.s = 0x1234u + (uint64_t)j->id * 977u;
     pthread_barrier_wait(j->start);
-    do_gets(j, &rng, 1 + (int)dr_below(&rng, 3));  /* everyone at once: the first maps race */
+    do_gets(j, &rng, 1 + (int)tu_below(&rng, 3));  /* everyone at once: the first maps race */
     if (j->scan) do_scan(j);
     do_gets(j, &rng, j->gets);
     return NULL;
@@ -207,10 +197,10 @@ static void run_jobs(const sts_dataset *ds, uint32_t tasks, uint32_t rows, int l
 }
 
 static void threads_case(int no_index) {
-    int rounds = dr_quick() ? 2 : 40, gets = dr_quick() ? 200 : 4000, round;
+    int rounds = tu_quick() ? 2 : 40, gets = tu_quick() ? 200 : 4000, round;
     uint64_t want_sum = 0;
     {   /* the whole dataset, one thread */
-        sts_dataset *ds = open_ds(g_kv, no_index);
+        sts_dataset *ds = dr_open(g_kv, no_index);
         sts_scan_spec sp;
         dr_rows rs;
         sts_error e;
@@ -224,7 +214,7 @@ static void threads_case(int no_index) {
         sts_dataset_close(ds);
     }
     for (round = 0; round < rounds; round++) {
-        sts_dataset *ds = open_ds(g_kv, no_index);
+        sts_dataset *ds = dr_open(g_kv, no_index);
         size_t tensors, wide;
         uint64_t sum;
         run_jobs(ds, g_tasks, g_rows, 0, gets, 1, &tensors, &wide, &sum);
@@ -239,14 +229,14 @@ static void test_threads_index(void **state) { (void)state; threads_case(0); }
 static void test_threads_no_index(void **state) { (void)state; threads_case(1); }
 
 static void test_threads_last_win(void **state) {
-    int rounds = dr_quick() ? 2 : 40, round, no_index;
+    int rounds = tu_quick() ? 2 : 40, round, no_index;
     (void)state;
     for (no_index = 0; no_index < 2; no_index++)
         for (round = 0; round < rounds; round++) {
-            sts_dataset *ds = open_ds(g_lw, no_index);
+            sts_dataset *ds = dr_open(g_lw, no_index);
             size_t tensors, wide;
             uint64_t sum;
-            run_jobs(ds, 6, 4, 1, dr_quick() ? 100 : 2000, 0, &tensors, &wide, &sum);
+            run_jobs(ds, 6, 4, 1, tu_quick() ? 100 : 2000, 0, &tensors, &wide, &sum);
             assert_true(sts_dataset_stats(ds).files_mapped <= 6);
             sts_dataset_close(ds);
         }
@@ -265,18 +255,18 @@ typedef struct bjob {
 } bjob;
 static void *bad_worker(void *arg) {
     bjob *j = (bjob *)arg;
-    dr_rng rng;
+    tu_rng rng;
     int i;
     rng.s = 0x777u + (uint64_t)j->id * 131u;
     pthread_barrier_wait(j->start);
     for (i = 0; i < j->gets; i++) {
-        uint32_t t = dr_below(&rng, g_tasks), r = dr_below(&rng, g_rows);
-        int with_data = dr_below(&rng, 5) != 0;
+        uint32_t t = tu_below(&rng, g_tasks), r = tu_below(&rng, g_rows);
+        int with_data = tu_below(&rng, 5) != 0;
         char key[64];
         sts_view v;
         sts_error e;
         sts_result res;
-        if (dr_below(&rng, 6) == 0) {  /* the stale entry */
+        if (tu_below(&rng, 6) == 0) {  /* the stale entry */
             res = sts_dataset_get(j->ds, "ghost__img", 10, with_data, &v, &e);
             if (with_data ? (res != STS_ERR_DATASET || e.rule != STS_RULE_DATASET_INDEX || !strstr(e.message, "ghost__img")) : (res != STS_OK || v.file != 3)) {
                 if (!j->bad) snprintf(j->why, sizeof j->why, "ghost__img (data %d): %s: %s", with_data, sts_result_name(res), e.message);
@@ -287,7 +277,7 @@ static void *bad_worker(void *arg) {
         }
         if (t == 3 && r == 2) r = 1;  /* k003_002__img is now ghost__img in the index */
         dr_kv_key(key, sizeof key, t, r);
-        strcat(key, dr_below(&rng, 2) ? "__img" : "__emb");
+        strcat(key, tu_below(&rng, 2) ? "__img" : "__emb");
         res = sts_dataset_get(j->ds, key, strlen(key), with_data, &v, &e);
         if (res != STS_OK || v.file != t || !kv_view_ok(&v, t, r) || (with_data && !v.data)) {
             if (!j->bad) snprintf(j->why, sizeof j->why, "get %s: %s: %s", key, sts_result_name(res), e.message);
@@ -297,12 +287,12 @@ static void *bad_worker(void *arg) {
     return NULL;
 }
 static void test_threads_stale_entry(void **state) {
-    int rounds = dr_quick() ? 3 : 40, round, i;
+    int rounds = tu_quick() ? 3 : 40, round, i;
     char p[512];
     (void)state;
     tf_join(p, sizeof p, g_bad, "_tensor_index.json");
     for (round = 0; round < rounds; round++) {
-        sts_dataset *ds = open_ds(g_bad, 0);
+        sts_dataset *ds = dr_open(g_bad, 0);
         pthread_t th[NTHREADS];
         bjob jobs[NTHREADS];
         pthread_barrier_t start;
@@ -310,7 +300,7 @@ static void test_threads_stale_entry(void **state) {
         assert_int_equal(pthread_barrier_init(&start, NULL, NTHREADS), 0);
         for (i = 0; i < NTHREADS; i++) {
             memset(&jobs[i], 0, sizeof jobs[i]);
-            jobs[i].ds = ds; jobs[i].start = &start; jobs[i].id = i + round * NTHREADS; jobs[i].gets = dr_quick() ? 150 : 1500;
+            jobs[i].ds = ds; jobs[i].start = &start; jobs[i].id = i + round * NTHREADS; jobs[i].gets = tu_quick() ? 150 : 1500;
             assert_int_equal(pthread_create(&th[i], NULL, bad_worker, &jobs[i]), 0);
         }
         for (i = 0; i < NTHREADS; i++) assert_int_equal(pthread_join(th[i], NULL), 0);

@@ -3,10 +3,12 @@
    Include after safetensors_spark.h with STS_IMPLEMENTATION (each test defines _POSIX_C_SOURCE 200809L first). Everything is
    static and marked unused. Checks fail through cmocka.
 
-     - the test level (STS_TEST_LEVEL=quick), a clock, a seeded PRNG
-     - temporary folders under /tmp (dsr.XXXXXX), recursive removal, whole-file read/write,
-       in-place text edits of manifests and indexes, byte flips
-     - error checks: code, rule and substrings of the message
+     (the level, clock, PRNG, text builder, checking allocator and the sts_error check are in
+     test_util.h; temporary folders, removal and whole-file read/write in fs_util.h)
+     - subfolders, in-place text edits of manifests and indexes, byte flips
+     - DR_OK: a call that must succeed
+     - a root folder per test group (dr_root, its setup and teardown), fresh folders in it, and
+       a dataset opened with its schema inferred (dr_open)
      - single files through the library's writer (sts_write_path)
      - datasets through the dataset writer: batch mode (two columns, every tail strategy) and KV
        mode (one task per shard, optional lastWin duplicates), with a model of every row so a
@@ -15,15 +17,7 @@
 #ifndef STS_TESTS_DATASET_READ_UTIL_H
 #define STS_TESTS_DATASET_READ_UTIL_H
 
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <cmocka.h>
+#include "test_util.h"
 #include "fs_util.h"
 
 #include <dirent.h>
@@ -33,30 +27,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#if defined(__GNUC__) || defined(__clang__)
-#  define DR_FN static __attribute__((unused))
-#else
-#  define DR_FN static
-#endif
-
-/* ---- level, clock, PRNG ---- */
-DR_FN int dr_quick(void) {
-    const char *l = getenv("STS_TEST_LEVEL");
-    return l && strcmp(l, "quick") == 0;
-}
-DR_FN double dr_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-typedef struct dr_rng { uint64_t s; } dr_rng;
-DR_FN uint64_t dr_next(dr_rng *r) {
-    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-DR_FN uint32_t dr_below(dr_rng *r, uint32_t n) { return n ? (uint32_t)(dr_next(r) % n) : 0; }
+#define DR_FN TU_FN
 
 /* ---- files and folders (the basic ones are in fs_util.h) ---- */
 DR_FN void dr_subdir(char *buf, size_t cap, const char *dir, const char *name) {
@@ -115,59 +86,52 @@ DR_FN void dr_poke(const char *path, uint64_t off, uint8_t v) {
     close(fd);
 }
 
-/* Names of the *.safetensors files of a folder (no hidden ones), sorted. */
-typedef struct dr_names { char **v; size_t n; } dr_names;
-static int dr_cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-DR_FN dr_names dr_list_shards(const char *dir) {
-    dr_names r = { NULL, 0 };
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    size_t cap = 0;
-    assert_non_null(d);
-    while ((e = readdir(d)) != NULL) {
-        size_t n = strlen(e->d_name);
-        if (e->d_name[0] == '.' || n <= 12 || strcmp(e->d_name + n - 12, ".safetensors") != 0) continue;
-        if (r.n == cap) { cap = cap ? 2 * cap : 16; r.v = (char **)realloc(r.v, cap * sizeof *r.v); assert_non_null(r.v); }
-        r.v[r.n] = (char *)malloc(n + 1);
-        assert_non_null(r.v[r.n]);
-        memcpy(r.v[r.n++], e->d_name, n + 1);
-    }
-    closedir(d);
-    if (r.n) qsort(r.v, r.n, sizeof *r.v, dr_cmp_str);
+/* Names of the *.safetensors files of a folder (no hidden ones), sorted; free with tf_names_free. */
+DR_FN tf_names dr_list_shards(const char *dir) {
+    tf_names r = tf_list(dir, "", ".safetensors");
+    TU_CHECK(!r.missing);
     return r;
 }
-DR_FN void dr_names_free(dr_names *r) {
-    size_t i;
-    for (i = 0; i < r->n; i++) free(r->v[i]);
-    free(r->v);
-    r->v = NULL;
-    r->n = 0;
-}
 
-/* ---- errors ---- */
-/* r must be code with the rule (DR_ANY_RULE: any rule), and the message must start with the
-   rule id and hold every given substring (a NULL-terminated list). */
-#define DR_ANY_RULE STS_RULE_COUNT
-DR_FN void dr_expect_err(const char *what, sts_result r, const sts_error *e, sts_result code, sts_rule rule, ...) {
-    va_list ap;
-    const char *s, *id;
-    if (rule == DR_ANY_RULE && r == e->code) rule = e->rule;
-    id = sts_rule_id(rule);
-    if (r != code || e->code != code || e->rule != rule)
-        fail_msg("%s: expected %s (%s), got %s (%s): %s", what, sts_result_name(code), id, sts_result_name(r), sts_rule_id(e->rule), e->message);
-    if (strncmp(e->message, id, strlen(id)) != 0 || e->message[strlen(id)] != ':')
-        fail_msg("%s: the message does not start with \"%s:\": %s", what, id, e->message);
-    if (strchr(e->message, '\n') || strchr(e->message, '\t')) fail_msg("%s: the message holds a TAB or newline: %s", what, e->message);
-    va_start(ap, rule);
-    while ((s = va_arg(ap, const char *)) != NULL)
-        if (!strstr(e->message, s)) { va_end(ap); fail_msg("%s: the message lacks \"%s\": %s", what, s, e->message); }
-    va_end(ap);
-}
+/* ---- a call that must succeed (the error is named e) ---- */
 #define DR_OK(call)                                                                                   \
     do {                                                                                              \
         sts_result r_ = (call);                                                                       \
         if (r_ != STS_OK) fail_msg("%s:%d: %s: %s: %s", __FILE__, __LINE__, #call, sts_result_name(r_), e.message); \
     } while (0)
+
+/* ---- a root folder per test group (cmocka group setup and teardown), fresh folders in it ---- */
+#if defined(__GNUC__) || defined(__clang__)
+static char dr_root[64] __attribute__((unused));
+#else
+static char dr_root[64];
+#endif
+DR_FN int dr_root_setup(void **state) {
+    (void)state;
+    tf_tmpdir(dr_root, sizeof dr_root);
+    return 0;
+}
+DR_FN int dr_root_teardown(void **state) {
+    (void)state;
+    tf_rmtree(dr_root);
+    return 0;
+}
+/* dr_root/name, removed if it exists. */
+DR_FN void dr_fresh(char *dir, size_t cap, const char *name) {
+    tf_join(dir, cap, dr_root, name);
+    tf_rmtree(dir);
+}
+/* A dataset opened with the schema inferred, with or without its index. */
+DR_FN sts_dataset *dr_open(const char *path, int no_index) {
+    sts_read_config cfg;
+    sts_dataset *ds;
+    sts_error e;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.infer_schema = 1;
+    cfg.no_index = no_index;
+    DR_OK(sts_dataset_open(path, &cfg, NULL, &ds, &e));
+    return ds;
+}
 
 /* ---- single files ---- */
 typedef struct dr_spec {      /* a tensor to write: data is filled from a pattern when NULL */

@@ -16,7 +16,7 @@
 #define _POSIX_C_SOURCE 200809L
 #define STS_IMPLEMENTATION
 #include "../safetensors_spark.h"
-#include "dataset_util.h"
+#include "dataset_write_util.h"
 #include <math.h>
 
 /* ---- a model of what a batch job writes ---- */
@@ -26,7 +26,7 @@ typedef struct mcol {
     uint32_t rank;          /* sample rank */
     uint64_t shape[6];
     uint64_t row_bytes;
-    du_sb rows;             /* the accepted rows' encoded bytes, concatenated */
+    tu_sb rows;             /* the accepted rows' encoded bytes, concatenated */
 } mcol;
 typedef struct model { mcol c[8]; size_t n; uint64_t rows; } model;
 
@@ -42,19 +42,19 @@ static void model_col(model *m, const char *name, sts_dtype dt, uint32_t rank, c
 /* Appends the encoding of one cell to column k. */
 static void model_cell(model *m, size_t k, const sts_column *col, const sts_value *v, sts_rounding rnd) {
     mcol *c = &m->c[k];
-    if (col->kind == STS_VALUE_TENSOR) { du_sb_put(&c->rows, v->data, (size_t)v->size); return; }
+    if (col->kind == STS_VALUE_TENSOR) { tu_sb_put(&c->rows, v->data, (size_t)v->size); return; }
     {
         size_t out = (size_t)v->size * sts_dtype_bits(c->dtype) / 8;
         uint8_t *tmp = (uint8_t *)malloc(out ? out : 1);
         assert_non_null(tmp);
         assert_int_equal(sts_convert(tmp, c->dtype, v->data, col->elem, (size_t)v->size, rnd), STS_OK);
-        du_sb_put(&c->rows, tmp, out);
+        tu_sb_put(&c->rows, tmp, out);
         free(tmp);
     }
 }
 static void model_free(model *m) {
     size_t i;
-    for (i = 0; i < m->n; i++) du_sb_free(&m->c[i].rows);
+    for (i = 0; i < m->n; i++) tu_sb_free(&m->c[i].rows);
     m->n = 0;
 }
 /* The tensors of a file holding model rows [from, from + rows) and `pad` zero rows after them. */
@@ -75,7 +75,7 @@ static void model_file(const model *m, uint64_t from, uint64_t rows, uint64_t pa
 /* The folder holds two shards: a batch of `batch` rows (0 .. batch-1), then the tail of `tail`
    rows; each compared byte for byte with the model's file. */
 static void expect_batch_and_tail(const char *label, const char *root, const model *md, uint64_t batch, uint64_t tail) {
-    du_names names = du_list_shards(root);
+    tf_names names = du_list_shards(root);
     char p[512];
     size_t i;
     assert_int_equal(names.n, 2);
@@ -86,7 +86,7 @@ static void expect_batch_and_tail(const char *label, const char *root, const mod
         du_expect_file(label, p, &tl);
         du_tl_free(&tl);
     }
-    du_names_free(&names);
+    tf_names_free(&names);
 }
 
 /* ---- the schema of the golden tests ---- */
@@ -168,12 +168,12 @@ static void golden(sts_tail tail, int index) {
     sts_error e;
     du_msgs m;
     model md[2];
-    du_names shards;
+    tf_names shards;
     du_ds ds;
     sts_dataset_summary sum;
     char uuid[2][40];
     size_t t, expect_files = 0, f;
-    du_sb notes = { 0, 0, 0 };
+    tu_sb notes = { 0, 0, 0 };
     uint64_t expect_samples = 0, expect_bytes = 0;
     snprintf(label, sizeof label, "golden tail=%d index=%d", (int)tail, index);
     memset(&m, 0, sizeof m);
@@ -279,12 +279,12 @@ static void golden(sts_tail tail, int index) {
         assert_false(du_index_file(&ds, "emb", file, sizeof file));
     }
     du_ds_free(&ds);
-    du_names_free(&shards);
+    tf_names_free(&shards);
     model_free(&md[0]);
     model_free(&md[1]);
     du_msgs_free(&m);
     tf_rmtree(root);
-    du_notes_done(&notes, label);
+    tu_notes_done(&notes, label);
 }
 static void test_golden_write(void **state) { (void)state; golden(STS_TAIL_WRITE, 0); golden(STS_TAIL_WRITE, 1); }
 static void test_golden_drop(void **state) { (void)state; golden(STS_TAIL_DROP, 0); golden(STS_TAIL_DROP, 1); }
@@ -302,7 +302,7 @@ static void test_tail_rewrite(void **state) {
     static const uint64_t sa[1] = { 5 }, sc[1] = { 3 };
     uint64_t nrows[4] = { 3, 999, 1001, 2 };
     size_t k;
-    du_sb notes = { 0, 0, 0 };
+    tu_sb notes = { 0, 0, 0 };
     (void)state;
     for (k = 0; k < 4; k++) {
         char root[64], p[256], label[64];
@@ -312,7 +312,7 @@ static void test_tail_rewrite(void **state) {
         char *msg;
         size_t len;
         model md;
-        du_names names;
+        tf_names names;
         uint64_t i, s8 = 4;
         snprintf(label, sizeof label, "tail rewrite, %llu rows", (unsigned long long)nrows[k]);
         tf_tmpdir(root, sizeof root);
@@ -354,12 +354,12 @@ static void test_tail_rewrite(void **state) {
             du_expect_file_note(&notes, label, p, &tl);
             du_tl_free(&tl);
         }
-        du_names_free(&names);
+        tf_names_free(&names);
         model_free(&md);
         sts_free(NULL, msg, len + 1);
         tf_rmtree(root);
     }
-    du_notes_done(&notes, "tail rewrite");
+    tu_notes_done(&notes, "tail rewrite");
 }
 
 /* ================================================================================================
@@ -373,7 +373,7 @@ static void test_row_checks(void **state) {
     char *msg = NULL;
     size_t len = 0;
     int accepted = 0, i;
-    du_sb notes = { 0, 0, 0 };
+    tu_sb notes = { 0, 0, 0 };
     (void)state;
     tf_tmpdir(root, sizeof root);
     gold_config(&c);
@@ -390,23 +390,23 @@ static void test_row_checks(void **state) {
         snprintf(row, sizeof row, "row %d", i);  /* the caller's row number: rejected rows count too */
         switch (i) {
         case 2: v[1].shape = s32; snprintf(label, sizeof label, "img shape [3,2] after [2,3]");
-            r = sts_task_write(w, v, &e); du_err_note(&notes, label, r, &e, STS_ERR_SCHEMA, STS_RULE_ROW_SHAPE, row, "\"img\"", "[3, 2]", "[2, 3]", (const char *)NULL); continue;
+            r = sts_task_write(w, v, &e); tu_err_note(&notes, label, r, &e, STS_ERR_SCHEMA, STS_RULE_ROW_SHAPE, row, "\"img\"", "[3, 2]", "[2, 3]", (const char *)NULL); continue;
         case 4: v[1].rank = 1; v[1].shape = s6; snprintf(label, sizeof label, "img rank 1 after rank 2");
-            r = sts_task_write(w, v, &e); du_err_note(&notes, label, r, &e, STS_ERR_SCHEMA, STS_RULE_ROW_SHAPE, row, "\"img\"", (const char *)NULL); continue;
+            r = sts_task_write(w, v, &e); tu_err_note(&notes, label, r, &e, STS_ERR_SCHEMA, STS_RULE_ROW_SHAPE, row, "\"img\"", (const char *)NULL); continue;
         case 5: v[1].rank = 3; v[1].shape = s23x; snprintf(label, sizeof label, "img [2,3,1] after [2,3]");
-            r = sts_task_write(w, v, &e); du_err_note(&notes, label, r, &e, STS_ERR_SCHEMA, STS_RULE_ROW_SHAPE, row, "\"img\"", (const char *)NULL); continue;
+            r = sts_task_write(w, v, &e); tu_err_note(&notes, label, r, &e, STS_ERR_SCHEMA, STS_RULE_ROW_SHAPE, row, "\"img\"", (const char *)NULL); continue;
         case 6: v[1].dtype = STS_DTYPE_I8; snprintf(label, sizeof label, "img dtype I8 after U8");
-            r = sts_task_write(w, v, &e); du_err_note(&notes, label, r, &e, STS_ERR_SCHEMA, STS_RULE_ROW_DTYPE, row, "\"img\"", "I8", "U8", (const char *)NULL); continue;
+            r = sts_task_write(w, v, &e); tu_err_note(&notes, label, r, &e, STS_ERR_SCHEMA, STS_RULE_ROW_DTYPE, row, "\"img\"", "I8", "U8", (const char *)NULL); continue;
         case 7: v[2].size = 7; snprintf(label, sizeof label, "emb 7 elements after 8");
-            r = sts_task_write(w, v, &e); du_err_note(&notes, label, r, &e, STS_ERR_SCHEMA, STS_RULE_ROW_SHAPE, row, "\"emb\"", "7", "8", (const char *)NULL); continue;
+            r = sts_task_write(w, v, &e); tu_err_note(&notes, label, r, &e, STS_ERR_SCHEMA, STS_RULE_ROW_SHAPE, row, "\"emb\"", "7", "8", (const char *)NULL); continue;
         case 9: v[1].size = 5; snprintf(label, sizeof label, "img 5 bytes for U8 [2,3]");
-            r = sts_task_write(w, v, &e); du_err_note(&notes, label, r, &e, STS_ERR_SCHEMA, STS_RULE_ROW_VALUE, row, "\"img\"", (const char *)NULL); continue;
+            r = sts_task_write(w, v, &e); tu_err_note(&notes, label, r, &e, STS_ERR_SCHEMA, STS_RULE_ROW_VALUE, row, "\"img\"", (const char *)NULL); continue;
         case 10: v[2].data = NULL; snprintf(label, sizeof label, "emb data NULL");
-            r = sts_task_write(w, v, &e); du_err_note(&notes, label, r, &e, STS_ERR_SCHEMA, STS_RULE_ROW_VALUE, row, "\"emb\"", (const char *)NULL); continue;
+            r = sts_task_write(w, v, &e); tu_err_note(&notes, label, r, &e, STS_ERR_SCHEMA, STS_RULE_ROW_VALUE, row, "\"emb\"", (const char *)NULL); continue;
         case 11: v[1].dtype = (sts_dtype)99; snprintf(label, sizeof label, "img dtype out of range");
-            r = sts_task_write(w, v, &e); du_err_note(&notes, label, r, &e, STS_ERR_SCHEMA, STS_RULE_ROW_VALUE, row, "\"img\"", (const char *)NULL); continue;
+            r = sts_task_write(w, v, &e); tu_err_note(&notes, label, r, &e, STS_ERR_SCHEMA, STS_RULE_ROW_VALUE, row, "\"img\"", (const char *)NULL); continue;
         case 12: v[1].shape = NULL; snprintf(label, sizeof label, "img rank 2 without a shape");
-            r = sts_task_write(w, v, &e); du_err_note(&notes, label, r, &e, STS_ERR_SCHEMA, STS_RULE_ROW_VALUE, row, "\"img\"", (const char *)NULL); continue;
+            r = sts_task_write(w, v, &e); tu_err_note(&notes, label, r, &e, STS_ERR_SCHEMA, STS_RULE_ROW_VALUE, row, "\"img\"", (const char *)NULL); continue;
         default: break;
         }
         DU_OK("good row", sts_task_write(w, v, &e), e);
@@ -423,13 +423,13 @@ static void test_row_checks(void **state) {
     model_free(&md);
     sts_free(NULL, msg, len + 1);
     tf_rmtree(root);
-    du_notes_done(&notes, "row checks");
+    tu_notes_done(&notes, "row checks");
 }
 
 /* The row number in a rejection is the caller's: after a rejected row, the next rejected row
    names its own position among the rows handed in. */
 static void test_row_numbers(void **state) {
-    du_sb notes = { 0, 0, 0 };
+    tu_sb notes = { 0, 0, 0 };
     char root[64];
     sts_write_config c;
     sts_error e;
@@ -444,13 +444,13 @@ static void test_row_numbers(void **state) {
     DU_OK("row 0", sts_task_write(w, gold_row(&b, 0, 0), &e), e);
     memcpy(v, gold_row(&b, 0, 1), sizeof v);
     v[1].shape = s32;
-    du_err_note(&notes, "row 1 bad", sts_task_write(w, v, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_SHAPE, "row 1,", (const char *)NULL);
+    tu_err_note(&notes, "row 1 bad", sts_task_write(w, v, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_SHAPE, "row 1,", (const char *)NULL);
     memcpy(v, gold_row(&b, 0, 2), sizeof v);
     v[1].shape = s32;
-    du_err_note(&notes, "row 2 bad (the caller's third row)", sts_task_write(w, v, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_SHAPE, "row 2,", (const char *)NULL);
+    tu_err_note(&notes, "row 2 bad (the caller's third row)", sts_task_write(w, v, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_SHAPE, "row 2,", (const char *)NULL);
     sts_task_close(w);
     tf_rmtree(root);
-    du_notes_done(&notes, "row numbers");
+    tu_notes_done(&notes, "row numbers");
 }
 
 /* ================================================================================================
@@ -504,7 +504,7 @@ static void test_array_shapes(void **state) {
             model_cell(&md, 1, &schema[1], &v[1], STS_ROUND_NEAREST_EVEN);
             if (i == 3 && variant == 1) {  /* the shapes option fixes the element count */
                 v[0].size = 7;
-                du_err_check(label, sts_task_write(w, v, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_SHAPE, "\"emb\"", "shapes", (const char *)NULL);
+                tu_err_check(label, sts_task_write(w, v, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_SHAPE, "\"emb\"", "shapes", (const char *)NULL);
             }
         }
         DU_OK(label, sts_task_commit(w, &msg, &len, &e), e);
@@ -530,7 +530,7 @@ static void test_array_shapes(void **state) {
         memset(v, 0, sizeof v);
         v[0].data = emb; v[0].size = 8;
         v[1].data = ids; v[1].size = 3;
-        du_err_check("9 != 8", sts_task_write(w, v, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_SHAPE, "\"emb\"", "9", "8", (const char *)NULL);
+        tu_err_check("9 != 8", sts_task_write(w, v, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_SHAPE, "\"emb\"", "9", "8", (const char *)NULL);
         sts_task_close(w);
         tf_rmtree(root);
     }
@@ -577,7 +577,7 @@ static void test_all_element_types(void **state) {
         model md;
         char *msg;
         size_t len, col;
-        du_names names;
+        tf_names names;
         sts_file *f;
         int i, j;
         uint64_t s5 = 5;
@@ -634,7 +634,7 @@ static void test_all_element_types(void **state) {
                 }
         }
         sts_close(f);
-        du_names_free(&names);
+        tf_names_free(&names);
         model_free(&md);
         sts_free(NULL, msg, len + 1);
         tf_rmtree(root);
@@ -654,21 +654,19 @@ static void test_large_and_small_cells(void **state) {
     model md;
     char *msg;
     size_t len, big = (size_t)3 << 19, nsame = 300000, nconv = 700000;  /* 1.5 MiB, 1.2 MB, 2.8 MB -> 1.4 MB */
-    du_names names;
+    tf_names names;
     int i;
     uint64_t sb = (uint64_t)big, ss = nsame, sc = nconv;
     uint8_t *bigbuf = (uint8_t *)malloc(big);
     float *same = (float *)malloc(nsame * sizeof(float)), *conv = (float *)malloc(nconv * sizeof(float));
-    du_alloc al;
+    tu_alloc al;
     sts_options o;
     (void)state;
     assert_true(bigbuf && same && conv);
     tf_tmpdir(root, sizeof root);
     memset(&c, 0, sizeof c);
     c.batch_size = 3; c.has_dtype = 1; c.dtype = STS_DTYPE_F32; c.no_fsync = 1;
-    memset(&al, 0, sizeof al);
-    memset(&o, 0, sizeof o);
-    du_alloc_opts(&o, &al);
+    o = tu_alloc_opts(&al, NULL);
     memset(&md, 0, sizeof md);
     model_col(&md, "big", STS_DTYPE_U8, 1, &sb);
     model_col(&md, "same", STS_DTYPE_F32, 1, &ss);
@@ -692,7 +690,7 @@ static void test_large_and_small_cells(void **state) {
     DU_OK("commit", sts_task_commit(w, &msg, &len, &e), e);
     sts_task_close(w);
     sts_free(&o, msg, len + 1);
-    du_alloc_clean(&al, "large cells");
+    tu_alloc_check("large cells", &al);
     if (al.peak > (int64_t)(8u << 20))
         fail_msg("batch mode held %lld bytes at its peak for 3-row batches of %zu bytes each: memory must stay at the write buffers",
                  (long long)al.peak, big + nsame * 4 + nconv * 4);
@@ -704,7 +702,7 @@ static void test_large_and_small_cells(void **state) {
     {   /* many small cells through the stage: 5000 rows of 3 bytes + 1 element, batches of 2000 */
         static const sts_column sm[2] = { { "t", STS_VALUE_TENSOR, STS_DTYPE_U8 }, { "a", STS_VALUE_ARRAY, STS_DTYPE_I16 } };
         uint64_t s3 = 3, s1 = 1;
-        int rows = du_quick() ? 2500 : 5000;
+        int rows = tu_quick() ? 2500 : 5000;
         tf_tmpdir(root, sizeof root);
         memset(&c, 0, sizeof c);
         c.batch_size = 2000; c.has_dtype = 1; c.dtype = STS_DTYPE_I32; c.no_fsync = 1; c.tail = STS_TAIL_PAD;
@@ -735,7 +733,7 @@ static void test_large_and_small_cells(void **state) {
             du_expect_file("small cells", p, &tl);
             du_tl_free(&tl);
         }
-        du_names_free(&names);
+        tf_names_free(&names);
         model_free(&md);
         sts_free(NULL, msg, len + 1);
         tf_rmtree(root);
@@ -770,14 +768,14 @@ static void test_sub_byte(void **state) {
         memset(v, 0, sizeof v);
         v[0].data = b; v[0].size = 2; v[0].dtype = STS_DTYPE_F4; v[0].rank = 1; v[0].shape = s3;
         v[1].data = f6; v[1].size = 3; v[1].dtype = STS_DTYPE_F6_E2M3; v[1].rank = 1; v[1].shape = s4;
-        du_err_check("F4 [3]", sts_task_write(w, v, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_VALUE, "\"f4\"", "F4", "12 bits", (const char *)NULL);
+        tu_err_check("F4 [3]", sts_task_write(w, v, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_VALUE, "\"f4\"", "F4", "12 bits", (const char *)NULL);
         v[0].size = 1; v[0].rank = 0; v[0].shape = NULL;
-        du_err_check("F4 scalar", sts_task_write(w, v, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_VALUE, "\"f4\"", "4 bits", (const char *)NULL);
+        tu_err_check("F4 scalar", sts_task_write(w, v, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_VALUE, "\"f4\"", "4 bits", (const char *)NULL);
         v[0].rank = 1; v[0].shape = s1;
-        du_err_check("F4 [1]", sts_task_write(w, v, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_VALUE, "\"f4\"", (const char *)NULL);
+        tu_err_check("F4 [1]", sts_task_write(w, v, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_VALUE, "\"f4\"", (const char *)NULL);
         v[0].shape = s2;
         v[1].shape = s3; v[1].size = 3;
-        du_err_check("F6 [3]", sts_task_write(w, v, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_VALUE, "\"f6\"", "18 bits", (const char *)NULL);
+        tu_err_check("F6 [3]", sts_task_write(w, v, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_VALUE, "\"f6\"", "18 bits", (const char *)NULL);
     }
     for (i = 0; i < 6; i++) {
         uint8_t b[1] = { (uint8_t)(0x10 * i + 3) }, f6[3] = { (uint8_t)i, (uint8_t)(i + 1), (uint8_t)(i + 2) };
@@ -791,7 +789,7 @@ static void test_sub_byte(void **state) {
         if (i == 2) {  /* a later row of another shape is refused by the batch-shape rule */
             uint8_t two[2] = { 0, 0 };
             v[0].data = two; v[0].size = 2; v[0].shape = s4;
-            du_err_check("F4 [4] after [2]", sts_task_write(w, v, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_SHAPE, "\"f4\"", (const char *)NULL);
+            tu_err_check("F4 [4] after [2]", sts_task_write(w, v, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_SHAPE, "\"f4\"", (const char *)NULL);
         }
     }
     DU_OK("commit", sts_task_commit(w, &msg, &len, &e), e);
@@ -813,7 +811,7 @@ static void test_corners(void **state) {
     sts_task_writer *w;
     du_msgs m;
     du_ds ds;
-    du_names names;
+    tf_names names;
     int i;
     (void)state;
     memset(&m, 0, sizeof m);
@@ -856,7 +854,7 @@ static void test_corners(void **state) {
         du_expect_file("zero-size cells", p, &tl);
         du_tl_free(&tl);
     }
-    du_names_free(&names);
+    tf_names_free(&names);
     du_ds_free(&ds);
     du_msgs_free(&m);
     tf_rmtree(root);

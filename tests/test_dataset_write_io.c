@@ -13,7 +13,7 @@
 #define _POSIX_C_SOURCE 200809L
 #define STS_IMPLEMENTATION
 #include "../safetensors_spark.h"
-#include "dataset_util.h"
+#include "dataset_write_util.h"
 #include <pthread.h>
 
 static const sts_column SCH[3] = {
@@ -110,8 +110,8 @@ static task_run run_task(const char *dir, const sts_write_config *c, int kv, du_
             sts_error e2;
             tr.failed = 1;
             /* sticky: rows and the commit are refused from now on */
-            du_err_check("row after an I/O failure", sts_task_write(w, mk_row(&r, 0, i + 1, !kv), &e2), &e2, STS_ERR_INVALID_ARGUMENT, STS_RULE_STATE, "failed earlier", (const char *)NULL);
-            du_err_check("commit after an I/O failure", sts_task_commit(w, msg, len, &e2), &e2, STS_ERR_INVALID_ARGUMENT, STS_RULE_STATE, "failed earlier", (const char *)NULL);
+            tu_err_check("row after an I/O failure", sts_task_write(w, mk_row(&r, 0, i + 1, !kv), &e2), &e2, STS_ERR_INVALID_ARGUMENT, STS_RULE_STATE, "failed earlier", (const char *)NULL);
+            tu_err_check("commit after an I/O failure", sts_task_commit(w, msg, len, &e2), &e2, STS_ERR_INVALID_ARGUMENT, STS_RULE_STATE, "failed earlier", (const char *)NULL);
         }
     }
     if (!tr.failed) {
@@ -120,8 +120,8 @@ static task_run run_task(const char *dir, const sts_write_config *c, int kv, du_
             row r;
             sts_error e2;
             tr.failed = 2;
-            du_err_check("row after a failed commit", sts_task_write(w, mk_row(&r, 0, 99, !kv), &e2), &e2, STS_ERR_INVALID_ARGUMENT, STS_RULE_STATE, (const char *)NULL);
-            du_err_check("commit after a failed commit", sts_task_commit(w, msg, len, &e2), &e2, STS_ERR_INVALID_ARGUMENT, STS_RULE_STATE, (const char *)NULL);
+            tu_err_check("row after a failed commit", sts_task_write(w, mk_row(&r, 0, 99, !kv), &e2), &e2, STS_ERR_INVALID_ARGUMENT, STS_RULE_STATE, (const char *)NULL);
+            tu_err_check("commit after a failed commit", sts_task_commit(w, msg, len, &e2), &e2, STS_ERR_INVALID_ARGUMENT, STS_RULE_STATE, (const char *)NULL);
         }
     }
     f->armed = 0;
@@ -199,7 +199,7 @@ static void task_faults(int kv, int sync) {
             snprintf(label, sizeof label, "%s task%s, %s at call %ld of %ld (%s)", kv ? "KV" : "batch", sync ? " (no I/O thread)" : "", errno_name(err), k, n, f.op);
             if (!tr.failed) fail_msg("%s: the job succeeded", label);
             if (f.failed != 1) fail_msg("%s: the failing call was made %ld times", label, f.failed);
-            du_err_check(label, tr.r, &tr.e, STS_ERR_IO, STS_RULE_IO, errno_name(err), root, (const char *)NULL);
+            tu_err_check(label, tr.r, &tr.e, STS_ERR_IO, STS_RULE_IO, errno_name(err), root, (const char *)NULL);
             after = du_snapshot(root, 0);
             du_snap_equal(&before, &after, label);
             du_snap_free(&after);
@@ -295,7 +295,7 @@ static void commit_faults(int kv, int over_old) {
             f.armed = 0;
             snprintf(label, sizeof label, "%s dataset commit%s, %s at call %ld of %ld (%s)", kv ? "KV" : "batch",
                      over_old ? " over an old dataset" : "", errno_name(err), k, n, f.op);
-            du_err_check(label, r, &e, STS_ERR_IO, STS_RULE_IO, errno_name(err), root, (const char *)NULL);
+            tu_err_check(label, r, &e, STS_ERR_IO, STS_RULE_IO, errno_name(err), root, (const char *)NULL);
             after = du_snapshot(root, 1);
             du_snap_equal(&before, &after, label);
             du_snap_free(&after);
@@ -316,7 +316,7 @@ static void test_overwrite(void **state) {
     sts_error e;
     du_msgs m;
     du_ds ds;
-    du_names old, now;
+    tf_names old, now;
     size_t i, j;
     (void)state;
     memset(&m, 0, sizeof m);
@@ -327,7 +327,7 @@ static void test_overwrite(void **state) {
     du_msgs_free(&m);
     old = du_list_shards(root);
     /* default mode refuses the folder now */
-    du_err_check("default mode", sts_dataset_prepare(root, &c, SCH, 3, NULL, &e), &e, STS_ERR_EXISTS, STS_RULE_EXISTS, root, (const char *)NULL);
+    tu_err_check("default mode", sts_dataset_prepare(root, &c, SCH, 3, NULL, &e), &e, STS_ERR_EXISTS, STS_RULE_EXISTS, root, (const char *)NULL);
     c.overwrite = 1;
     c.generate_index = 0;
     DU_OK("prepare overwrite", sts_dataset_prepare(root, &c, SCH, 3, NULL, &e), e);
@@ -353,8 +353,8 @@ static void test_overwrite(void **state) {
         verify_kv_values("newer", root, &ds, 2, nrows);
         du_ds_free(&ds);
     }
-    du_names_free(&old);
-    du_names_free(&now);
+    tf_names_free(&old);
+    tf_names_free(&now);
     du_msgs_free(&m);
     tf_rmtree(root);
 }
@@ -387,7 +387,7 @@ static void test_overwrite_stale_message(void **state) {
     assert_int_equal(r, STS_ERR_DUPLICATE_KEY);
     after = du_snapshot(root, 1);
     {
-        du_sb why = { 0, 0, 0 };
+        tu_sb why = { 0, 0, 0 };
         int same = du_snap_same(&before, &after, &why);
         du_snap_free(&before);
         du_snap_free(&after);
@@ -397,7 +397,7 @@ static void test_overwrite_stale_message(void **state) {
         if (!same) {
             char text[900];
             snprintf(text, sizeof text, "%s", why.p);
-            du_sb_free(&why);
+            tu_sb_free(&why);
             fail_msg("a failed overwrite commit handed a stale message removed live files: %s", text);
         }
     }
@@ -438,7 +438,7 @@ static void test_threads(void **state) {
     DU_OK("prepare", sts_dataset_prepare(root, &c, SCH, 3, NULL, &e), e);
     for (i = 0; i < 4; i++) {
         memset(&a[i], 0, sizeof a[i]);
-        a[i].dir = root; a[i].c = &c; a[i].task = (uint32_t)i; a[i].rows = nrows[i] = (du_quick() ? 40 : 200) + i * 17;
+        a[i].dir = root; a[i].c = &c; a[i].task = (uint32_t)i; a[i].rows = nrows[i] = (tu_quick() ? 40 : 200) + i * 17;
         assert_int_equal(pthread_create(&th[i], NULL, thread_task, &a[i]), 0);
     }
     for (i = 0; i < 4; i++) {
@@ -508,7 +508,7 @@ static void processes(int kv) {
     DU_OK("prepare", sts_dataset_prepare(root, &c, SCH, 3, NULL, &e), e);
     for (i = 0; i < 3; i++) {
         int pfd[2];
-        nrows[i] = (du_quick() ? 20 : 120) + i * 7;
+        nrows[i] = (tu_quick() ? 20 : 120) + i * 7;
         assert_int_equal(pipe(pfd), 0);
         fflush(NULL);
         pid[i] = fork();
@@ -519,7 +519,7 @@ static void processes(int kv) {
         want_samples += (uint64_t)nrows[i];
     }
     for (i = 0; i < 3; i++) {
-        du_sb got = { 0, 0, 0 };
+        tu_sb got = { 0, 0, 0 };
         char buf[4096];
         ssize_t n;
         size_t len = 0;
@@ -531,7 +531,7 @@ static void processes(int kv) {
                 if (got.n >= (size_t)(nl + 1 - got.p) + len) break;
             }
             if ((n = read(fds[i], buf, sizeof buf)) <= 0) break;
-            du_sb_put(&got, buf, (size_t)n);
+            tu_sb_put(&got, buf, (size_t)n);
         }
         du_reap(pid[i]);
         close(fds[i]);
@@ -542,7 +542,7 @@ static void processes(int kv) {
         memcpy(m.m[m.n], nl + 1, len + 1);
         m.len[m.n] = len;
         m.n++;
-        du_sb_free(&got);
+        tu_sb_free(&got);
     }
     DU_OK("dataset commit", sts_dataset_commit(root, &c, (const char *const *)m.m, m.len, m.n, NULL, NULL, &e), e);
     du_check_dataset("processes", root, &ds);
@@ -551,7 +551,7 @@ static void processes(int kv) {
         verify_kv_values("processes", root, &ds, 3, nrows);
     } else {
         /* batch: every file of task t holds rows 3s..3s+2 of it, in order */
-        du_names names = du_list_shards(root);
+        tf_names names = du_list_shards(root);
         size_t q;
         assert_int_equal(ds.total_samples, want_samples);
         for (q = 0; q < names.n; q++) {
@@ -572,7 +572,7 @@ static void processes(int kv) {
             }
             sts_close(f);
         }
-        du_names_free(&names);
+        tf_names_free(&names);
     }
     du_ds_free(&ds);
     for (i = 0; i < (int)m.n; i++) free(m.m[i]);

@@ -18,7 +18,7 @@
 #define _POSIX_C_SOURCE 200809L
 #define STS_IMPLEMENTATION
 #include "../safetensors_spark.h"
-#include "dataset_util.h"
+#include "dataset_write_util.h"
 
 static const sts_column KV[3] = {
     { "id", STS_VALUE_STRING, STS_DTYPE_U8 },
@@ -115,8 +115,8 @@ static void expect_shard(const krows *rs, uint32_t task, uint32_t shard, du_tl *
 }
 /* Every shard of the folder equals the reference layout of its rows; returns the count. Notes
    collect the differences. */
-static size_t check_shards(const char *label, const char *dir, const krows *rs, du_sb *notes) {
-    du_names names = du_list_shards(dir);
+static size_t check_shards(const char *label, const char *dir, const krows *rs, tu_sb *notes) {
+    tf_names names = du_list_shards(dir);
     size_t i;
     for (i = 0; i < names.n; i++) {
         uint32_t t, s;
@@ -131,7 +131,7 @@ static size_t check_shards(const char *label, const char *dir, const krows *rs, 
         du_tl_free(&tl);
     }
     i = names.n;
-    du_names_free(&names);
+    tf_names_free(&names);
     return i;
 }
 static void kv_config(sts_write_config *c) {
@@ -160,7 +160,7 @@ static void golden(int index, int last_win) {
     du_msgs m;
     krows rs = { 0, 0, 0 };
     du_ds ds;
-    du_sb notes = { 0, 0, 0 };
+    tu_sb notes = { 0, 0, 0 };
     sts_dataset_summary sum;
     size_t t, nfiles;
     char uuid[2][40];
@@ -262,7 +262,7 @@ static void golden(int index, int last_win) {
             size_t j;
             char file[128];
             const char *want;
-            du_names names = du_list_shards(root);
+            tf_names names = du_list_shards(root);
             for (j = 0; j < rs.n; j++)
                 if (strcmp(rs.r[j].key, x->key) == 0 && (rs.r[j].task > win->task || (rs.r[j].task == win->task && j > (size_t)(win - rs.r))))
                     win = &rs.r[j];
@@ -271,7 +271,7 @@ static void golden(int index, int last_win) {
                 if (!du_index_file(&ds, x->t.t[j].name, file, sizeof file)) fail_msg("%s: %s is not indexed", label, x->t.t[j].name);
                 if (strcmp(file, want) != 0) fail_msg("%s: the index maps %s to %s, the winner is in %s", label, x->t.t[j].name, file, want);
             }
-            du_names_free(&names);
+            tf_names_free(&names);
         }
     } else {
         tf_join(p, sizeof p, root, "_tensor_index.json");
@@ -281,7 +281,7 @@ static void golden(int index, int last_win) {
     krows_free(&rs);
     du_msgs_free(&m);
     tf_rmtree(root);
-    du_notes_done(&notes, label);
+    tu_notes_done(&notes, label);
 }
 static void test_golden_plain(void **state) { (void)state; golden(0, 0); }
 static void test_golden_index(void **state) { (void)state; golden(1, 0); }
@@ -345,7 +345,7 @@ static void test_tensor_dtypes(void **state) {
         sts_error e;
         du_msgs m;
         krows rs = { 0, 0, 0 };
-        du_sb notes = { 0, 0, 0 };
+        tu_sb notes = { 0, 0, 0 };
         du_ds ds;
         sts_task_writer *w;
         int i;
@@ -373,7 +373,7 @@ static void test_tensor_dtypes(void **state) {
         krows_free(&rs);
         du_msgs_free(&m);
         tf_rmtree(root);
-        du_notes_done(&notes, label);
+        tu_notes_done(&notes, label);
     }
 }
 
@@ -387,7 +387,7 @@ static void test_dup_fail_in_task(void **state) {
     krows rs = { 0, 0, 0 };
     char *msg;
     size_t len;
-    du_sb notes = { 0, 0, 0 };
+    tu_sb notes = { 0, 0, 0 };
     kcell k;
     (void)state;
     tf_tmpdir(root, sizeof root);
@@ -398,7 +398,7 @@ static void test_dup_fail_in_task(void **state) {
     k = cell("beta", 2, 2, 3, 4); DU_OK("beta", kv_put(w, 0, &k, &rs, &e), e);
     /* the same shard */
     k = cell("alpha", 3, 2, 3, 4);
-    du_err_check("alpha again", kv_put(w, 0, &k, &rs, &e), &e, STS_ERR_DUPLICATE_KEY, STS_RULE_DUPLICATE_KEY, "\"alpha\"", "alpha__img", "fail", (const char *)NULL);
+    tu_err_check("alpha again", kv_put(w, 0, &k, &rs, &e), &e, STS_ERR_DUPLICATE_KEY, STS_RULE_DUPLICATE_KEY, "\"alpha\"", "alpha__img", "fail", (const char *)NULL);
     /* later rows are accepted; a row with a different shape is fine in KV mode */
     k = cell("gamma", 4, 5, 5, 4); DU_OK("gamma", kv_put(w, 0, &k, &rs, &e), e);
     k = cell("delta", 5, 2, 3, 4); DU_OK("delta", kv_put(w, 0, &k, &rs, &e), e);
@@ -406,9 +406,9 @@ static void test_dup_fail_in_task(void **state) {
     assert_true(w->nshards >= 1);  /* alpha's shard has been rolled out */
     /* a duplicate of a key in an earlier shard of the task */
     k = cell("alpha", 7, 2, 3, 4);
-    du_err_check("alpha in an earlier shard", kv_put(w, 0, &k, &rs, &e), &e, STS_ERR_DUPLICATE_KEY, STS_RULE_DUPLICATE_KEY, "\"alpha\"", (const char *)NULL);
+    tu_err_check("alpha in an earlier shard", kv_put(w, 0, &k, &rs, &e), &e, STS_ERR_DUPLICATE_KEY, STS_RULE_DUPLICATE_KEY, "\"alpha\"", (const char *)NULL);
     k = cell("beta", 8, 9, 9, 40);
-    du_err_check("beta (another shape)", kv_put(w, 0, &k, &rs, &e), &e, STS_ERR_DUPLICATE_KEY, STS_RULE_DUPLICATE_KEY, "\"beta\"", (const char *)NULL);
+    tu_err_check("beta (another shape)", kv_put(w, 0, &k, &rs, &e), &e, STS_ERR_DUPLICATE_KEY, STS_RULE_DUPLICATE_KEY, "\"beta\"", (const char *)NULL);
     k = cell("zeta", 9, 2, 3, 4); DU_OK("zeta", kv_put(w, 0, &k, &rs, &e), e);
     DU_OK("commit", sts_task_commit(w, &msg, &len, &e), e);
     {
@@ -424,7 +424,7 @@ static void test_dup_fail_in_task(void **state) {
     sts_free(NULL, msg, len + 1);
     krows_free(&rs);
     tf_rmtree(root);
-    du_notes_done(&notes, "dup fail in task");
+    tu_notes_done(&notes, "dup fail in task");
 }
 /* Keys and columns that concatenate to the same tensor name collide too. */
 static void test_dup_fail_ambiguous_names(void **state) {
@@ -447,7 +447,7 @@ static void test_dup_fail_ambiguous_names(void **state) {
     v[0].data = "a"; v[0].size = 1;        /* a__c, a__b__c */
     DU_OK("a", sts_task_write(w, v, &e), e);
     v[0].data = "a__b"; v[0].size = 4;     /* a__b__c collides */
-    du_err_check("a__b", sts_task_write(w, v, &e), &e, STS_ERR_DUPLICATE_KEY, STS_RULE_DUPLICATE_KEY, "a__b__c", (const char *)NULL);
+    tu_err_check("a__b", sts_task_write(w, v, &e), &e, STS_ERR_DUPLICATE_KEY, STS_RULE_DUPLICATE_KEY, "a__b__c", (const char *)NULL);
     sts_task_close(w);
     tf_rmtree(root);
 }
@@ -489,11 +489,11 @@ static void test_dup_fail_across_tasks(void **state) {
         sts_task_close(w);
     }
     {
-        du_names n = du_list_shards(root);
+        tf_names n = du_list_shards(root);
         assert_true(n.n >= 4);
-        du_names_free(&n);
+        tf_names_free(&n);
     }
-    du_err_check("x in two tasks", du_commit_all(root, &c, &m, NULL, NULL, &e), &e, STS_ERR_DUPLICATE_KEY, STS_RULE_DUPLICATE_KEY,
+    tu_err_check("x in two tasks", du_commit_all(root, &c, &m, NULL, NULL, &e), &e, STS_ERR_DUPLICATE_KEY, STS_RULE_DUPLICATE_KEY,
                  "x__", shard_of[0], shard_of[1], (const char *)NULL);
     after = du_snapshot(root, 0);
     du_snap_equal(&before, &after, "a failed dataset commit");
@@ -512,8 +512,8 @@ static void test_last_win(void **state) {
     du_msgs m;
     krows rs = { 0, 0, 0 };
     du_ds ds;
-    du_names names;
-    du_sb notes = { 0, 0, 0 };
+    tf_names names;
+    tu_sb notes = { 0, 0, 0 };
     sts_task_writer *w;
     kcell k;
     uint32_t t5_shard;
@@ -592,12 +592,12 @@ static void test_last_win(void **state) {
     assert_string_equal(file, du_find_shard(&names, 5, t5_shard));
     /* every key indexed once: early, same, f1, f2, f3, both: 12 tensors */
     assert_int_equal(ds.tensors, 12);
-    du_names_free(&names);
+    tf_names_free(&names);
     du_ds_free(&ds);
     krows_free(&rs);
     du_msgs_free(&m);
     tf_rmtree(root);
-    du_notes_done(&notes, "lastWin");
+    tu_notes_done(&notes, "lastWin");
 }
 /* The later task wins whatever the width of the task number: 99999 < 100000. */
 static void test_last_win_wide_task_ids(void **state) {
@@ -607,7 +607,7 @@ static void test_last_win_wide_task_ids(void **state) {
     sts_error e;
     du_msgs m;
     du_ds ds;
-    du_names names;
+    tf_names names;
     int t, wrong;
     (void)state;
     memset(&m, 0, sizeof m);
@@ -630,7 +630,7 @@ static void test_last_win_wide_task_ids(void **state) {
     assert_non_null(du_find_shard(&names, 100000, 0));
     assert_true(du_index_file(&ds, "k__img", file, sizeof file));
     wrong = strcmp(file, du_find_shard(&names, 100000, 0)) != 0;
-    du_names_free(&names);
+    tf_names_free(&names);
     du_ds_free(&ds);
     du_msgs_free(&m);
     tf_rmtree(root);
@@ -644,11 +644,11 @@ static void test_last_win_wide_shard_numbers(void **state) {
     sts_error e;
     du_msgs m;
     du_ds ds;
-    du_names names;
+    tf_names names;
     sts_task_writer *w;
     int i;
     (void)state;
-    if (du_quick()) { skip(); return; }
+    if (tu_quick()) { skip(); return; }
     memset(&m, 0, sizeof m);
     tf_tmpdir(root, sizeof root);
     kv_config(&c);
@@ -672,7 +672,7 @@ static void test_last_win_wide_shard_numbers(void **state) {
     assert_int_equal(names.n, 10001);
     assert_true(du_index_file(&ds, "dup__img", file, sizeof file));
     i = strcmp(file, du_find_shard(&names, 0, 10000)) != 0;
-    du_names_free(&names);
+    tf_names_free(&names);
     du_ds_free(&ds);
     du_msgs_free(&m);
     tf_rmtree(root);
@@ -696,9 +696,9 @@ static void test_keys(void **state) {
     kv_config(&c);
     DU_OK("open", sts_task_open(root, 0, &c, KV, 3, NULL, &w, &e), e);
     k = cell("a\0b", 1, 1, 1, 1); k.key_len = 3;
-    du_err_check("key with NUL", kv_put(w, 0, &k, NULL, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_VALUE, "UTF-8", (const char *)NULL);
+    tu_err_check("key with NUL", kv_put(w, 0, &k, NULL, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_VALUE, "UTF-8", (const char *)NULL);
     k = cell("\xc3\x28", 1, 1, 1, 1);
-    du_err_check("key not UTF-8", kv_put(w, 0, &k, NULL, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_VALUE, "UTF-8", (const char *)NULL);
+    tu_err_check("key not UTF-8", kv_put(w, 0, &k, NULL, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_VALUE, "UTF-8", (const char *)NULL);
     k = cell("caf\xc3\xa9 \"q\" \\ \n,", 1, 1, 1, 1);  /* escapes in JSON and CSV */
     DU_OK("key with UTF-8, quotes, newline, comma", kv_put(w, 0, &k, NULL, &e), e);
     k = cell("", 2, 1, 1, 1);
@@ -707,7 +707,7 @@ static void test_keys(void **state) {
         sts_value v[3];
         memset(v, 0, sizeof v);
         v[0].data = NULL; v[0].size = 2;
-        du_err_check("key without data", sts_task_write(w, v, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_VALUE, (const char *)NULL);
+        tu_err_check("key without data", sts_task_write(w, v, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_VALUE, (const char *)NULL);
     }
     DU_OK("commit", sts_task_commit(w, &msg, &len, &e), e);
     sts_task_close(w);
@@ -769,8 +769,8 @@ static void test_keys(void **state) {
 typedef struct roll_stats { size_t shards, single_big; } roll_stats;
 
 /* Checks the roll rules for a finished task whose rows rs went to dir; target in bytes. */
-static void check_rolls(const char *label, const char *dir, const krows *rs, uint64_t target, roll_stats *st, du_sb *notes) {
-    du_names names = du_list_shards(dir);
+static void check_rolls(const char *label, const char *dir, const krows *rs, uint64_t target, roll_stats *st, tu_sb *notes) {
+    tf_names names = du_list_shards(dir);
     size_t i, r = 0;
     memset(st, 0, sizeof *st);
     for (i = 0; i < names.n; i++) {
@@ -798,14 +798,14 @@ static void check_rolls(const char *label, const char *dir, const krows *rs, uin
         sts_close(f);
         /* within the target, unless a single row is larger than it */
         if ((uint64_t)size > target) {
-            if (count != 1) du_sb_printf(notes, "\n  %s: shard %u has %lld bytes > target %llu with %zu rows", label, s, (long long)size, (unsigned long long)target, count);
-            else if (du_tl_file_size(&rs->r[first].t) <= target) du_sb_printf(notes, "\n  %s: shard %u of one row is over the target, but the row alone fits", label, s);
+            if (count != 1) tu_sb_printf(notes, "\n  %s: shard %u has %lld bytes > target %llu with %zu rows", label, s, (long long)size, (unsigned long long)target, count);
+            else if (du_tl_file_size(&rs->r[first].t) <= target) tu_sb_printf(notes, "\n  %s: shard %u of one row is over the target, but the row alone fits", label, s);
             else st->single_big++;
         }
         /* a row larger than the target is alone */
         for (q = first; q < first + count; q++)
             if (du_tl_file_size(&rs->r[q].t) > target && count != 1)
-                du_sb_printf(notes, "\n  %s: row %s is larger than the target but shares shard %u", label, rs->r[q].key, s);
+                tu_sb_printf(notes, "\n  %s: row %s is larger than the target but shares shard %u", label, rs->r[q].key, s);
         /* never rolled while the next row would have fitted: shard + next row > target */
         if (i + 1 < names.n && r < rs->n) {
             du_tl all = { 0, 0, 0 };
@@ -819,14 +819,14 @@ static void check_rolls(const char *label, const char *dir, const krows *rs, uin
             }
             with_next = du_tl_file_size(&all);
             if (with_next <= target)
-                du_sb_printf(notes, "\n  %s: shard %u (%lld bytes) was rolled although the next row would have fitted (%llu <= target %llu)",
+                tu_sb_printf(notes, "\n  %s: shard %u (%lld bytes) was rolled although the next row would have fitted (%llu <= target %llu)",
                              label, s, (long long)size, (unsigned long long)with_next, (unsigned long long)target);
             du_tl_free(&all);
         }
         st->shards++;
     }
     assert_int_equal(r, rs->n);
-    du_names_free(&names);
+    tf_names_free(&names);
 }
 
 /* shuffle: keys arrive in a scrambled order (a layout sort, then merges, behind each exact count) */
@@ -838,34 +838,32 @@ static void roller(int shuffle) {
     krows rs = { 0, 0, 0 };
     char *msg;
     size_t len;
-    du_rng rng = { 42 };
-    int i, n = du_quick() ? 150 : 400;
+    tu_rng rng = { 42 };
+    int i, n = tu_quick() ? 150 : 400;
     roll_stats st;
-    du_sb notes = { 0, 0, 0 };
-    du_alloc al;
+    tu_sb notes = { 0, 0, 0 };
+    tu_alloc al;
     sts_options o;
     const uint64_t target = 64 * 1024;
     tf_tmpdir(root, sizeof root);
     kv_config(&c);
-    memset(&al, 0, sizeof al);
-    memset(&o, 0, sizeof o);
-    du_alloc_opts(&o, &al);
+    o = tu_alloc_opts(&al, NULL);
     DU_OK("open", sts_task_open(root, 0, &c, KV, 3, &o, &w, &e), e);
     w->c.target = target;  /* white box: 64 KiB */
     for (i = 0; i < n; i++) {
         char key[32];
         uint64_t d1;
         kcell k;
-        uint32_t pick = du_below(&rng, 100);
+        uint32_t pick = tu_below(&rng, 100);
         snprintf(key, sizeof key, "row-%05d", shuffle ? (int)(((unsigned)i * 7919u) % 100003u) : i);
-        d1 = pick < 3 ? 70000 + du_below(&rng, 150000) : 1 + du_below(&rng, pick < 50 ? 2000 : 20000);  /* a few rows > 64 KiB */
-        k = cell(key, (uint32_t)i, 1, d1, 1 + du_below(&rng, 64));
+        d1 = pick < 3 ? 70000 + tu_below(&rng, 150000) : 1 + tu_below(&rng, pick < 50 ? 2000 : 20000);  /* a few rows > 64 KiB */
+        k = cell(key, (uint32_t)i, 1, d1, 1 + tu_below(&rng, 64));
         DU_OK("row", kv_put(w, 0, &k, &rs, &e), e);
     }
     DU_OK("commit", sts_task_commit(w, &msg, &len, &e), e);
     sts_task_close(w);
     sts_free(&o, msg, len + 1);
-    du_alloc_clean(&al, "roller");
+    tu_alloc_check("roller", &al);
     check_rolls("roller 64 KiB", root, &rs, target, &st, &notes);
     check_shards("roller 64 KiB", root, &rs, &notes);
     assert_true(st.shards > 10);
@@ -874,7 +872,7 @@ static void roller(int shuffle) {
     if (al.peak > (int64_t)(12u << 20)) fail_msg("roller: peak memory %lld bytes with a 64 KiB target", (long long)al.peak);
     krows_free(&rs);
     tf_rmtree(root);
-    du_notes_done(&notes, "roller");
+    tu_notes_done(&notes, "roller");
 }
 static void test_roller(void **state) { (void)state; roller(0); }
 static void test_roller_shuffled(void **state) { (void)state; roller(1); }
@@ -885,7 +883,7 @@ static void test_roller_shuffled(void **state) { (void)state; roller(1); }
 static void test_roll_exact_fit(void **state) {
     static const int ks[4] = { 1, 2, 7, 40 };
     size_t v;
-    du_sb notes = { 0, 0, 0 };
+    tu_sb notes = { 0, 0, 0 };
     (void)state;
     for (v = 0; v < 4; v++) {
         char root[64], label[64];
@@ -935,7 +933,7 @@ static void test_roll_exact_fit(void **state) {
             size_t in0 = 0;
             for (q = 0; q < rs.n; q++) in0 += rs.r[q].shard == 0;
             if (in0 != (size_t)ks[v])
-                du_sb_printf(&notes, "\n  %s: target %llu bytes is exactly the file of the first %d rows, but shard 0 took %zu rows",
+                tu_sb_printf(&notes, "\n  %s: target %llu bytes is exactly the file of the first %d rows, but shard 0 took %zu rows",
                              label, (unsigned long long)target, ks[v], in0);
         }
         {
@@ -946,7 +944,7 @@ static void test_roll_exact_fit(void **state) {
         krows_free(&rs);
         tf_rmtree(root);
     }
-    du_notes_done(&notes, "exact fit");
+    tu_notes_done(&notes, "exact fit");
 }
 
 /* The real minimum: target_shard_size_mb=50 and ~120 MB of rows of ~1 MB. */
@@ -957,23 +955,21 @@ static void test_roller_50mb(void **state) {
     sts_task_writer *w;
     char *msg;
     size_t len, i;
-    du_alloc al;
+    tu_alloc al;
     sts_options o;
     uint8_t *img;
-    du_names names;
+    tf_names names;
     uint64_t target, total = 0, sizes[8];
     size_t rows_in[8] = { 0 };
     uint32_t row_shard[130];
     uint64_t row_bytes = 1000000;
-    du_sb notes = { 0, 0, 0 };
+    tu_sb notes = { 0, 0, 0 };
     (void)state;
-    if (du_quick()) { skip(); return; }
+    if (tu_quick()) { skip(); return; }
     tf_tmpdir(root, sizeof root);
     kv_config(&c);
     DU_OK("set", sts_write_config_set(&c, "target_shard_size_mb", "50", &e), e);
-    memset(&al, 0, sizeof al);
-    memset(&o, 0, sizeof o);
-    du_alloc_opts(&o, &al);
+    o = tu_alloc_opts(&al, NULL);
     img = (uint8_t *)malloc((size_t)row_bytes);
     assert_non_null(img);
     DU_OK("open", sts_task_open(root, 0, &c, KV, 3, &o, &w, &e), e);
@@ -996,7 +992,7 @@ static void test_roller_50mb(void **state) {
     DU_OK("commit", sts_task_commit(w, &msg, &len, &e), e);
     sts_task_close(w);
     sts_free(&o, msg, len + 1);
-    du_alloc_clean(&al, "50 MB");
+    tu_alloc_check("50 MB", &al);
     free(img);
     names = du_list_shards(root);
     assert_int_equal(names.n, 3);
@@ -1014,19 +1010,19 @@ static void test_roller_50mb(void **state) {
         DU_OK("strict", sts_open(p, &so, &f, &e), e);
         assert_int_equal(sts_count(f), rows_in[i] * 2);
         sts_close(f);
-        if (sizes[i] > target) du_sb_printf(&notes, "\n  shard %zu: %llu bytes > target %llu", i, (unsigned long long)sizes[i], (unsigned long long)target);
+        if (sizes[i] > target) tu_sb_printf(&notes, "\n  shard %zu: %llu bytes > target %llu", i, (unsigned long long)sizes[i], (unsigned long long)target);
         /* one more row (its two tensors and their header entries, ~1,000,100 bytes) would not have fitted */
         if (i + 1 < names.n && sizes[i] + row_bytes + 16 + 100 <= target)
-            du_sb_printf(&notes, "\n  shard %zu: rolled at %llu bytes although a ~%llu-byte row fits under %llu", i, (unsigned long long)sizes[i],
+            tu_sb_printf(&notes, "\n  shard %zu: rolled at %llu bytes although a ~%llu-byte row fits under %llu", i, (unsigned long long)sizes[i],
                          (unsigned long long)row_bytes, (unsigned long long)target);
     }
     assert_true(total > 120000000u);
     /* memory: one open shard (<= target) plus buffers, never the whole task */
     if ((uint64_t)al.peak > target + ((uint64_t)8 << 20))
-        du_sb_printf(&notes, "\n  peak memory %lld bytes for a %llu-byte target and %llu bytes of data", (long long)al.peak, (unsigned long long)target, (unsigned long long)total);
-    du_names_free(&names);
+        tu_sb_printf(&notes, "\n  peak memory %lld bytes for a %llu-byte target and %llu bytes of data", (long long)al.peak, (unsigned long long)target, (unsigned long long)total);
+    tf_names_free(&names);
     tf_rmtree(root);
-    du_notes_done(&notes, "50 MB");
+    tu_notes_done(&notes, "50 MB");
 }
 
 int main(void) {

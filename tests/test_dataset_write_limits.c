@@ -20,7 +20,7 @@
 #define _POSIX_C_SOURCE 200809L
 #define STS_IMPLEMENTATION
 #include "../safetensors_spark.h"
-#include "dataset_util.h"
+#include "dataset_write_util.h"
 
 #define HDR_LIMIT ((uint64_t)STS_MAX_HEADER_SIZE)
 #define I64_MAX_TEXT "9223372036854775807"

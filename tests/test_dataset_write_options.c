@@ -16,7 +16,7 @@
 #define _POSIX_C_SOURCE 200809L
 #define STS_IMPLEMENTATION
 #include "../safetensors_spark.h"
-#include "dataset_util.h"
+#include "dataset_write_util.h"
 #include <sys/inotify.h>
 
 /* ---- the schema used throughout ---- */
@@ -221,16 +221,16 @@ static void test_config_set_refused(void **state) {
         before = c;
         snprintf(label, sizeof label, "set %s=%s", cases[i].key, cases[i].value);
         r = sts_write_config_set(&c, cases[i].key, cases[i].value, &e);
-        du_err_check(label, r, &e, STS_ERR_OPTION, STS_RULE_OPTION, cases[i].must1, cases[i].must2, (const char *)NULL);
+        tu_err_check(label, r, &e, STS_ERR_OPTION, STS_RULE_OPTION, cases[i].must1, cases[i].must2, (const char *)NULL);
         if (memcmp(&c, &before, sizeof c) != 0) fail_msg("%s: a refused value changed the config", label);
     }
     {   /* NULL arguments */
         sts_write_config c;
         sts_error e;
         memset(&c, 0, sizeof c);
-        du_err_check("NULL config", sts_write_config_set(NULL, "batch_size", "1", &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
-        du_err_check("NULL key", sts_write_config_set(&c, NULL, "1", &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
-        du_err_check("NULL value", sts_write_config_set(&c, "batch_size", NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
+        tu_err_check("NULL config", sts_write_config_set(NULL, "batch_size", "1", &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
+        tu_err_check("NULL key", sts_write_config_set(&c, NULL, "1", &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
+        tu_err_check("NULL value", sts_write_config_set(&c, "batch_size", NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
     }
 }
 
@@ -250,7 +250,7 @@ static sts_shape_option SHAPE_NODIMS = { "emb", 2, NULL };
 
 /* Sets case k up; returns 0 when k is past the last case. */
 static int combo_case(int k, combo *cs, sts_write_config *c, sts_column *schema, size_t *ncols, sts_options *o) {
-    static du_alloc half;
+    static tu_alloc half;
     memcpy(schema, SCHEMA, sizeof SCHEMA);
     *ncols = 5;
     memset(o, 0, sizeof *o);
@@ -307,7 +307,7 @@ static int combo_case(int k, combo *cs, sts_write_config *c, sts_column *schema,
     CASE(44, "no config", NULL, NULL) cs->code = STS_ERR_INVALID_ARGUMENT; cs->rule = STS_RULE_ARGUMENT; return 2;
     CASE(45, "no columns", NULL, NULL) cs->code = STS_ERR_INVALID_ARGUMENT; cs->rule = STS_RULE_ARGUMENT; *ncols = 0; break;
     CASE(46, "half an allocator", NULL, NULL) cs->code = STS_ERR_INVALID_ARGUMENT; cs->rule = STS_RULE_ARGUMENT;
-        memset(&half, 0, sizeof half); o->allocator.alloc = du_a_alloc; o->allocator.user = &half; break;
+        memset(&half, 0, sizeof half); o->allocator.alloc = tu_a_alloc; o->allocator.user = &half; break;
     CASE(47, "columns names a column with surrounding blanks trimmed, unknown", "columns", "\"im g\"") c->columns = "im g"; break;
     default: return 0;
     }
@@ -318,7 +318,7 @@ static int combo_case(int k, combo *cs, sts_write_config *c, sts_column *schema,
 static void test_prepare_refuses_combinations(void **state) {
     char root[64], fresh[128], exist[128], tmpname[256];
     int k;
-    du_sb notes = { 0, 0, 0 };
+    tu_sb notes = { 0, 0, 0 };
     (void)state;
     tf_tmpdir(root, sizeof root);
     tf_join(fresh, sizeof fresh, root, "fresh/nested");
@@ -343,13 +343,13 @@ static void test_prepare_refuses_combinations(void **state) {
         before = du_snapshot(root, 1);
         snprintf(label, sizeof label, "prepare (new folder): %s", cs.label);
         r = sts_dataset_prepare(fresh, kind == 2 ? NULL : &c, schema, ncols, &o, &e);
-        du_err_note(&notes, label, r, &e, cs.code, cs.rule, cs.must1, cs.must2, (const char *)NULL);
+        tu_err_note(&notes, label, r, &e, cs.code, cs.rule, cs.must1, cs.must2, (const char *)NULL);
         snprintf(label, sizeof label, "prepare (existing folder): %s", cs.label);
         r = sts_dataset_prepare(exist, kind == 2 ? NULL : &c, schema, ncols, &o, &e);
-        du_err_note(&notes, label, r, &e, cs.code, cs.rule, cs.must1, cs.must2, (const char *)NULL);
+        tu_err_note(&notes, label, r, &e, cs.code, cs.rule, cs.must1, cs.must2, (const char *)NULL);
         snprintf(label, sizeof label, "task_open: %s", cs.label);
         r = sts_task_open(exist, 0, kind == 2 ? NULL : &c, schema, ncols, &o, &w, &e);
-        du_err_note(&notes, label, r, &e, cs.code, cs.rule, cs.must1, cs.must2, (const char *)NULL);
+        tu_err_note(&notes, label, r, &e, cs.code, cs.rule, cs.must1, cs.must2, (const char *)NULL);
         if (r == STS_OK) sts_task_close(w);
         else if (w != (sts_task_writer *)(uintptr_t)0x1) fail_msg("%s: out changed on failure", label);
         after = du_snapshot(root, 1);
@@ -386,19 +386,19 @@ static void test_prepare_refuses_combinations(void **state) {
         DU_OK("trimmed columns", sts_task_open(exist, 0, &c, SCHEMA, 5, NULL, &w, &e), e);
         sts_task_close(w);
         c.columns = "IMG";
-        du_err_check("columns are case-sensitive", sts_task_open(exist, 0, &c, SCHEMA, 5, NULL, &w, &e), &e, STS_ERR_OPTION, STS_RULE_OPTION, "columns", "\"IMG\"", (const char *)NULL);
+        tu_err_check("columns are case-sensitive", sts_task_open(exist, 0, &c, SCHEMA, 5, NULL, &w, &e), &e, STS_ERR_OPTION, STS_RULE_OPTION, "columns", "\"IMG\"", (const char *)NULL);
         /* NULL folder, NULL out, empty folder name */
-        du_err_check("task_open NULL dir", sts_task_open(NULL, 0, &c, SCHEMA, 5, NULL, &w, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
-        du_err_check("task_open NULL out", sts_task_open(exist, 0, &c, SCHEMA, 5, NULL, NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
-        du_err_check("prepare NULL dir", sts_dataset_prepare(NULL, &c, SCHEMA, 5, NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
-        du_err_check("prepare empty dir", sts_dataset_prepare("", &c, SCHEMA, 5, NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
+        tu_err_check("task_open NULL dir", sts_task_open(NULL, 0, &c, SCHEMA, 5, NULL, &w, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
+        tu_err_check("task_open NULL out", sts_task_open(exist, 0, &c, SCHEMA, 5, NULL, NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
+        tu_err_check("prepare NULL dir", sts_dataset_prepare(NULL, &c, SCHEMA, 5, NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
+        tu_err_check("prepare empty dir", sts_dataset_prepare("", &c, SCHEMA, 5, NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
         /* a task writer needs the folder to exist */
         kv_config(&c);
-        du_err_check("task_open missing folder", sts_task_open(fresh, 0, &c, SCHEMA, 5, NULL, &w, &e), &e, STS_ERR_IO, STS_RULE_IO, "ENOENT", (const char *)NULL);
+        tu_err_check("task_open missing folder", sts_task_open(fresh, 0, &c, SCHEMA, 5, NULL, &w, &e), &e, STS_ERR_IO, STS_RULE_IO, "ENOENT", (const char *)NULL);
         assert_false(tf_exists(fresh));
     }
     tf_rmtree(root);
-    du_notes_done(&notes, "refused combinations");
+    tu_notes_done(&notes, "refused combinations");
 }
 
 /* The strings the connector passes go through sts_write_config_set and then prepare: a
@@ -473,7 +473,7 @@ static void test_prepare_folder(void **state) {
     tf_join(foreign, sizeof foreign, dir, ".keep.tmp-1");
     tf_write(foreign, "k", 1);
     for (i = 0; i < 4; i++) tf_write(ours[i], "tmp", 3);
-    du_err_check("foreign hidden", sts_dataset_prepare(dir, &c, SCHEMA, 5, NULL, &e), &e, STS_ERR_EXISTS, STS_RULE_EXISTS,
+    tu_err_check("foreign hidden", sts_dataset_prepare(dir, &c, SCHEMA, 5, NULL, &e), &e, STS_ERR_EXISTS, STS_RULE_EXISTS,
                  "\".keep.tmp-1\"", "overwrite", (const char *)NULL);
     assert_true(tf_exists(foreign));
     for (i = 0; i < 4; i++) if (tf_exists(ours[i])) fail_msg("a refused prepare left the temporary %s (documented: removed)", temps[i]);
@@ -481,7 +481,7 @@ static void test_prepare_folder(void **state) {
     /* a non-empty folder: refused, naming the folder and an entry; nothing removed */
     tf_join(p, sizeof p, dir, "data.txt");
     tf_write(p, "hello", 5);
-    du_err_check("non-empty", sts_dataset_prepare(dir, &c, SCHEMA, 5, NULL, &e), &e, STS_ERR_EXISTS, STS_RULE_EXISTS,
+    tu_err_check("non-empty", sts_dataset_prepare(dir, &c, SCHEMA, 5, NULL, &e), &e, STS_ERR_EXISTS, STS_RULE_EXISTS,
                  dir, "\"data.txt\"", (const char *)NULL);
     assert_true(tf_exists(p));
     /* ... accepted with overwrite, and still nothing removed at prepare time */
@@ -490,11 +490,11 @@ static void test_prepare_folder(void **state) {
     assert_true(tf_exists(p));
     c.overwrite = 0;
     /* the folder is a regular file, or lies under one */
-    du_err_check("folder is a file", sts_dataset_prepare(p, &c, SCHEMA, 5, NULL, &e), &e, STS_ERR_IO, STS_RULE_IO, "ENOTDIR", (const char *)NULL);
+    tu_err_check("folder is a file", sts_dataset_prepare(p, &c, SCHEMA, 5, NULL, &e), &e, STS_ERR_IO, STS_RULE_IO, "ENOTDIR", (const char *)NULL);
     {
         char under[300];
         tf_join(under, sizeof under, p, "sub");
-        du_err_check("folder under a file", sts_dataset_prepare(under, &c, SCHEMA, 5, NULL, &e), &e, STS_ERR_IO, STS_RULE_IO, "ENOTDIR", (const char *)NULL);
+        tu_err_check("folder under a file", sts_dataset_prepare(under, &c, SCHEMA, 5, NULL, &e), &e, STS_ERR_IO, STS_RULE_IO, "ENOTDIR", (const char *)NULL);
     }
     tf_rmtree(root);
 }
@@ -515,18 +515,18 @@ static void test_writer_state(void **state) {
     kv_config(&c);
     DU_OK("open", sts_task_open(root, 0, &c, SCHEMA, 5, NULL, &w, &e), e);
     DU_OK("row", sts_task_write(w, make_row(&b, "a", 0), &e), e);
-    du_err_check("write NULL writer", sts_task_write(NULL, b.v, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
-    du_err_check("write NULL row", sts_task_write(w, NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
-    du_err_check("commit NULL writer", sts_task_commit(NULL, &msg, &len, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
-    du_err_check("commit NULL message", sts_task_commit(w, NULL, &len, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
-    du_err_check("commit NULL len", sts_task_commit(w, &msg, NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
+    tu_err_check("write NULL writer", sts_task_write(NULL, b.v, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
+    tu_err_check("write NULL row", sts_task_write(w, NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
+    tu_err_check("commit NULL writer", sts_task_commit(NULL, &msg, &len, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
+    tu_err_check("commit NULL message", sts_task_commit(w, NULL, &len, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
+    tu_err_check("commit NULL len", sts_task_commit(w, &msg, NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
     DU_OK("commit", sts_task_commit(w, &msg, &len, &e), e);
     assert_int_equal(strlen(msg), len);
-    du_err_check("row after commit", sts_task_write(w, make_row(&b, "b", 1), &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_STATE, "committed", (const char *)NULL);
+    tu_err_check("row after commit", sts_task_write(w, make_row(&b, "b", 1), &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_STATE, "committed", (const char *)NULL);
     {
         char *msg2 = (char *)(uintptr_t)0x1;
         size_t len2 = 77;
-        du_err_check("commit twice", sts_task_commit(w, &msg2, &len2, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_STATE, "committed", (const char *)NULL);
+        tu_err_check("commit twice", sts_task_commit(w, &msg2, &len2, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_STATE, "committed", (const char *)NULL);
         assert_true(msg2 == (char *)(uintptr_t)0x1 && len2 == 77);
     }
     sts_task_close(w);
@@ -554,14 +554,14 @@ static void test_writer_state(void **state) {
             DU_OK("open", sts_task_open(root, 0, &c, SCHEMA, 5, &o, &w, &e), e);
             f.armed = 1; f.fail_at = 1; f.err = ENOSPC;
             r = sts_task_write(w, make_row(&b, "a", 0), &e);
-            if (!threaded || r != STS_OK) du_err_check("failing row", r, &e, STS_ERR_IO, STS_RULE_IO, "ENOSPC", root, (const char *)NULL);
-            else du_err_check("commit after a failed write", sts_task_commit(w, &msg, &len, &e), &e, STS_ERR_IO, STS_RULE_IO, "ENOSPC", root, (const char *)NULL);
+            if (!threaded || r != STS_OK) tu_err_check("failing row", r, &e, STS_ERR_IO, STS_RULE_IO, "ENOSPC", root, (const char *)NULL);
+            else tu_err_check("commit after a failed write", sts_task_commit(w, &msg, &len, &e), &e, STS_ERR_IO, STS_RULE_IO, "ENOSPC", root, (const char *)NULL);
             f.fail_at = 0;
-            du_err_check("row after failure", sts_task_write(w, make_row(&b, "b", 1), &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_STATE, "failed earlier", "IO", (const char *)NULL);
-            du_err_check("commit after failure", sts_task_commit(w, &msg, &len, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_STATE, "failed earlier", (const char *)NULL);
+            tu_err_check("row after failure", sts_task_write(w, make_row(&b, "b", 1), &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_STATE, "failed earlier", "IO", (const char *)NULL);
+            tu_err_check("commit after failure", sts_task_commit(w, &msg, &len, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_STATE, "failed earlier", (const char *)NULL);
             sts_task_close(w);
             s = du_snapshot(root, 0);
-            if (s.n) { du_sb t = { 0, 0, 0 }; du_snap_text(&s, &t); fail_msg("after an aborted writer the folder holds %s", t.p); }
+            if (s.n) { tu_sb t = { 0, 0, 0 }; du_snap_text(&s, &t); fail_msg("after an aborted writer the folder holds %s", t.p); }
             du_snap_free(&s);
         }
     }
@@ -591,7 +591,7 @@ static void test_dataset_abort(void **state) {
     sts_write_config c;
     sts_error e;
     du_msgs m;
-    du_names before, after;
+    tf_names before, after;
     size_t i;
     const char *sel[2];
     size_t sel_len[2];
@@ -634,15 +634,15 @@ static void test_dataset_abort(void **state) {
     assert_true(tf_exists(p));
     /* lens may be NULL (NUL-terminated messages); aborting again is harmless */
     DU_OK("abort again, lens NULL", sts_dataset_abort(root, (const char *const *)m.m, NULL, 3, NULL, &e), e);
-    du_names_free(&after);
+    tf_names_free(&after);
     after = du_list_shards(root);
     assert_int_equal(after.n, 0);
     assert_true(tf_exists(p));
-    du_err_check("abort NULL dir", sts_dataset_abort(NULL, sel, sel_len, 2, NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
-    du_err_check("abort NULL messages", sts_dataset_abort(root, NULL, NULL, 2, NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
+    tu_err_check("abort NULL dir", sts_dataset_abort(NULL, sel, sel_len, 2, NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
+    tu_err_check("abort NULL messages", sts_dataset_abort(root, NULL, NULL, 2, NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
     DU_OK("abort nothing", sts_dataset_abort(root, NULL, NULL, 0, NULL, &e), e);
-    du_names_free(&before);
-    du_names_free(&after);
+    tf_names_free(&before);
+    tf_names_free(&after);
     du_msgs_free(&m);
     tf_rmtree(root);
 }
@@ -684,7 +684,7 @@ static void test_forged_messages(void **state) {
     char root[64], dir[128], victim[256], victim2[256], inside[256];
     sts_write_config c;
     int k;
-    du_sb left = { 0, 0, 0 };
+    tu_sb left = { 0, 0, 0 };
     (void)state;
     tf_tmpdir(root, sizeof root);
     tf_join(dir, sizeof dir, root, "ds");
@@ -711,7 +711,7 @@ static void test_forged_messages(void **state) {
         sts_result r;
         du_snap before, after;
         watch wt;
-        du_alloc al;
+        tu_alloc al;
         sts_options o;
         const char *msgs[2];
         size_t lens[2], n = 2;
@@ -768,28 +768,26 @@ static void test_forged_messages(void **state) {
         if (!label) { du_msgs_free(&m); du_snap_free(&before); break; }
         msgs[0] = m.m[0]; lens[0] = m.len[0];
         msgs[1] = k == 27 ? NULL : forged; lens[1] = strlen(forged);
-        memset(&al, 0, sizeof al);
-        memset(&o, 0, sizeof o);
-        du_alloc_opts(&o, &al);
+        o = tu_alloc_opts(&al, NULL);
         watch_start(&wt, root, victim, victim2);
         r = sts_dataset_commit(dir, &c, msgs, lens, n, &o, NULL, &e);
         watch_stop(&wt, label);
-        du_err_note(&left, label, r, &e, code, rule, must, (const char *)NULL);
-        if (al.bad) du_sb_printf(&left, "\n  %s: allocator misuse in sts_dataset_commit: %s", label, al.why);
-        else du_alloc_clean(&al, label);
+        tu_err_note(&left, label, r, &e, code, rule, must, (const char *)NULL);
+        if (al.bad) tu_sb_printf(&left, "\n  %s: allocator misuse in sts_dataset_commit: %s", label, al.why);
+        else tu_alloc_check(label, &al);
         memset(&al, 0, sizeof al);
         /* nothing published, and the shards of the valid message (task 0) are gone */
         {
-            du_names sh = du_list_shards(dir);
+            tf_names sh = du_list_shards(dir);
             size_t q;
             for (q = 0; q < sh.n; q++) {
                 uint32_t t;
                 if (du_shard_name(sh.v[q], &t, NULL, NULL) && t == 0) {
-                    du_sb_printf(&left, "\n  %s: the failed commit left the valid task 0's shard (documented: the tasks' shards are removed, the folder is as it was)", label);
+                    tu_sb_printf(&left, "\n  %s: the failed commit left the valid task 0's shard (documented: the tasks' shards are removed, the folder is as it was)", label);
                     break;
                 }
             }
-            du_names_free(&sh);
+            tf_names_free(&sh);
         }
         tf_join(inside, sizeof inside, dir, "dataset_manifest.json");
         assert_false(tf_exists(inside));
@@ -801,8 +799,8 @@ static void test_forged_messages(void **state) {
         watch_start(&wt, root, victim, victim2);
         (void)sts_dataset_abort(dir, msgs, lens, n, &o, &e);
         watch_stop(&wt, label);
-        if (al.bad) du_sb_printf(&left, "\n  %s: allocator misuse in sts_dataset_abort: %s", label, al.why);
-        else du_alloc_clean(&al, label);
+        if (al.bad) tu_sb_printf(&left, "\n  %s: allocator misuse in sts_dataset_abort: %s", label, al.why);
+        else tu_alloc_check(label, &al);
         (void)sts_dataset_abort(dir, (const char *const *)m.m, m.len, m.n, NULL, &e);
         after = du_snapshot(dir, 0);
         du_snap_equal(&before, &after, label);
@@ -812,7 +810,7 @@ static void test_forged_messages(void **state) {
     }
     assert_true(k >= 28);
     tf_rmtree(root);
-    du_notes_done(&left, "forged messages");
+    tu_notes_done(&left, "forged messages");
 }
 
 /* A failed dataset commit of valid messages (here: a cross-task check) removes the shards of
@@ -828,19 +826,19 @@ static void test_commit_arguments(void **state) {
     tf_tmpdir(root, sizeof root);
     kv_config(&c);
     kv_task(root, &c, 0, 2, &m);
-    du_err_check("commit NULL dir", sts_dataset_commit(NULL, &c, (const char *const *)m.m, m.len, 1, NULL, NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
-    du_err_check("commit NULL cfg", sts_dataset_commit(root, NULL, (const char *const *)m.m, m.len, 1, NULL, NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
-    du_err_check("commit NULL messages", sts_dataset_commit(root, &c, NULL, NULL, 1, NULL, NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
+    tu_err_check("commit NULL dir", sts_dataset_commit(NULL, &c, (const char *const *)m.m, m.len, 1, NULL, NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
+    tu_err_check("commit NULL cfg", sts_dataset_commit(root, NULL, (const char *const *)m.m, m.len, 1, NULL, NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
+    tu_err_check("commit NULL messages", sts_dataset_commit(root, &c, NULL, NULL, 1, NULL, NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
     {
         sts_write_config both = c;
         both.batch_size = 3;
-        du_err_check("commit both modes", sts_dataset_commit(root, &both, (const char *const *)m.m, m.len, 1, NULL, NULL, &e), &e, STS_ERR_OPTION, STS_RULE_OPTION, "batch_size", (const char *)NULL);
+        tu_err_check("commit both modes", sts_dataset_commit(root, &both, (const char *const *)m.m, m.len, 1, NULL, NULL, &e), &e, STS_ERR_OPTION, STS_RULE_OPTION, "batch_size", (const char *)NULL);
     }
     /* the shard is still there after argument errors */
     {
-        du_names s = du_list_shards(root);
+        tf_names s = du_list_shards(root);
         assert_int_equal(s.n, 1);
-        du_names_free(&s);
+        tf_names_free(&s);
     }
     DU_OK("commit", sts_dataset_commit(root, &c, (const char *const *)m.m, NULL, 1, NULL, &sum, &e), e);
     assert_int_equal(sum.shards, 1);

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Cross-checks sts_convert (layer 7) against numpy.
 
-Usage: codec_numpy.py build/codec/libsts_codec.so
+Usage: check_codec_numpy.py build/codec/libsts_codec.so
 The library is called through ctypes. STS_TEST_LEVEL=quick samples the 2^32 sweep.
 
   1. F32 -> F16 nearest-even equals astype(np.float16) for every F32 pattern (NaN by class), and
@@ -15,7 +15,7 @@ The library is called through ctypes. STS_TEST_LEVEL=quick samples the 2^32 swee
      F64 -> F32 / F16 and 64-bit integers -> F32 / F64 for all values (numpy rounds to nearest).
   5. Out-of-range and NaN values follow our rule (truncate, saturate, NaN -> 0), asserted
      directly: numpy wraps or is undefined there.
-Prints one line per check and "codec_numpy: N passed, M failed"; exits 1 on any failure.
+Prints one line per check and "check_codec_numpy: N passed, M failed"; exits 1 on any failure.
 """
 import ctypes
 import os
@@ -341,15 +341,15 @@ def check_saturation():
 def main():
     np.seterr(all="ignore")   # casts of NaN / out-of-range values are the point of several checks
     t0 = time.time()
-    print("codec_numpy: numpy %s, %s, isa %s, %s" % (np.__version__, sys.argv[1] if len(sys.argv) > 1 else "",
+    print("check_codec_numpy: numpy %s, %s, isa %s, %s" % (np.__version__, sys.argv[1] if len(sys.argv) > 1 else "",
           lib.sts_convert_isa().decode(), "quick (sampled)" if QUICK else "full"))
     check_f16_decode()
     check_bf16()
     check_astype_in_range()
     check_saturation()
     check_f32_to_f16()
-    print("codec_numpy: %.1f s" % (time.time() - t0))
-    print("codec_numpy: %d passed, %d failed" % (passed, failed))
+    print("check_codec_numpy: %.1f s" % (time.time() - t0))
+    print("check_codec_numpy: %d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
 

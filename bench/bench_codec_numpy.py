@@ -42,7 +42,7 @@ def main():
         ("F32 -> F16 astype", nbytes + nbytes // 2, lambda: np.copyto(out16, f32, casting="unsafe")),
         ("F16 -> F32 astype", nbytes + 2 * nbytes, lambda: np.copyto(out32, f16, casting="unsafe")),
     ]
-    print("codec_numpy bench: numpy %s, input %d MiB, median of %d" % (np.__version__, mib, rounds))
+    print("bench_codec_numpy: numpy %s, input %d MiB, median of %d" % (np.__version__, mib, rounds))
     base = None
     for name, moved, fn in cases:
         t = median_time(fn, rounds)

@@ -1,5 +1,5 @@
-/* dataset_util.h - helpers shared by the dataset-writer tests (tests/test_dataset_write_*.c,
-   tests/test_dataset_crash.c, tests/dataset_gen.c).
+/* dataset_write_util.h - helpers shared by the dataset-writer tests (tests/test_dataset_write_*.c,
+   tests/test_dataset_write_crash.c, tests/dataset_gen.c).
 
    Include after safetensors_spark.h with STS_IMPLEMENTATION. Each file
    defines _POSIX_C_SOURCE 200809L before any include. Everything here is static and marked
@@ -7,29 +7,21 @@
    where a function returns a message instead (du_check_dataset_msg, for the crash driver, which
    checks in a parent process after a child was killed).
 
-   What is here:
-     - the test level (STS_TEST_LEVEL=quick), a clock, a seeded PRNG (splitmix64)
-     - temporary folders under /tmp, recursive removal, folder snapshots (names, sizes, bytes)
-       and their comparison
-     - error checks: code, rule, and substrings the message must hold
-     - a tracking allocator (sizes checked on free and realloc, live and peak bytes, k-th failure)
+   What is here (the level, clock, PRNG, text builder, checking allocator and the sts_error check
+   are in test_util.h; files and folders in fs_util.h):
+     - a sleep in microseconds
+     - folder snapshots (names, sizes, bytes) and their comparison
+     - DU_OK: a call that must succeed
+     - forked children that park until their parent kills them
      - the io_fault hook: count write-side calls, fail the k-th with an errno, or die there
      - an expected-tensor list and a byte-for-byte comparison of a shard with the reference
        writer's output for those tensors (sts_write_memory)
      - shard names: part-TTTTT-SSSS-<uuid v4>.safetensors
      - a structural check of a whole dataset folder: manifest, shards, index (JSON and CSV) */
-#ifndef STS_TESTS_DATASET_UTIL_H
-#define STS_TESTS_DATASET_UTIL_H
+#ifndef STS_TESTS_DATASET_WRITE_UTIL_H
+#define STS_TESTS_DATASET_WRITE_UTIL_H
 
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <cmocka.h>
+#include "test_util.h"
 #include "fs_util.h"
 
 #include <dirent.h>
@@ -41,63 +33,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#if defined(__GNUC__) || defined(__clang__)
-#  define DU_FN static __attribute__((unused))
-#else
-#  define DU_FN static
-#endif
+#define DU_FN TU_FN
 
-/* ---- level, clock, PRNG ---- */
-DU_FN int du_quick(void) {
-    const char *l = getenv("STS_TEST_LEVEL");
-    return l && strcmp(l, "quick") == 0;
-}
-DU_FN double du_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+/* ---- sleep ---- */
 DU_FN void du_sleep_us(long us) {
     struct timespec ts;
     ts.tv_sec = us / 1000000;
     ts.tv_nsec = (us % 1000000) * 1000;
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
-typedef struct du_rng { uint64_t s; } du_rng;
-DU_FN uint64_t du_next(du_rng *r) {
-    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-DU_FN uint32_t du_below(du_rng *r, uint32_t n) { return n ? (uint32_t)(du_next(r) % n) : 0; }
-
-/* ---- growable text ---- */
-typedef struct du_sb { char *p; size_t n, cap; } du_sb;
-DU_FN void du_sb_put(du_sb *b, const void *s, size_t n) {
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1) cap *= 2;
-        b->p = (char *)realloc(b->p, cap);
-        assert_non_null(b->p);
-        b->cap = cap;
-    }
-    if (n) memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-DU_FN void du_sb_printf(du_sb *b, const char *fmt, ...) {
-    char tmp[4096];
-    va_list ap;
-    int n;
-    va_start(ap, fmt);
-    n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    assert_true(n >= 0 && (size_t)n < sizeof tmp);
-    du_sb_put(b, tmp, (size_t)n);
-}
-DU_FN void du_sb_free(du_sb *b) { free(b->p); b->p = NULL; b->n = b->cap = 0; }
-
 
 /* ---- folder snapshots: every entry (hidden ones too), sorted, with size and bytes ---- */
 typedef struct du_entry { char name[256]; int64_t size; uint8_t *bytes; } du_entry;
@@ -138,144 +82,37 @@ DU_FN void du_snap_free(du_snap *s) {
     free(s->e);
     memset(s, 0, sizeof *s);
 }
-DU_FN void du_snap_text(const du_snap *s, du_sb *b) {
+DU_FN void du_snap_text(const du_snap *s, tu_sb *b) {
     size_t i;
-    if (s->missing) { du_sb_printf(b, "(no folder)"); return; }
-    for (i = 0; i < s->n; i++) du_sb_printf(b, "%s%s:%lld", i ? " " : "", s->e[i].name, (long long)s->e[i].size);
-    if (!s->n) du_sb_printf(b, "(empty)");
+    if (s->missing) { tu_sb_printf(b, "(no folder)"); return; }
+    for (i = 0; i < s->n; i++) tu_sb_printf(b, "%s%s:%lld", i ? " " : "", s->e[i].name, (long long)s->e[i].size);
+    if (!s->n) tu_sb_printf(b, "(empty)");
 }
 /* 1 when equal (names, sizes, and bytes when both have them); else fills why. */
-DU_FN int du_snap_same(const du_snap *a, const du_snap *b, du_sb *why) {
+DU_FN int du_snap_same(const du_snap *a, const du_snap *b, tu_sb *why) {
     size_t i;
     int same = a->missing == b->missing && a->n == b->n;
     for (i = 0; same && i < a->n; i++) {
         if (strcmp(a->e[i].name, b->e[i].name) != 0 || a->e[i].size != b->e[i].size) same = 0;
         else if (a->e[i].bytes && b->e[i].bytes && memcmp(a->e[i].bytes, b->e[i].bytes, (size_t)a->e[i].size) != 0) {
             same = 0;
-            if (why) du_sb_printf(why, "bytes of %s differ; ", a->e[i].name);
+            if (why) tu_sb_printf(why, "bytes of %s differ; ", a->e[i].name);
         }
     }
     if (!same && why) {
-        du_sb_printf(why, "before: ");
+        tu_sb_printf(why, "before: ");
         du_snap_text(a, why);
-        du_sb_printf(why, " | after: ");
+        tu_sb_printf(why, " | after: ");
         du_snap_text(b, why);
     }
     return same;
 }
-#define du_snap_equal(a, b, label) do { du_sb why_ = {0, 0, 0}; \
+#define du_snap_equal(a, b, label) do { tu_sb why_ = {0, 0, 0}; \
     if (!du_snap_same((a), (b), &why_)) fail_msg("%s: folder changed: %s", (label), why_.p); } while (0)
 
-/* ---- errors ----
-   got == code, err->code == code, err->rule == rule, and every substring (NULL-terminated list)
-   appears in the message. du_err_note appends a problem to *notes and returns 0 (for tables of
-   cases that report every bad case at once); du_err_check fails at once. */
-DU_FN int du_err_notev(du_sb *notes, const char *label, sts_result got, const sts_error *e, sts_result code, sts_rule rule, va_list ap) {
-    const char *s;
-    if (got != code) { du_sb_printf(notes, "\n  %s: result %s, expected %s (message: %s)", label, sts_result_name(got), sts_result_name(code), e->message); return 0; }
-    if (e->code != code) { du_sb_printf(notes, "\n  %s: err.code %s, expected %s", label, sts_result_name(e->code), sts_result_name(code)); return 0; }
-    if (e->rule != rule) { du_sb_printf(notes, "\n  %s: rule %s, expected %s (message: %s)", label, sts_rule_id(e->rule), sts_rule_id(rule), e->message); return 0; }
-    if (strncmp(e->message, sts_rule_id(rule), strlen(sts_rule_id(rule))) != 0) {
-        du_sb_printf(notes, "\n  %s: message %s does not start with the rule id %s", label, e->message, sts_rule_id(rule));
-        return 0;
-    }
-    while ((s = va_arg(ap, const char *)) != NULL)
-        if (!strstr(e->message, s)) { du_sb_printf(notes, "\n  %s: message [%s] lacks [%s]", label, e->message, s); return 0; }
-    return 1;
-}
-DU_FN int du_err_note(du_sb *notes, const char *label, sts_result got, const sts_error *e, sts_result code, sts_rule rule, ...) {
-    va_list ap;
-    int ok;
-    va_start(ap, rule);
-    ok = du_err_notev(notes, label, got, e, code, rule, ap);
-    va_end(ap);
-    return ok;
-}
-DU_FN void du_err_check(const char *label, sts_result got, const sts_error *e, sts_result code, sts_rule rule, ...) {
-    va_list ap;
-    du_sb notes = { 0, 0, 0 };
-    int ok;
-    va_start(ap, rule);
-    ok = du_err_notev(&notes, label, got, e, code, rule, ap);
-    va_end(ap);
-    if (!ok) {
-        char text[1024];
-        snprintf(text, sizeof text, "%s", notes.p + 3);
-        du_sb_free(&notes);
-        fail_msg("%s", text);
-    }
-}
-/* Fails with every note collected. */
-#define du_notes_done(notes, what) do { if ((notes)->n) { fprintf(stderr, "%s:%s\n", (what), (notes)->p); du_sb_free(notes); fail_msg("%s: see above", (what)); } } while (0)
+/* ---- a call that must succeed ---- */
 #define DU_OK(label, call, e) do { sts_result r_ = (call); \
     if (r_ != STS_OK) fail_msg("%s: %s -> %s: %s", (label), #call, sts_result_name(r_), (e).message); } while (0)
-
-/* ---- tracking allocator (single-threaded use) ---- */
-typedef struct du_alloc {
-    long count;          /* allocations so far */
-    long fail_at;        /* 1-based allocation that fails; 0 = none */
-    int64_t live, peak;  /* bytes */
-    long live_blocks;
-    int bad;             /* a free or realloc with the wrong size, or of an unknown block */
-    char why[160];
-} du_alloc;
-#define DU_MAGIC 0x5EEDF00Dull
-DU_FN void *du_a_alloc(void *user, size_t size) {
-    du_alloc *a = (du_alloc *)user;
-    uint64_t *h;
-    a->count++;
-    if (a->fail_at && a->count == a->fail_at) return NULL;
-    if (!(h = (uint64_t *)malloc(size + 16))) return NULL;
-    h[0] = size;
-    h[1] = DU_MAGIC;
-    a->live += (int64_t)size;
-    a->live_blocks++;
-    if (a->live > a->peak) a->peak = a->live;
-    return h + 2;
-}
-DU_FN int du_a_check(du_alloc *a, void *ptr, size_t size, const char *what) {
-    uint64_t *h = (uint64_t *)ptr - 2;
-    if (h[1] != DU_MAGIC) { a->bad = 1; snprintf(a->why, sizeof a->why, "%s of a block without our magic", what); return 0; }
-    if (h[0] != size) {
-        if (!a->bad) snprintf(a->why, sizeof a->why, "%s with size %zu, but the block was allocated with %llu", what, size, (unsigned long long)h[0]);
-        a->bad = 1;
-    }
-    return 1;
-}
-DU_FN void du_a_free(void *user, void *ptr, size_t size) {
-    du_alloc *a = (du_alloc *)user;
-    uint64_t *h;
-    if (!ptr) return;
-    h = (uint64_t *)ptr - 2;
-    if (!du_a_check(a, ptr, size, "free")) return;
-    a->live -= (int64_t)h[0];
-    a->live_blocks--;
-    h[1] = 0;
-    free(h);
-}
-DU_FN void *du_a_realloc(void *user, void *ptr, size_t old_size, size_t new_size) {
-    du_alloc *a = (du_alloc *)user;
-    uint64_t *h, *n;
-    if (!ptr) return du_a_alloc(user, new_size);
-    if (!du_a_check(a, ptr, old_size, "realloc")) return NULL;
-    a->count++;
-    if (a->fail_at && a->count == a->fail_at) return NULL;
-    h = (uint64_t *)ptr - 2;
-    if (!(n = (uint64_t *)realloc(h, new_size + 16))) return NULL;
-    a->live += (int64_t)new_size - (int64_t)n[0];
-    n[0] = new_size;
-    if (a->live > a->peak) a->peak = a->live;
-    return n + 2;
-}
-DU_FN void du_alloc_opts(sts_options *o, du_alloc *a) {
-    o->allocator.alloc = du_a_alloc;
-    o->allocator.realloc = du_a_realloc;
-    o->allocator.free = du_a_free;
-    o->allocator.user = a;
-}
-#define du_alloc_clean(a, label) do { \
-    if ((a)->bad) fail_msg("%s: allocator misuse: %s", (label), (a)->why); \
-    if ((a)->live || (a)->live_blocks) fail_msg("%s: %lld bytes in %ld blocks still allocated", (label), (long long)(a)->live, (a)->live_blocks); } while (0)
 
 /* ---- child processes ----
    A forked child never returns into cmocka and never exits by itself: it writes one byte to fd
@@ -348,35 +185,10 @@ DU_FN int du_shard_name(const char *name, uint32_t *task, uint32_t *shard, char 
     if (uuid) { memcpy(uuid, u, 36); uuid[36] = 0; }
     return 1;
 }
-/* The part-* names in dir, sorted (caller frees with du_names_free). */
-typedef struct du_names { char **v; size_t n; } du_names;
-DU_FN int du_strp_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-DU_FN du_names du_list_shards(const char *dir) {
-    du_names r;
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    size_t cap = 0;
-    memset(&r, 0, sizeof r);
-    if (!d) return r;
-    while ((e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, "part-", 5) != 0) continue;
-        if (r.n == cap) { cap = cap ? 2 * cap : 16; r.v = (char **)realloc(r.v, cap * sizeof *r.v); assert_non_null(r.v); }
-        r.v[r.n] = (char *)malloc(strlen(e->d_name) + 1);
-        assert_non_null(r.v[r.n]);
-        strcpy(r.v[r.n++], e->d_name);
-    }
-    closedir(d);
-    if (r.n) qsort(r.v, r.n, sizeof *r.v, du_strp_cmp);
-    return r;
-}
-DU_FN void du_names_free(du_names *r) {
-    size_t i;
-    for (i = 0; i < r->n; i++) free(r->v[i]);
-    free(r->v);
-    memset(r, 0, sizeof *r);
-}
+/* The part-* names in dir, sorted (none when dir is missing); free with tf_names_free. */
+DU_FN tf_names du_list_shards(const char *dir) { return tf_list(dir, "part-", ""); }
 /* The shard of (task, shard number) among names, or NULL. */
-DU_FN const char *du_find_shard(const du_names *r, uint32_t task, uint32_t shard) {
+DU_FN const char *du_find_shard(const tf_names *r, uint32_t task, uint32_t shard) {
     size_t i;
     for (i = 0; i < r->n; i++) {
         uint32_t t, s;
@@ -455,7 +267,7 @@ DU_FN uint64_t du_tl_file_size(const du_tl *l) {
 }
 /* The file at path is byte-for-byte what sts_write_memory makes of l. The _note form appends
    the difference to notes and returns 0; the other fails at once. */
-DU_FN int du_expect_file_note(du_sb *notes, const char *label, const char *path, const du_tl *l) {
+DU_FN int du_expect_file_note(tu_sb *notes, const char *label, const char *path, const du_tl *l) {
     sts_tensor_spec *sp = du_tl_specs(l);
     void *want = NULL;
     size_t want_n = 0, got_n = 0, i;
@@ -465,11 +277,11 @@ DU_FN int du_expect_file_note(du_sb *notes, const char *label, const char *path,
     if (sts_write_memory(sp, l->n, NULL, 0, NULL, &want, &want_n, &e) != STS_OK) fail_msg("%s: sts_write_memory: %s", label, e.message);
     free(sp);
     got = tf_read_opt(path, &got_n);
-    if (!got) { du_sb_printf(notes, "\n  %s: cannot read %s", label, path); sts_free(NULL, want, want_n); return 0; }
+    if (!got) { tu_sb_printf(notes, "\n  %s: cannot read %s", label, path); sts_free(NULL, want, want_n); return 0; }
     if (got_n != want_n || memcmp(got, want, want_n) != 0) {
         const char *slash = strrchr(path, '/');
         for (i = 0; i < got_n && i < want_n && got[i] == ((uint8_t *)want)[i]; i++) {}
-        du_sb_printf(notes, "\n  %s: %s has %zu bytes, the reference layout %zu; first difference at byte %zu", label, slash ? slash + 1 : path, got_n, want_n, i);
+        tu_sb_printf(notes, "\n  %s: %s has %zu bytes, the reference layout %zu; first difference at byte %zu", label, slash ? slash + 1 : path, got_n, want_n, i);
         ok = 0;
     }
     free(got);
@@ -477,11 +289,11 @@ DU_FN int du_expect_file_note(du_sb *notes, const char *label, const char *path,
     return ok;
 }
 DU_FN void du_expect_file(const char *label, const char *path, const du_tl *l) {
-    du_sb notes = { 0, 0, 0 };
+    tu_sb notes = { 0, 0, 0 };
     if (!du_expect_file_note(&notes, label, path, l)) {
         char text[1024];
         snprintf(text, sizeof text, "%s", notes.p + 3);
-        du_sb_free(&notes);
+        tu_sb_free(&notes);
         fail_msg("%s", text);
     }
 }
@@ -815,7 +627,11 @@ DU_FN int du_check_dataset_ex(const char *dir, du_ds *out, char *why, size_t why
             memcpy(sorted, ents, nents * sizeof *ents);
             qsort(sorted, nents, sizeof *sorted, du_ixent_cmp);
             for (k = 1; k < nents; k++)
-                if (strcmp(sorted[k - 1].key, sorted[k].key) == 0) { free(sorted); DU_BAD("index key %s appears twice", sorted[k].key); }
+                if (strcmp(sorted[k - 1].key, sorted[k].key) == 0) {
+                    du_why(why, why_cap, "index key %s appears twice", sorted[k].key);  /* before the free: the key is in sorted */
+                    free(sorted);
+                    goto bad;
+                }
             for (k = 0; k < d.nshards; k++) {
                 size_t q;
                 for (q = 0; q < sts_count(files[k]); q++) {
@@ -923,4 +739,4 @@ DU_FN sts_result du_commit_all(const char *dir, const sts_write_config *c, const
     return sts_dataset_commit(dir, c, (const char *const *)m->m, m->len, m->n, o, s, e);
 }
 
-#endif /* STS_TESTS_DATASET_UTIL_H */
+#endif /* STS_TESTS_DATASET_WRITE_UTIL_H */

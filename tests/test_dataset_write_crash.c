@@ -1,4 +1,4 @@
-/* test_dataset_crash.c - layer 8: crash safety of the write protocol.
+/* test_dataset_write_crash.c - layer 8: crash safety of the write protocol.
 
    A child process runs a whole job (two task writers with several shards each, then the dataset
    commit; durable on) into a folder under /tmp and is killed with SIGKILL:
@@ -21,7 +21,7 @@
 #define _POSIX_C_SOURCE 200809L
 #define STS_IMPLEMENTATION
 #include "../safetensors_spark.h"
-#include "dataset_util.h"
+#include "dataset_write_util.h"
 
 static const sts_column SCH[3] = {
     { "id", STS_VALUE_STRING, STS_DTYPE_U8 },
@@ -133,7 +133,7 @@ static int verify_values(const char *dir, int kv, int g, const du_ds *ds, char *
 typedef struct trial { int kv, old; long kill_at; long delay_us; } trial;
 static const char *keep_dir;
 static int trial_no;
-static du_sb notes;
+static tu_sb notes;
 static int nnotes, manifests_seen, kept;
 
 static void note(const trial *t, const char *fmt, ...) {
@@ -144,7 +144,7 @@ static void note(const trial *t, const char *fmt, ...) {
     va_end(ap);
     nnotes++;
     if (nnotes <= 12)
-        du_sb_printf(&notes, "\n  trial %d (%s, %s, %s%ld): %s", trial_no, t->kv ? "KV" : "batch", t->old ? "overwrite over an old dataset" : "empty folder",
+        tu_sb_printf(&notes, "\n  trial %d (%s, %s, %s%ld): %s", trial_no, t->kv ? "KV" : "batch", t->old ? "overwrite over an old dataset" : "empty folder",
                      t->kill_at ? "killed at call " : "killed after us ", t->kill_at ? t->kill_at : t->delay_us, buf);
 }
 /* Keeps a copy of a file the trial may not have written (then there is nothing to keep). */
@@ -295,16 +295,16 @@ static long count_calls(const char *dir, int kv, int old, double *seconds) {
     memset(&o, 0, sizeof o);
     f.armed = 1;
     du_fault_opts(&o, &f);
-    t0 = du_now();
+    t0 = tu_now();
     if (job(dir, kv, 2, old, 1, &o, &e) != STS_OK) fail_msg("counting job: %s", e.message);
-    *seconds = du_now() - t0;
+    *seconds = tu_now() - t0;
     return f.calls;
 }
 
 static void test_crash(void **state) {
     char root[64];
-    du_rng rng = { 20240611 };
-    int combo, i, quick = du_quick(), random_trials = quick ? 8 : 60, det = 0;
+    tu_rng rng = { 20240611 };
+    int combo, i, quick = tu_quick(), random_trials = quick ? 8 : 60, det = 0;
     double seconds[4];
     long calls[4];
     (void)state;
@@ -326,9 +326,9 @@ static void test_crash(void **state) {
     /* random moments */
     for (i = 0; i < random_trials; i++) {
         trial t;
-        combo = (int)du_below(&rng, 4);
+        combo = (int)tu_below(&rng, 4);
         t.kv = combo & 1; t.old = combo >> 1; t.kill_at = 0;
-        t.delay_us = (long)du_below(&rng, (uint32_t)(seconds[combo] * 1.3e6) + 1);
+        t.delay_us = (long)tu_below(&rng, (uint32_t)(seconds[combo] * 1.3e6) + 1);
         run_trial(root, &t);
     }
     tf_rmtree(root);
@@ -336,7 +336,7 @@ static void test_crash(void **state) {
             trial_no, det, random_trials, calls[0], calls[1], calls[2], calls[3], manifests_seen, keep_dir ? " (kept)" : "");
     if (nnotes) {
         fprintf(stderr, "crash safety: %d problems; the first ones:%s\n", nnotes, notes.p);
-        du_sb_free(&notes);
+        tu_sb_free(&notes);
         fail_msg("crash safety: %d problems (see above)", nnotes);
     }
     assert_true(trial_no >= (quick ? 20 : 50));
