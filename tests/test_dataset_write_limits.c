@@ -68,24 +68,24 @@ static char *cat3(const char *a, size_t al, const char *b, size_t bl, const char
     return p;
 }
 /* Notes the outcome of one stage; returns 1 to go on to the next one. */
-static int stage_done(du_sb *notes, const lcase *k, int stage, sts_result r, const sts_error *e, int *ok) {
+static int stage_done(tu_sb *notes, const lcase *k, int stage, sts_result r, const sts_error *e, int *ok) {
     char label[200];
     snprintf(label, sizeof label, "%s: %s", k->label, STAGE[stage]);
     if (r == STS_OK) {
-        if (stage == k->fail_at) { du_sb_printf(notes, "\n  %s: accepted, but must refuse (%s)", label, sts_rule_id(k->rule)); *ok = 0; return 0; }
+        if (stage == k->fail_at) { tu_sb_printf(notes, "\n  %s: accepted, but must refuse (%s)", label, sts_rule_id(k->rule)); *ok = 0; return 0; }
         return 1;
     }
     if (stage != k->fail_at) {
-        if (k->fail_at < stage) du_sb_printf(notes, "\n  %s: refused here (%s), but %s must have refused it already", label, e->message, STAGE[k->fail_at]);
-        else du_sb_printf(notes, "\n  %s: refused: %s", label, e->message);
+        if (k->fail_at < stage) tu_sb_printf(notes, "\n  %s: refused here (%s), but %s must have refused it already", label, e->message, STAGE[k->fail_at]);
+        else tu_sb_printf(notes, "\n  %s: refused: %s", label, e->message);
         *ok = 0;
         return 0;
     }
-    *ok = du_err_note(notes, label, r, e, k->code, k->rule, k->must1, k->must2, (const char *)NULL);
+    *ok = tu_err_note(notes, label, r, e, k->code, k->rule, k->must1, k->must2, (const char *)NULL);
     return 0;
 }
 /* Runs case k in a fresh folder under root; 1 when it behaved as described, else notes why. */
-static int run_case(du_sb *notes, const char *root, int idx, const lcase *k) {
+static int run_case(tu_sb *notes, const char *root, int idx, const lcase *k) {
     char dir[256], label[200];
     const char *col = k->col ? k->col : "t";
     const char *sep = k->sep ? k->sep : "__";
@@ -127,7 +127,7 @@ static int run_case(du_sb *notes, const char *root, int idx, const lcase *k) {
             assert_int_equal(mkdir(other, 0777), 0);
             r = sts_task_open(other, 0, &c, schema, ncols, NULL, &w, &e);
             snprintf(label, sizeof label, "%s: %s", k->label, STAGE[ST_OPEN]);
-            if (!du_err_note(notes, label, r, &e, k->code, k->rule, k->must1, k->must2, (const char *)NULL)) ok = 0;
+            if (!tu_err_note(notes, label, r, &e, k->code, k->rule, k->must1, k->must2, (const char *)NULL)) ok = 0;
             if (r == STS_OK) sts_task_close(w);
             w = NULL;
         }
@@ -181,7 +181,7 @@ static int run_case(du_sb *notes, const char *root, int idx, const lcase *k) {
         if (!stage_done(notes, k, ST_COMMIT, r, &e, &ok)) goto out;
     }
     if (k->header) {  /* the shard is as large as the case says */
-        du_names parts = du_list_shards(dir);
+        tf_names parts = du_list_shards(dir);
         char p[512];
         sts_file *f = NULL;
         sts_options o;
@@ -189,11 +189,11 @@ static int run_case(du_sb *notes, const char *root, int idx, const lcase *k) {
         o.header_only = 1;
         if (parts.n) tf_join(p, sizeof p, dir, parts.v[0]);
         if (!parts.n || sts_open(p, &o, &f, &e) != STS_OK || sts_header_size(f) != k->header) {
-            du_sb_printf(notes, "\n  %s: the first shard's header is not %llu bytes long", k->label, (unsigned long long)k->header);
+            tu_sb_printf(notes, "\n  %s: the first shard's header is not %llu bytes long", k->label, (unsigned long long)k->header);
             ok = 0;
         }
         sts_close(f);
-        du_names_free(&parts);
+        tf_names_free(&parts);
         if (!ok) goto out;
     }
     {
@@ -208,7 +208,7 @@ static int run_case(du_sb *notes, const char *root, int idx, const lcase *k) {
         size_t f, want_files = k->kv ? 1 : (size_t)((nt + batch - 1) / batch);
         snprintf(label, sizeof label, "%s: %s", k->label, STAGE[ST_GET]);
         if (!info.has_manifest || !info.has_index || info.files != want_files || info.kv != k->kv) {
-            du_sb_printf(notes, "\n  %s: the dataset has %zu files (manifest %d, index %d, kv %d), expected %zu", label, info.files,
+            tu_sb_printf(notes, "\n  %s: the dataset has %zu files (manifest %d, index %d, kv %d), expected %zu", label, info.files,
                          info.has_manifest, info.has_index, info.kv, want_files);
             ok = 0;
             goto out;
@@ -230,15 +230,15 @@ static int run_case(du_sb *notes, const char *root, int idx, const lcase *k) {
             if (v.rank != rank || v.dtype != STS_DTYPE_U8 || v.file != f ||
                 (!k->kv && v.shape[0] != ((f + 1) * batch <= nt ? batch : nt - f * batch)) ||
                 v.nbytes != (k->kv ? x->nbytes : x->nbytes * v.shape[0])) {
-                du_sb_printf(notes, "\n  %s: tensor %zu read back as rank %u, dtype %s, %llu bytes in file %zu", label, i, v.rank,
+                tu_sb_printf(notes, "\n  %s: tensor %zu read back as rank %u, dtype %s, %llu bytes in file %zu", label, i, v.rank,
                              sts_dtype_name(v.dtype), (unsigned long long)v.nbytes, v.file);
                 ok = 0;
                 goto out;
             }
             for (q = 0; q < x->rank; q++)
-                if (shape[q] != x->shape[q]) { du_sb_printf(notes, "\n  %s: tensor %zu: dim %u is %llu, written %llu", label, i, q, (unsigned long long)shape[q], (unsigned long long)x->shape[q]); ok = 0; goto out; }
+                if (shape[q] != x->shape[q]) { tu_sb_printf(notes, "\n  %s: tensor %zu: dim %u is %llu, written %llu", label, i, q, (unsigned long long)shape[q], (unsigned long long)x->shape[q]); ok = 0; goto out; }
             if (x->nbytes && ((const uint8_t *)v.data)[(k->kv ? 0 : (i % batch) * x->nbytes)] != x->first) {
-                du_sb_printf(notes, "\n  %s: tensor %zu: its data differs from what was written", label, i);
+                tu_sb_printf(notes, "\n  %s: tensor %zu: its data differs from what was written", label, i);
                 ok = 0;
                 goto out;
             }
@@ -271,11 +271,11 @@ static int run_case(du_sb *notes, const char *root, int idx, const lcase *k) {
         files = sts_dataset_describe(ds).files;
         per = k->kv ? nt : files;  /* tensors of the column: one a row (KV), one a file (batch) */
         if (seen != per * (k->a_count || k->shapes ? 2 : 1) || found != per || rows_seen != files) {
-            du_sb_printf(notes, "\n  %s: the long scan saw %zu tensors (%zu of the column), the wide one %zu rows; written %zu rows", label, seen, found, rows_seen, nt);
+            tu_sb_printf(notes, "\n  %s: the long scan saw %zu tensors (%zu of the column), the wide one %zu rows; written %zu rows", label, seen, found, rows_seen, nt);
             ok = 0;
         }
     }
-    if (ok && k->fail_at != ST_DONE) { du_sb_printf(notes, "\n  %s: went through, but %s must refuse it", k->label, STAGE[k->fail_at]); ok = 0; }
+    if (ok && k->fail_at != ST_DONE) { tu_sb_printf(notes, "\n  %s: went through, but %s must refuse it", k->label, STAGE[k->fail_at]); ok = 0; }
 out:
     if (w) sts_task_close(w);
     sts_dataset_close(ds);
@@ -286,7 +286,7 @@ out:
     return ok;
 }
 /* Runs every case; what went wrong is in *notes (the caller frees its buffers, then reports). */
-static void run_cases(du_sb *notes, const lcase *cases, size_t n) {
+static void run_cases(tu_sb *notes, const lcase *cases, size_t n) {
     char root[64];
     size_t i;
     tf_tmpdir(root, sizeof root);
@@ -321,9 +321,9 @@ static void test_ranks(void **state) {
         k->label = labels[i];
     }
     {
-        du_sb notes = { 0, 0, 0 };
+        tu_sb notes = { 0, 0, 0 };
         run_cases(&notes, cases, 8);
-        du_notes_done(&notes, "ranks");
+        tu_notes_done(&notes, "ranks");
     }
 }
 
@@ -369,10 +369,10 @@ static void test_column_names(void **state) {
         k->fail_at = ST_DONE;
     }
     {
-        du_sb notes = { 0, 0, 0 };
+        tu_sb notes = { 0, 0, 0 };
         run_cases(&notes, cases, n);
         for (i = 0; i < 7; i++) free(names[i]);
-        du_notes_done(&notes, "column names");
+        tu_notes_done(&notes, "column names");
     }
 }
 
@@ -400,10 +400,10 @@ static void test_separators(void **state) {
         k->label = labels[i];
     }
     {
-        du_sb notes = { 0, 0, 0 };
+        tu_sb notes = { 0, 0, 0 };
         run_cases(&notes, cases, 5);
         for (i = 0; i < 5; i++) free(seps[i]);
-        du_notes_done(&notes, "separators");
+        tu_notes_done(&notes, "separators");
     }
 }
 
@@ -442,9 +442,9 @@ static void test_schema_dims(void **state) {
     cases[n].code = STS_ERR_OPTION; cases[n].rule = STS_RULE_OPTION; cases[n].must1 = "batch_size"; cases[n].must2 = I64_MAX_TEXT;
     n++;
     {
-        du_sb notes = { 0, 0, 0 };
+        tu_sb notes = { 0, 0, 0 };
         run_cases(&notes, cases, n);
-        du_notes_done(&notes, "schema dims");
+        tu_notes_done(&notes, "schema dims");
     }
 }
 
@@ -481,7 +481,7 @@ static void test_header_cap(void **state) {
     char *key_at, *key_past, *col_at, *col_past, *col_prepare, *sep_huge, *col_huge;
     size_t n = 0, lk, lb;
     (void)state;
-    if (du_quick()) { skip(); return; }
+    if (tu_quick()) { skip(); return; }
     /* KV: name = key + "__" + "t"; batch (batch_size 1): name = the column, shape [1, 1] */
     lk = (size_t)(HDR_LIMIT - json_len(0, 1, one)) - 3;
     lb = (size_t)(HDR_LIMIT - json_len(0, 2, one));
@@ -508,10 +508,10 @@ static void test_header_cap(void **state) {
     cases[n].label = "batch, a column name too long for any first row"; cases[n].col = col_prepare; cases[n].batch_size = 1; cases[n].rank = 1;
     cases[n].fail_at = ST_PREPARE; cases[n].code = STS_ERR_OPTION; cases[n].rule = STS_RULE_OPTION; cases[n].must1 = "\"ccccccccc"; cases[n].must2 = "100000000"; n++;
     {
-        du_sb notes = { 0, 0, 0 };
+        tu_sb notes = { 0, 0, 0 };
         run_cases(&notes, cases, n);
         free(key_at); free(key_past); free(col_at); free(col_past); free(col_prepare); free(sep_huge); free(col_huge);
-        du_notes_done(&notes, "header cap");
+        tu_notes_done(&notes, "header cap");
     }
 }
 
@@ -548,10 +548,10 @@ static void test_batch_file_size(void **state) {
             v[i].size = k == 0 ? 1 : 8; v[i].shape = k == 0 ? one : eight;
         }
         if (k == 0)  /* 8 columns of 2^60 one-byte rows: 2^63 bytes of data */
-            du_err_check("a batch file over 2^63 - 1 bytes", sts_task_write(w, v, &e), &e, STS_ERR_VALIDATION_OVERFLOW, STS_RULE_WRITE_TOTAL,
+            tu_err_check("a batch file over 2^63 - 1 bytes", sts_task_write(w, v, &e), &e, STS_ERR_VALIDATION_OVERFLOW, STS_RULE_WRITE_TOTAL,
                          "\"t", I64_MAX_TEXT, (const char *)NULL);
         else  /* 2^62 rows of 8 bytes: 2^65, past 64 bits */
-            du_err_check("a batch of 2^65 bytes", sts_task_write(w, v, &e), &e, STS_ERR_VALIDATION_OVERFLOW, STS_RULE_WRITE_TOTAL, "\"t0\"", (const char *)NULL);
+            tu_err_check("a batch of 2^65 bytes", sts_task_write(w, v, &e), &e, STS_ERR_VALIDATION_OVERFLOW, STS_RULE_WRITE_TOTAL, "\"t0\"", (const char *)NULL);
         for (i = 0; i < 8; i++) { v[i].size = 0; v[i].shape = none; }  /* [0]: nothing was fixed by the refused row */
         DU_OK("an empty row after the refused one", sts_task_write(w, v, &e), e);
         DU_OK("commit", sts_task_commit(w, &msg, &len, &e), e);
@@ -589,7 +589,7 @@ static void test_task_key_count(void **state) {
     keys = w->nkeys;
     w->nkeys = (size_t)0xffffffffu;  /* white box: the index is full */
     v[0].data = "b";
-    du_err_check("one name past 2^32 - 1", sts_task_write(w, v, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_VALUE, "4294967295", (const char *)NULL);
+    tu_err_check("one name past 2^32 - 1", sts_task_write(w, v, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_VALUE, "4294967295", (const char *)NULL);
     w->nkeys = keys;
     DU_OK("the next row", sts_task_write(w, v, &e), e);
     sts_task_close(w);

@@ -456,28 +456,39 @@ static void test_prepare_folder(void **state) {
     (void)state;
     tf_tmpdir(root, sizeof root);
     kv_config(&c);
-    /* a missing nested folder is created, empty */
+    /* a missing nested folder is created; the job's lock is all it holds */
     tf_join(dir, sizeof dir, root, "a/b/c");
     DU_OK("create", sts_dataset_prepare(dir, &c, SCHEMA, 5, NULL, &e), e);
     s = du_snapshot(dir, 0);
     assert_false(s.missing);
-    assert_int_equal(s.n, 0);
+    assert_int_equal(s.n, 1);
+    assert_string_equal(s.e[0].name, ".sts_job.lock");
     du_snap_free(&s);
-    /* an existing empty folder is fine, twice */
+    /* a second job is refused while the first holds the folder, naming it and how to clear a crash's lock */
+    tu_err_check("second job", sts_dataset_prepare(dir, &c, SCHEMA, 5, NULL, &e), &e, STS_ERR_EXISTS, STS_RULE_EXISTS,
+                 "held by job", "sts clean", (const char *)NULL);
+    DU_OK("end the job", sts_dataset_abort(dir, NULL, NULL, 0, NULL, &e), e);
+    /* free again: an empty folder is fine */
     DU_OK("again", sts_dataset_prepare(dir, &c, SCHEMA, 5, NULL, &e), e);
-    /* our temporaries are removed; the folder is then empty and accepted */
+    DU_OK("end the job", sts_dataset_abort(dir, NULL, NULL, 0, NULL, &e), e);
+    /* our temporaries are removed once the folder is taken; the folder is then accepted */
     for (i = 0; i < 4; i++) { tf_join(ours[i], sizeof ours[i], dir, temps[i]); tf_write(ours[i], "tmp", 3); }
     DU_OK("temporaries", sts_dataset_prepare(dir, &c, SCHEMA, 5, NULL, &e), e);
     for (i = 0; i < 4; i++) if (tf_exists(ours[i])) fail_msg("prepare left the temporary %s", temps[i]);
-    /* a foreign hidden file is kept and makes the folder non-empty */
+    DU_OK("end the job", sts_dataset_abort(dir, NULL, NULL, 0, NULL, &e), e);
+    /* a foreign hidden file is kept and makes the folder non-empty; a refused prepare removes
+       nothing (not even our temporaries) and holds no lock */
     tf_join(foreign, sizeof foreign, dir, ".keep.tmp-1");
     tf_write(foreign, "k", 1);
     for (i = 0; i < 4; i++) tf_write(ours[i], "tmp", 3);
     tu_err_check("foreign hidden", sts_dataset_prepare(dir, &c, SCHEMA, 5, NULL, &e), &e, STS_ERR_EXISTS, STS_RULE_EXISTS,
                  "\".keep.tmp-1\"", "overwrite", (const char *)NULL);
     assert_true(tf_exists(foreign));
-    for (i = 0; i < 4; i++) if (tf_exists(ours[i])) fail_msg("a refused prepare left the temporary %s (documented: removed)", temps[i]);
+    for (i = 0; i < 4; i++) if (!tf_exists(ours[i])) fail_msg("a refused prepare removed the temporary %s", temps[i]);
+    tf_join(p, sizeof p, dir, ".sts_job.lock");
+    assert_false(tf_exists(p));
     unlink(foreign);
+    for (i = 0; i < 4; i++) unlink(ours[i]);
     /* a non-empty folder: refused, naming the folder and an entry; nothing removed */
     tf_join(p, sizeof p, dir, "data.txt");
     tf_write(p, "hello", 5);
@@ -488,6 +499,7 @@ static void test_prepare_folder(void **state) {
     c.overwrite = 1;
     DU_OK("overwrite", sts_dataset_prepare(dir, &c, SCHEMA, 5, NULL, &e), e);
     assert_true(tf_exists(p));
+    DU_OK("end the job", sts_dataset_abort(dir, NULL, NULL, 0, NULL, &e), e);
     c.overwrite = 0;
     /* the folder is a regular file, or lies under one */
     tu_err_check("folder is a file", sts_dataset_prepare(p, &c, SCHEMA, 5, NULL, &e), &e, STS_ERR_IO, STS_RULE_IO, "ENOTDIR", (const char *)NULL);
@@ -719,6 +731,7 @@ static void test_forged_messages(void **state) {
         tf_rmtree(dir);
         assert_int_equal(mkdir(dir, 0777), 0);
         before = du_snapshot(dir, 0);
+        DU_OK("prepare", sts_dataset_prepare(dir, &c, SCHEMA, 5, NULL, &e), e);
         kv_task(dir, &c, 0, 3, &m);
         kv_task(dir, &c, 1, 3, &m);
         {
@@ -776,17 +789,17 @@ static void test_forged_messages(void **state) {
         if (al.bad) tu_sb_printf(&left, "\n  %s: allocator misuse in sts_dataset_commit: %s", label, al.why);
         else tu_alloc_check(label, &al);
         memset(&al, 0, sizeof al);
-        /* nothing published, and the shards of the valid message (task 0) are gone */
+        /* nothing published, and the shards of the valid message (task 0) stay for a corrected commit */
         {
             tf_names sh = du_list_shards(dir);
             size_t q;
+            int kept = 0;
             for (q = 0; q < sh.n; q++) {
                 uint32_t t;
-                if (du_shard_name(sh.v[q], &t, NULL, NULL) && t == 0) {
-                    tu_sb_printf(&left, "\n  %s: the failed commit left the valid task 0's shard (documented: the tasks' shards are removed, the folder is as it was)", label);
-                    break;
-                }
+                if (du_shard_name(sh.v[q], &t, NULL, NULL) && t == 0) kept = 1;
             }
+            if (!kept)
+                tu_sb_printf(&left, "\n  %s: the failed commit removed the valid task 0's shard (documented: a failed commit keeps every task's shards for a retry)", label);
             tf_names_free(&sh);
         }
         tf_join(inside, sizeof inside, dir, "dataset_manifest.json");
@@ -813,8 +826,7 @@ static void test_forged_messages(void **state) {
     tu_notes_done(&left, "forged messages");
 }
 
-/* A failed dataset commit of valid messages (here: a cross-task check) removes the shards of
-   every message: the folder is as it was before the job. */
+/* Argument errors touch nothing; the commit then goes through. */
 static void test_commit_arguments(void **state) {
     char root[64];
     sts_write_config c;
@@ -825,6 +837,7 @@ static void test_commit_arguments(void **state) {
     memset(&m, 0, sizeof m);
     tf_tmpdir(root, sizeof root);
     kv_config(&c);
+    DU_OK("prepare", sts_dataset_prepare(root, &c, SCHEMA, 5, NULL, &e), e);
     kv_task(root, &c, 0, 2, &m);
     tu_err_check("commit NULL dir", sts_dataset_commit(NULL, &c, (const char *const *)m.m, m.len, 1, NULL, NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
     tu_err_check("commit NULL cfg", sts_dataset_commit(root, NULL, (const char *const *)m.m, m.len, 1, NULL, NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
@@ -929,15 +942,15 @@ static void test_shapes_long_names(void **state) {
             DU_OK(label, sts_task_write(w, row, &e), e);
             row[0].data = "k2"; row[0].size = 2;
             row[shaped].size = 7;  /* the option is attached to its column: [2, 4] holds 8 */
-            du_err_check(label, sts_task_write(w, row, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_SHAPE, "shapes option", (const char *)NULL);
+            tu_err_check(label, sts_task_write(w, row, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_SHAPE, "shapes option", (const char *)NULL);
             sts_task_close(w);
         } else {
             char must[64];
             snprintf(must, sizeof must, "shapes names \"%.40s", col);
-            du_err_check(label, r, &e, STS_ERR_OPTION, STS_RULE_OPTION, must, "\"...", "not a column being written", (const char *)NULL);
+            tu_err_check(label, r, &e, STS_ERR_OPTION, STS_RULE_OPTION, must, "\"...", "not a column being written", (const char *)NULL);
             /* an escaped name that is not a column is quoted unescaped */
             c.shapes = "{\"\\u00e9t\\u00e9\": [1]}";
-            du_err_check(label, sts_task_open(root, 0, &c, schema, 4, NULL, &w, &e), &e, STS_ERR_OPTION, STS_RULE_OPTION,
+            tu_err_check(label, sts_task_open(root, 0, &c, schema, 4, NULL, &w, &e), &e, STS_ERR_OPTION, STS_RULE_OPTION,
                          "shapes names \"\xc3\xa9t\xc3\xa9\"", (const char *)NULL);
         }
     }
