@@ -302,6 +302,7 @@ static void test_schema_varying(void **state) {
     memset(&m, 0, sizeof m);
     tf_tmpdir(root, sizeof root);
     kv_config(&c);
+    DU_OK("prepare", sts_dataset_prepare(root, &c, KV, 3, NULL, &e), e);
     for (t = 0; t < 2; t++) {
         sts_task_writer *w;
         kcell k;
@@ -495,8 +496,19 @@ static void test_dup_fail_across_tasks(void **state) {
     }
     tu_err_check("x in two tasks", du_commit_all(root, &c, &m, NULL, NULL, &e), &e, STS_ERR_DUPLICATE_KEY, STS_RULE_DUPLICATE_KEY,
                  "x__", shard_of[0], shard_of[1], (const char *)NULL);
+    {   /* nothing published; every task's shard stays for a corrected commit */
+        tf_names n = du_list_shards(root);
+        char mp[128];
+        assert_true(n.n >= 4);
+        tf_names_free(&n);
+        tf_join(mp, sizeof mp, root, "dataset_manifest.json");
+        assert_false(tf_exists(mp));
+    }
+    /* the job aborted with its messages: the folder is as it was before the job took it */
+    DU_OK("abort", sts_dataset_abort(root, (const char *const *)m.m, m.len, m.n, NULL, &e), e);
+    DU_OK("prepare again", sts_dataset_prepare(root, &c, KV, 3, NULL, &e), e);
     after = du_snapshot(root, 0);
-    du_snap_equal(&before, &after, "a failed dataset commit");
+    du_snap_equal(&before, &after, "a failed dataset commit, then its abort");
     du_snap_free(&before);
     du_snap_free(&after);
     du_msgs_free(&m);
@@ -524,6 +536,7 @@ static void test_last_win(void **state) {
     c.duplicates = STS_DUPLICATES_LAST_WIN;
     c.generate_index = 1;
     /* task 2: "same" twice in one shard, "early" in shard 0 and again in a later shard */
+    DU_OK("prepare", sts_dataset_prepare(root, &c, KV, 3, NULL, &e), e);
     DU_OK("open", sts_task_open(root, 2, &c, KV, 3, NULL, &w, &e), e);
     w->c.target = 800;
     k = cell("early", 1, 2, 2, 2); DU_OK("early", kv_put(w, 2, &k, &rs, &e), e);
@@ -615,6 +628,7 @@ static void test_last_win_wide_task_ids(void **state) {
     kv_config(&c);
     c.duplicates = STS_DUPLICATES_LAST_WIN;
     c.generate_index = 1;
+    DU_OK("prepare", sts_dataset_prepare(root, &c, KV, 3, NULL, &e), e);
     for (t = 0; t < 3; t++) {
         sts_task_writer *w;
         kcell k = cell("k", (uint32_t)t, 1, 1, 1);
@@ -654,6 +668,7 @@ static void test_last_win_wide_shard_numbers(void **state) {
     kv_config(&c);
     c.duplicates = STS_DUPLICATES_LAST_WIN;
     c.generate_index = 1;
+    DU_OK("prepare", sts_dataset_prepare(root, &c, KV, 3, NULL, &e), e);
     DU_OK("open", sts_task_open(root, 0, &c, KV, 3, NULL, &w, &e), e);
     w->c.target = 1;  /* white box: every row its own shard */
     for (i = 0; i <= 10000; i++) {
@@ -694,6 +709,7 @@ static void test_keys(void **state) {
     (void)state;
     tf_tmpdir(root, sizeof root);
     kv_config(&c);
+    DU_OK("prepare", sts_dataset_prepare(root, &c, KV, 3, NULL, &e), e);
     DU_OK("open", sts_task_open(root, 0, &c, KV, 3, NULL, &w, &e), e);
     k = cell("a\0b", 1, 1, 1, 1); k.key_len = 3;
     tu_err_check("key with NUL", kv_put(w, 0, &k, NULL, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_VALUE, "UTF-8", (const char *)NULL);
@@ -718,6 +734,7 @@ static void test_keys(void **state) {
         memset(&m, 0, sizeof m);
         tf_clear(root);
         c.generate_index = 1;
+        DU_OK("prepare", sts_dataset_prepare(root, &c, KV, 3, NULL, &e), e);
         DU_OK("open", sts_task_open(root, 0, &c, KV, 3, NULL, &w, &e), e);
         k = cell("caf\xc3\xa9 \"q\" \\ \n,", 1, 1, 1, 1);
         DU_OK("odd key", kv_put(w, 0, &k, NULL, &e), e);
