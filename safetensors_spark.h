@@ -10474,7 +10474,7 @@ STSDEF sts_result sts_dataset_check(const char *path, const sts_check_config *cf
             char host[256];
             int alive;
             sts__host(host, sizeof host);
-            alive = lock.host && strcmp(lock.host, host) == 0 ? sts__pid_alive(lock.pid) : -1;
+            alive = !lock.job ? 0 : lock.host && strcmp(lock.host, host) == 0 ? sts__pid_alive(lock.pid) : -1;
             sts__ck_fail(&ck, STS_RULE_DATASET_LOCK, "%q is held by job %q (process %U on %q): %s", path, strlen(path),
                          lock.job ? lock.job : "?", lock.job ? lock.job_len : (size_t)1, lock.pid,
                          lock.host ? lock.host : "?", lock.host ? lock.host_len : (size_t)1,
@@ -10634,7 +10634,8 @@ STSDEF sts_result sts_dataset_clean(const char *dir, const sts_clean_config *cfg
         char host[256];
         int alive;
         sts__host(host, sizeof host);
-        alive = lock.host && strcmp(lock.host, host) == 0 ? sts__pid_alive(lock.pid) : -1;
+        /* a lock that names no job was cut short by a crash while prepare wrote it */
+        alive = !lock.job ? 0 : lock.host && strcmp(lock.host, host) == 0 ? sts__pid_alive(lock.pid) : -1;
         if (alive != 0 && !(cfg && cfg->force)) {
             r = sts__failx(err, STS_RULE_EXISTS, "%q is held by job %q (process %U on %q), which %s: nothing removed "
                            "(force clears it anyway)", dir, strlen(dir), lock.job ? lock.job : "?",
@@ -10651,6 +10652,17 @@ STSDEF sts_result sts_dataset_clean(const char *dir, const sts_clean_config *cfg
     cl.has_mf = r == STS_OK && found;  /* an unreadable manifest: no shard can be told an orphan */
     if (cl.has_mf) cl.names = sts__ck_names(&cl.mem, &mf, &cl.nnames);
     r = sts__list_dir(dir, sts__cl_entry, &cl, err);
+    if (r == STS_OK) {  /* half an index (a commit stopped between the two files): it goes; sts index rebuilds */
+        static const char *const ix[2] = { "_tensor_index.csv", "_tensor_index.json" };
+        int have[2], k;
+        for (k = 0; k < 2; k++) {
+            char *p;
+            size_t sz;
+            have[k] = (p = sts__join(&cl.mem, dir, ix[k], &sz)) != NULL && sts__path_kind(p) == STS__FT_REG;
+            sts__free(&cl.mem, p, sz);
+        }
+        if (have[0] != have[1]) sts__cl_remove(&cl, ix[have[0] ? 0 : 1], "half of an index whose other file is missing");
+    }
     if (r == STS_OK && lfound) sts__cl_remove(&cl, STS__LOCK, "the lock of a job that is gone");
     sts__free(&cl.mem, cl.names, cl.nnames * sizeof *cl.names);
     sts__manifest_free(&mf);

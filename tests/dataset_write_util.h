@@ -538,6 +538,7 @@ DU_FN int du_check_dataset_ex(const char *dir, du_ds *out, char *why, size_t why
         size_t nparts = 0;
         for (k = 0; k < snap.n; k++) {
             const char *n = snap.e[k].name;
+            if (strcmp(n, ".sts_job.lock") == 0) continue;  /* a job's lock: held while a job writes */
             if (n[0] == '.') DU_BAD("a hidden file %s is left in the dataset folder", n);
             if (strncmp(n, "part-", 5) == 0) {
                 size_t lo = 0, hi = d.nshards;  /* the manifest's shards are sorted (checked above) */

@@ -247,6 +247,7 @@ static void commit_faults(int kv, int over_old) {
     memset(&m, 0, sizeof m);
     memset(&o, 0, sizeof o);
     if (over_old) {  /* an existing dataset, then a job in overwrite mode */
+        DU_OK("prepare old", sts_dataset_prepare(root, &c, SCH, 3, NULL, &e), e);
         two_tasks(root, &c, kv, 10, &m);
         DU_OK("old dataset", du_commit_all(root, &c, &m, NULL, NULL, &e), e);
         du_msgs_free(&m);
@@ -271,9 +272,9 @@ static void commit_faults(int kv, int over_old) {
         assert_int_equal(ds.index, 1);
         du_ds_free(&ds);
     }
-    /* back to the state before the job */
+    /* back to the state before the job (its lock included: the job holds the folder again) */
     tf_clear(root);
-    if (over_old) {
+    {
         size_t i;
         for (i = 0; i < before.n; i++) {
             char p[256];
@@ -296,6 +297,22 @@ static void commit_faults(int kv, int over_old) {
             snprintf(label, sizeof label, "%s dataset commit%s, %s at call %ld of %ld (%s)", kv ? "KV" : "batch",
                      over_old ? " over an old dataset" : "", errno_name(err), k, n, f.op);
             tu_err_check(label, r, &e, STS_ERR_IO, STS_RULE_IO, errno_name(err), root, (const char *)NULL);
+            {   /* nothing published, the tasks' shards kept for a retry; discarded, the folder is as before */
+                size_t q;
+                for (q = 0; q < m.n; q++) {
+                    const char *sp = strstr(m.m[q], "\"shard_path\":\"");
+                    char name[128], path[256];
+                    size_t l;
+                    assert_non_null(sp);
+                    sp += 14;
+                    l = strcspn(sp, "\"");
+                    memcpy(name, sp, l);
+                    name[l] = 0;
+                    tf_join(path, sizeof path, root, name);
+                    if (!tf_exists(path)) fail_msg("%s: the failed commit removed the task's shard %s", label, name);
+                }
+                DU_OK(label, sts_dataset_discard(root, (const char *const *)m.m, m.len, m.n, NULL, &e), e);
+            }
             after = du_snapshot(root, 1);
             du_snap_equal(&before, &after, label);
             du_snap_free(&after);
@@ -322,6 +339,7 @@ static void test_overwrite(void **state) {
     memset(&m, 0, sizeof m);
     fast_tmpdir(root, sizeof root);
     cfg_kv(&c);
+    DU_OK("prepare old", sts_dataset_prepare(root, &c, SCH, 3, NULL, &e), e);
     two_tasks(root, &c, 1, 0, &m);
     DU_OK("old", du_commit_all(root, &c, &m, NULL, NULL, &e), e);
     du_msgs_free(&m);
@@ -374,6 +392,7 @@ static void test_overwrite_stale_message(void **state) {
     memset(&m, 0, sizeof m);
     fast_tmpdir(root, sizeof root);
     cfg_kv(&c);
+    DU_OK("prepare old", sts_dataset_prepare(root, &c, SCH, 3, NULL, &e), e);
     two_tasks(root, &c, 1, 0, &old);
     DU_OK("old", du_commit_all(root, &c, &old, NULL, NULL, &e), e);
     du_check_dataset("old", root, NULL);
@@ -384,7 +403,10 @@ static void test_overwrite_stale_message(void **state) {
     m.m[m.n] = old.m[0]; m.len[m.n] = old.len[0]; m.n++;
     r = du_commit_all(root, &c, &m, NULL, NULL, &e);
     m.n--;
-    assert_int_equal(r, STS_ERR_DUPLICATE_KEY);
+    /* the stale message belongs to the old job: refused before anything else is looked at */
+    tu_err_check("a stale message", r, &e, STS_ERR_DATASET, STS_RULE_MESSAGE, "belongs to job", (const char *)NULL);
+    /* the job gives up: its own shards go, the stale message's live shard stays */
+    DU_OK("abort", sts_dataset_abort(root, (const char *const *)m.m, m.len, m.n, NULL, &e), e);
     after = du_snapshot(root, 1);
     {
         tu_sb why = { 0, 0, 0 };
