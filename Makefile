@@ -52,7 +52,6 @@ include $(sort $(wildcard examples/*.mk)) $(sort $(wildcard examples/*/*.mk))
 include $(sort $(wildcard tests/*.mk))
 include $(sort $(wildcard fuzz/*.mk))
 include $(sort $(wildcard bench/*.mk))
-include $(sort $(wildcard examples/*/*.mk))
 
 UNIT_BINS  = $(patsubst tests/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
 ASAN_BINS  = $(patsubst tests/%.c,$(BUILD)/asan/%,$(UNIT_SRCS))

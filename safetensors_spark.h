@@ -10661,7 +10661,8 @@ STSDEF sts_result sts_dataset_clean(const char *dir, const sts_clean_config *cfg
             have[k] = (p = sts__join(&cl.mem, dir, ix[k], &sz)) != NULL && sts__path_kind(p) == STS__FT_REG;
             sts__free(&cl.mem, p, sz);
         }
-        if (have[0] != have[1]) sts__cl_remove(&cl, ix[have[0] ? 0 : 1], "half of an index whose other file is missing");
+        if (have[0] != have[1])
+            sts__cl_remove(&cl, ix[have[0] ? 0 : 1], "half of an index whose other file is missing");
     }
     if (r == STS_OK && lfound) sts__cl_remove(&cl, STS__LOCK, "the lock of a job that is gone");
     sts__free(&cl.mem, cl.names, cl.nnames * sizeof *cl.names);
