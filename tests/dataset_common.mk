@@ -11,3 +11,10 @@ $(patsubst tests/%.c,$(BUILD)/vg/%,$(DATASET_COMMON_SRCS)): tests/test_dataset_r
 # failed commits that keep everything, check and clean against tampered folders.
 UNIT_SRCS += tests/test_dataset_jobs.c
 $(BUILD)/unit/test_dataset_jobs $(BUILD)/asan/test_dataset_jobs $(BUILD)/vg/test_dataset_jobs: tests/fs_util.h
+# The same through the sts tool, with real processes: two `sts pack --overwrite` racing for one
+# folder, and packs killed with SIGKILL then cleaned, `sts check --data` after every round
+# (tests/stress_jobs.sh; a longer run: tests/stress_jobs.sh 500).
+.PHONY: test-jobs
+test-jobs: sts
+	@STS=./sts PYTHON=$(PYTHON) bash tests/stress_jobs.sh 6
+TEST_STEPS += test-jobs
