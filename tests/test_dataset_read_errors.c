@@ -135,8 +135,8 @@ static void test_manifest_wrong_size(void **state) {
     sts_dataset_close(ds);
     /* the manifest lists another size */
     tf_join(p, sizeof p, dir, "dataset_manifest.json");
-    snprintf(from, sizeof from, "\"bytes\": %lld}", (long long)size);
-    snprintf(to, sizeof to, "\"bytes\": %lld}", (long long)size + 8);
+    snprintf(from, sizeof from, "\"bytes\": %lld,", (long long)size);  /* crc32c follows */
+    snprintf(to, sizeof to, "\"bytes\": %lld,", (long long)size + 8);
     assert_true(dr_contains(p, from));
     dr_edit(p, from, to);
     tu_err_check("manifest size", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, NULL);
