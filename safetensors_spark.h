@@ -6113,6 +6113,15 @@ STS__PRIVATE sts_result sts__wcfg_select(sts__wcfg *c, sts__wmake *m, sts_error 
         if (schema[i].kind == STS_VALUE_ARRAY && !c->has_dtype)
             return sts__failx(err, STS_RULE_OPTION, "dtype is required because column %q is a numeric array",
                               schema[i].name, strlen(schema[i].name));
+        if (c->kv) {  /* key + separator + column must split one way only */
+            const char *nm = schema[i].name;
+            size_t nl = strlen(nm), at;
+            for (at = 0; at + c->sep_len <= nl; at++)
+                if (memcmp(nm + at, c->sep, c->sep_len) == 0)
+                    return sts__failx(err, STS_RULE_OPTION, "column %q contains kv_separator %q: a tensor name (key + "
+                                      "separator + column) could then be read as another key and another column; "
+                                      "rename the column or choose another kv_separator", nm, nl, c->sep, c->sep_len);
+        }
     }
     return STS_OK;
 }
