@@ -620,7 +620,8 @@ typedef struct sts_column {     /* one column of the input schema */
 } sts_column;
 
 typedef struct sts_value {      /* one cell of a row; rows are arrays of cells in schema order */
-    const void *data;           /* tensor bytes (little-endian), array elements, or string bytes */
+    const void *data;           /* tensor bytes (little-endian), array elements (C values in the host's byte
+                                   order: the writer stores them little-endian), or string bytes */
     uint64_t size;              /* tensor: bytes; array: element count; string: bytes */
     sts_dtype dtype;            /* tensor only */
     uint32_t rank;              /* tensor only */
@@ -1044,6 +1045,20 @@ STS__INLINE size_t sts__dec_u64(const uint8_t *p, const uint8_t *end, uint64_t *
 STS__PRIVATE uint64_t sts__le64(const uint8_t *p) {
     return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24 |
            (uint64_t)p[4] << 32 | (uint64_t)p[5] << 40 | (uint64_t)p[6] << 48 | (uint64_t)p[7] << 56;
+}
+/* The host's byte order, asked at run time (no macro to trust): 1 on a big-endian host. */
+STS__PRIVATE int sts__host_big_endian(void) {
+    const uint16_t one = 1;
+    uint8_t first;
+    memcpy(&first, &one, 1);
+    return first == 0;
+}
+/* n host-order values of esz bytes (2, 4 or 8) from src as little-endian bytes into dst. */
+STS__PRIVATE void sts__to_le(uint8_t *dst, const uint8_t *src, size_t n, size_t esz) {
+    size_t i, b;
+    if (!sts__host_big_endian()) { memcpy(dst, src, n * esz); return; }
+    for (i = 0; i < n; i++)
+        for (b = 0; b < esz; b++) dst[i * esz + b] = src[i * esz + esz - 1 - b];
 }
 STS__PRIVATE void sts__st64(uint8_t *p, uint64_t v) {
     int i;
@@ -6682,9 +6697,24 @@ STS__PRIVATE sts_result sts__cell_encode(sts_task_writer *w, const sts__ocol *o,
                                          size_t n, void *dst, sts_error *err) {
     size_t esz = o->kind == STS_VALUE_ARRAY ? sts_dtype_bits(o->elem) / 8 : 1;
     const uint8_t *src = (const uint8_t *)v->data + from * esz;
-    sts_result r;
-    if (o->kind == STS_VALUE_TENSOR || o->elem == o->dtype) { memcpy(dst, src, n * esz); return STS_OK; }
-    r = sts_convert(dst, o->dtype, src, o->elem, n, w->c.rounding);
+    sts_result r = STS_OK;
+    if (o->kind == STS_VALUE_ARRAY && esz > 1 && sts__host_big_endian()) {
+        /* an array holds C values in the host's order; files and the codecs are little-endian */
+        uint8_t le[4096], *d = (uint8_t *)dst;
+        size_t per = sizeof le / esz, dsz = sts_dtype_bits(o->dtype) / 8;
+        while (n && r == STS_OK) {
+            size_t k = n < per ? n : per;
+            sts__to_le(le, src, k, esz);
+            if (o->elem == o->dtype) memcpy(d, le, k * esz);
+            else r = sts_convert(d, o->dtype, le, o->elem, k, w->c.rounding);
+            src += k * esz;
+            d += k * dsz;
+            n -= k;
+        }
+    } else if (o->kind == STS_VALUE_TENSOR || o->elem == o->dtype) {
+        memcpy(dst, src, n * esz);
+        return STS_OK;
+    } else r = sts_convert(dst, o->dtype, src, o->elem, n, w->c.rounding);
     if (r != STS_OK)
         return sts__fail_code(err, r, STS_RULE_UNSUPPORTED, STS_OFFSET_UNKNOWN,
                               "column %q: cannot encode %s elements as %s (%s)",
@@ -6920,7 +6950,9 @@ STS__PRIVATE sts_result sts__batch_cell(sts_task_writer *w, sts__ocol *o, const 
     if (o->stage_len && o->stage_off + o->stage_len != off && (r = sts__stage_flush(w, o, err)) != STS_OK) return r;
     if (!o->stage_len) o->stage_off = off;
     /* large: zero-copy, from the caller's thread */
-    if ((o->kind == STS_VALUE_TENSOR || o->elem == o->dtype) && bytes >= STS__STAGE) {
+    if ((o->kind == STS_VALUE_TENSOR || (o->elem == o->dtype &&
+                                         (sts_dtype_bits(o->elem) == 8 || !sts__host_big_endian()))) &&
+        bytes >= STS__STAGE) {
         if ((r = sts__stage_flush(w, o, err)) != STS_OK || (r = sts__wb_sync(w, err)) != STS_OK) return r;
         if ((e = sts__pwrite_all(&w->c.mem, sts__cur_shard(w)->a.fd, v->data, bytes, off)) != 0)
             return sts__io_fail(w, e, "write", err);
