@@ -6946,20 +6946,19 @@ STS__PRIVATE sts_result sts__batch_end(sts_task_writer *w, uint64_t rows, int sh
 STS__PRIVATE sts_result sts__batch_cell(sts_task_writer *w, sts__ocol *o, const sts_value *v, uint64_t bytes,
                                         uint64_t off, sts_error *err) {
     sts_result r;
-    int e;
     if (o->stage_len && o->stage_off + o->stage_len != off && (r = sts__stage_flush(w, o, err)) != STS_OK) return r;
     if (!o->stage_len) o->stage_off = off;
-    /* large: zero-copy, from the caller's thread */
+    /* large: zero-copy from the caller's bytes, written by the I/O thread while this thread computes
+       their checksum; the call returns once they are out (the caller may reuse them then) */
     if ((o->kind == STS_VALUE_TENSOR || (o->elem == o->dtype &&
                                          (sts_dtype_bits(o->elem) == 8 || !sts__host_big_endian()))) &&
         bytes >= STS__STAGE) {
-        if ((r = sts__stage_flush(w, o, err)) != STS_OK || (r = sts__wb_sync(w, err)) != STS_OK) return r;
-        if ((e = sts__pwrite_all(&w->c.mem, sts__cur_shard(w)->a.fd, v->data, bytes, off)) != 0)
-            return sts__io_fail(w, e, "write", err);
+        if ((r = sts__stage_flush(w, o, err)) != STS_OK) return r;
+        sts__wb_queue(w, STS__WB_PWRITE, sts__cur_shard(w)->a.fd, (const uint8_t *)v->data, bytes, off, -1);
         o->crc = sts__crc32c(o->crc, v->data, (size_t)bytes);
         o->crc_len += bytes;
         o->stage_off = off + bytes;
-        return STS_OK;
+        return sts__wb_sync(w, err);
     }
     {
         uint64_t from = 0, total = o->kind == STS_VALUE_ARRAY ? v->size : bytes;
