@@ -15,22 +15,7 @@
 #include "test_dataset_read_util.h"
 #include <signal.h>
 
-static char g_root[64];
-
-static int setup_root(void **state) {
-    (void)state;
-    tf_tmpdir(g_root, sizeof g_root);
-    return 0;
-}
-static int teardown_root(void **state) {
-    (void)state;
-    tf_rmtree(g_root);
-    return 0;
-}
-static void fresh(char *dir, size_t cap, const char *name) {
-    tf_join(dir, cap, g_root, name);
-    tf_rmtree(dir);
-}
+static void fresh(char *dir, size_t cap, const char *name) { dr_fresh(dir, cap, name); }
 /* A hang (a blocking open of a FIFO) becomes a failure, not a stuck suite. */
 static void on_alarm(int sig) {
     (void)sig;
@@ -398,5 +383,5 @@ int main(void) {
         cmocka_unit_test(test_manifest_columns),
         cmocka_unit_test(test_checksums_written),
     };
-    return cmocka_run_group_tests(tests, setup_root, teardown_root);
+    return cmocka_run_group_tests(tests, dr_root_setup, dr_root_teardown);
 }

@@ -396,30 +396,26 @@ JNI_FN(jlongArray, commit)(JNIEnv *env, jclass cls, jstring dir, jobjectArray ke
     return out;
 }
 
-JNI_FN(void, abort)(JNIEnv *env, jclass cls, jstring dir, jobjectArray msgs) {
+/* abort and discard: the same call shape, the library's function differs */
+typedef sts_result (*jni_msgs_fn)(const char *, const char *const *, const size_t *, size_t, const sts_options *,
+                                  sts_error *);
+static void jni_on_messages(JNIEnv *env, jstring dir, jobjectArray msgs, jni_msgs_fn fn) {
     char *d, **m = NULL;
     size_t *l = NULL, n = 0;
     sts_error e;
-    (void)cls;
     if (!(d = jni_utf8_dup(env, dir))) return;
-    if (jni_messages(env, msgs, &m, &l, &n) == 0 &&
-        sts_dataset_abort(d, (const char *const *)m, l, n, NULL, &e) != STS_OK)
+    if (jni_messages(env, msgs, &m, &l, &n) == 0 && fn(d, (const char *const *)m, l, n, NULL, &e) != STS_OK)
         jni_throw(env, &e);
     jni_messages_free(m, l, n);
     free(d);
 }
-
-JNI_FN(void, discard)(JNIEnv *env, jclass cls, jstring dir, jobjectArray msgs) {
-    char *d, **m = NULL;
-    size_t *l = NULL, n = 0;
-    sts_error e;
+JNI_FN(void, abort)(JNIEnv *env, jclass cls, jstring dir, jobjectArray msgs) {
     (void)cls;
-    if (!(d = jni_utf8_dup(env, dir))) return;
-    if (jni_messages(env, msgs, &m, &l, &n) == 0 &&
-        sts_dataset_discard(d, (const char *const *)m, l, n, NULL, &e) != STS_OK)
-        jni_throw(env, &e);
-    jni_messages_free(m, l, n);
-    free(d);
+    jni_on_messages(env, dir, msgs, sts_dataset_abort);
+}
+JNI_FN(void, discard)(JNIEnv *env, jclass cls, jstring dir, jobjectArray msgs) {
+    (void)cls;
+    jni_on_messages(env, dir, msgs, sts_dataset_discard);
 }
 
 /* ---- task writers --------------------------------------------------------------------------- */
