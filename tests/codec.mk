@@ -5,9 +5,8 @@
 #                       STS_TEST_LEVEL=quick (the ASan and valgrind runs)
 #   test-codec-nosimd   the same program built with -DSTS_NO_SIMD (scalar code only), full strength
 #   test-codec-numpy    tests/check_codec_numpy.py: sts_convert through ctypes against numpy's astype
-#   test-codec-cross    (not in make test; needs qemu-user and the Debian cross compilers
-#                       gcc-s390x-linux-gnu, gcc-aarch64-linux-gnu) quick run on big-endian s390x and
-#                       on AArch64, where the NEON kernels are used
+#   test-cross          (tests/cross.mk) the program again, quick, on big-endian s390x and on
+#                       AArch64, where the NEON kernels are used, under qemu-user
 UNIT_SRCS += tests/test_codec.c
 
 $(BUILD)/unit/test_codec $(BUILD)/asan/test_codec $(BUILD)/vg/test_codec: tests/codec_ref.h
@@ -20,20 +19,10 @@ $(BUILD)/codec/libsts_codec.so: tests/codec_shlib.c $(HEADER)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c99 -O2 -fPIC -shared $(STS_WARN) -o $@ $<
 
-.PHONY: test-codec-nosimd test-codec-numpy test-codec-cross
+.PHONY: test-codec-nosimd test-codec-numpy
 test-codec-nosimd: $(BUILD)/unit/test_codec_nosimd
 	./$(BUILD)/unit/test_codec_nosimd
 test-codec-numpy: $(BUILD)/codec/libsts_codec.so
 	$(PYTHON) tests/check_codec_numpy.py $(BUILD)/codec/libsts_codec.so
 TEST_STEPS += test-codec-nosimd test-codec-numpy
 
-CODEC_CROSS := s390x-linux-gnu:qemu-s390x aarch64-linux-gnu:qemu-aarch64
-test-codec-cross:
-	@set -e; for pair in $(CODEC_CROSS); do \
-	    tc=$${pair%%:*}; qemu=$${pair##*:}; \
-	    if ! command -v $$tc-gcc >/dev/null 2>&1 || ! command -v $$qemu >/dev/null 2>&1; then \
-	        echo "--- $$tc: skipped (apt-get install gcc-$$tc qemu-user)"; continue; fi; \
-	    mkdir -p $(BUILD)/cross; \
-	    $$tc-gcc -std=c99 -O2 $(STS_WARN) -static -o $(BUILD)/cross/test_codec_$$tc tests/test_codec.c -lm -lpthread; \
-	    echo "--- $$tc under $$qemu"; STS_TEST_LEVEL=quick $$qemu ./$(BUILD)/cross/test_codec_$$tc; \
-	done

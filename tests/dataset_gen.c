@@ -81,8 +81,14 @@ static void src_row(src *s, const sts_column *schema, size_t ncols, const sts_va
             tu_sb_printf(b, "{\"off\": %llu, \"nbytes\": %llu, \"dtype\": \"%s\", \"shape\": [", (unsigned long long)at, (unsigned long long)v->size, sts_dtype_name(v->dtype));
             for (d = 0; d < v->rank; d++) tu_sb_printf(b, "%s%llu", d ? ", " : "", (unsigned long long)v->shape[d]);
             tu_sb_printf(b, "]}");
-        } else {
-            uint64_t at = src_bytes(s, v->data, (size_t)v->size * sts_dtype_bits(schema[i].elem) / 8);
+        } else {  /* an array cell holds host-order C values; the source file is little-endian */
+            size_t esz = sts_dtype_bits(schema[i].elem) / 8;
+            uint8_t *le = (uint8_t *)malloc(v->size ? (size_t)v->size * esz : 1);
+            uint64_t at;
+            if (!le) { perror("malloc"); exit(2); }
+            tu_le_copy(le, v->data, (size_t)v->size, esz);
+            at = src_bytes(s, le, (size_t)v->size * esz);
+            free(le);
             tu_sb_printf(b, "{\"off\": %llu, \"count\": %llu, \"shape\": [", (unsigned long long)at, (unsigned long long)v->size);
             if (shapes && shapes[i]) for (d = 0; d < ranks[i]; d++) tu_sb_printf(b, "%s%llu", d ? ", " : "", (unsigned long long)shapes[i][d]);
             else tu_sb_printf(b, "%llu", (unsigned long long)v->size);
@@ -204,14 +210,14 @@ static void gen_tail(sts_tail tail) {
         src_task(&s, id);
         CHECK(sts_task_open(dir, id, &c, schema, 3, NULL, &w, &e));
         for (i = 0; i < rows; i++) {
-            uint16_t pix[6];
+            uint8_t pix[12];  /* a tensor cell of 6 I16: little-endian bytes */
             float vec[6];
             uint64_t ps[2] = { 3, 2 };
             sts_value v[3];
             const uint64_t *shapes[3] = { NULL, NULL, vshape };
             uint32_t ranks[3] = { 0, 0, 2 };
             int j;
-            for (j = 0; j < 6; j++) { pix[j] = (uint16_t)(id * 1000 + (uint32_t)i * 10 + (uint32_t)j); vec[j] = (float)i / 3.0f + (float)j * 1.5f - (float)id; }
+            for (j = 0; j < 6; j++) { tu_st16(pix + 2 * j, (uint16_t)(id * 1000 + (uint32_t)i * 10 + (uint32_t)j)); vec[j] = (float)i / 3.0f + (float)j * 1.5f - (float)id; }
             memset(v, 0, sizeof v);
             v[0].data = "k"; v[0].size = 1;
             v[1].data = pix; v[1].size = 12; v[1].dtype = STS_DTYPE_I16; v[1].rank = 2; v[1].shape = ps;

@@ -16,6 +16,8 @@
      - the io_fault hook: count write-side calls, fail the k-th with an errno, or die there
      - an expected-tensor list and a byte-for-byte comparison of a shard with the reference
        writer's output for those tensors (sts_write_memory)
+     - du_encode_array: what the writer stores for an array cell (C values in host order, encoded
+       to a dtype as little-endian bytes), through sts_convert
      - shard names: part-TTTTT-SSSS-<uuid v4>.safetensors
      - a structural check of a whole dataset folder: manifest, shards, index (JSON and CSV) */
 #ifndef STS_TESTS_DATASET_WRITE_UTIL_H
@@ -255,6 +257,19 @@ DU_FN sts_tensor_spec *du_tl_specs(const du_tl *l) {
         sp[i].rank = l->t[i].rank; sp[i].shape = l->t[i].shape; sp[i].data = l->t[i].data; sp[i].data_size = l->t[i].size;
     }
     return sp;
+}
+/* n elements of an array cell (C values of elem in the host's byte order) encoded to dt into dst,
+   as the writer stores them: little-endian bytes. sts_convert reads little-endian values, so the
+   host values go through tu_le_copy first (a copy on a little-endian host). */
+DU_FN sts_result du_encode_array(void *dst, sts_dtype dt, const void *src, sts_dtype elem, size_t n, sts_rounding rnd) {
+    size_t esz = sts_dtype_bits(elem) / 8;
+    uint8_t *le = (uint8_t *)malloc(n ? n * esz : 1);
+    sts_result r;
+    assert_non_null(le);
+    tu_le_copy(le, src, n, esz);
+    r = sts_convert(dst, dt, le, elem, n, rnd);
+    free(le);
+    return r;
 }
 /* The exact size of a file holding these tensors, per the reference layout. */
 DU_FN uint64_t du_tl_file_size(const du_tl *l) {

@@ -19,10 +19,47 @@ if command -v clang >/dev/null 2>&1; then
 else
   need libclang-rt-dev
 fi
-[ -z "$missing" ] && exit 0
-echo "deps: installing$missing"
+# make test-cross (tests/cross.mk): the cross compilers, qemu-user and cmocka for s390x and arm64
+cross=""
+for a in s390x:s390x aarch64:arm64; do
+  gnu=${a%%:*}; deb=${a#*:}
+  command -v "$gnu-linux-gnu-gcc" >/dev/null 2>&1 || cross="$cross gcc-$gnu-linux-gnu"
+  [ -e "/usr/lib/$gnu-linux-gnu/libcmocka.so" ] || cross="$cross libcmocka-dev:$deb"
+  command -v "qemu-$gnu" >/dev/null 2>&1 || case "$cross" in *qemu-user*) ;; *) cross="$cross qemu-user";; esac
+done
+[ -z "$missing" ] && [ -z "$cross" ] && exit 0
+export DEBIAN_FRONTEND=noninteractive
 SUDO=""
 [ "$(id -u)" = 0 ] || SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq && $SUDO apt-get install -y -qq $missing >/dev/null || {
-  echo "deps: apt-get install failed for:$missing" >&2; exit 1; }
+if [ -n "$missing" ]; then
+  echo "deps: installing$missing"
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq $missing >/dev/null || {
+    echo "deps: apt-get install failed for:$missing" >&2; exit 1; }
+fi
+[ -z "$cross" ] && exit 0
+# The cross part never prompts: root, or sudo without a password. When it cannot install, make
+# test-cross skips and says why; under CI=true both fail instead.
+cross_fail() {
+  echo "deps: $1; make test-cross will skip" >&2
+  [ "$CI" = true ] && { echo "deps: CI=true: failing instead" >&2; exit 1; }
+  exit 0
+}
+if [ "$(id -u)" != 0 ]; then
+  { command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; } || cross_fail "not installing$cross: needs root or sudo without a password"
+  SUDO="sudo -n"
+fi
+echo "deps: installing$cross (make test-cross)"
+added=""
+for deb in s390x arm64; do
+  [ "$(dpkg --print-architecture)" = "$deb" ] && continue
+  dpkg --print-foreign-architectures | grep -qx "$deb" && continue
+  $SUDO dpkg --add-architecture "$deb" || cross_fail "dpkg --add-architecture $deb failed"
+  added="$added $deb"
+done
+# A mirror without those architectures fails the update: take back what was added, so that later
+# updates keep working.
+if ! $SUDO apt-get update -qq; then
+  for deb in $added; do $SUDO dpkg --remove-architecture "$deb"; done
+  cross_fail "apt-get update failed with the architectures$added added (removed again)"
+fi
+$SUDO apt-get install -y -qq $cross >/dev/null || cross_fail "apt-get install failed for:$cross"

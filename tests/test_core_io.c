@@ -10,13 +10,15 @@
 /* ---- a model file written through the writer ---- */
 static void write_model(const char *path, void **mem, size_t *size) {
     static const uint64_t s23[2] = { 2, 3 }, s4[1] = { 4 }, s0[2] = { 5, 0 }, s1k[1] = { 1000 };
-    static float w[6] = { 1, 2, 3, 4, 5, 6 };
-    static uint16_t h[4] = { 0x3c00, 0x4000, 0x4200, 0x4400 };
+    static const uint16_t hv[4] = { 0x3c00, 0x4000, 0x4200, 0x4400 };
+    static uint8_t w[6 * 4], h[4 * 2];  /* F32 1..6 and the 16-bit values hv as little-endian bytes */
     static uint8_t big[1000];
     sts_tensor_spec sp[4];
     sts_kv meta[2];
     sts_error e;
     int i;
+    for (i = 0; i < 6; i++) tu_stf32(w + 4 * i, (float)(i + 1));
+    for (i = 0; i < 4; i++) tu_st16(h + 2 * i, hv[i]);
     for (i = 0; i < 1000; i++) big[i] = (uint8_t)(i * 31 + 7);
     memset(sp, 0, sizeof sp);
     sp[0].name = "weight"; sp[0].name_len = 6; sp[0].dtype = STS_DTYPE_F32; sp[0].rank = 2; sp[0].shape = s23;
@@ -106,9 +108,7 @@ static void test_open_modes_agree(void **state) {
     }
     {
         const sts_tensor *w = sts_find(fm, "weight", 6);
-        float last;
-        memcpy(&last, (const uint8_t *)sts_data(fm, w) + 20, 4);
-        assert_true(last == 6.0f);
+        assert_true(tu_lef32((const uint8_t *)sts_data(fm, w) + 20) == 6.0f);
         assert_non_null(sts_find(fh, "bias\xC3\xA9", 6));
         assert_int_equal(sts_metadata_find(fh, "note", 4)->value_len, 3);
         assert_memory_equal(sts_metadata_find(fr, "note", 4)->value, "a\"b", 3);

@@ -110,7 +110,7 @@ static void expect_clean(const char *dir, int seed, int data) {
     rc.verify_checksums = 1;
     OK(sts_dataset_open(dir, &rc, NULL, &ds, &e));
     OK(sts_dataset_get(ds, "k0_0__x", 7, 1, &v, &e));
-    if (seed >= 0 && ((const float *)v.data)[1] != (float)(seed * 1000 + 1)) fail_msg("%s: k0_0__x is not job %d's", dir, seed);
+    if (seed >= 0 && tu_lef32((const uint8_t *)v.data + 4) != (float)(seed * 1000 + 1)) fail_msg("%s: k0_0__x is not job %d's", dir, seed);
     sts_dataset_close(ds);
 }
 /* Each problem check reports, collected. */
@@ -300,7 +300,7 @@ static void test_kill9_then_clean(void **state) {
         rc.infer_schema = 1;
         OK(sts_dataset_open(dir, &rc, NULL, &ds, &e));
         OK(sts_dataset_get(ds, "k1_4__x", 7, 1, &v, &e));
-        assert_true(((const float *)v.data)[0] == (float)(7 * 1000 + 40));
+        assert_true(tu_lef32(v.data) == (float)(7 * 1000 + 40));
         sts_dataset_close(ds);
     }
     assert_int_equal(one_job(dir, 1, 1, 1, 2, 9, &e), STS_ERR_EXISTS);  /* the dead job still holds it */

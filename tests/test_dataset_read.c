@@ -726,7 +726,7 @@ static void test_listing_skips_writer_temporaries(void **state) {
     c.no_fsync = 1;
     DR_OK(sts_task_open(dir, 7, &c, DR_BATCH_SCHEMA, 2, NULL, &w, &e));
     {
-        int16_t img[6] = { 0 };
+        uint8_t img[12] = { 0 };  /* a tensor cell of 6 I16 zeros */
         float emb[4] = { 0 };
         uint64_t shape[2] = { 2, 3 };
         sts_value v[2];

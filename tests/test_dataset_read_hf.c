@@ -123,15 +123,14 @@ static void check_values(const hf_t *t, const sts_view *v) {
     const uint8_t *p = (const uint8_t *)v->data;
     const uint8_t *want = g_bin + t->off;
     uint64_t i, bits = sts_dtype_bits(t->dtype);
-    double *conv;
+    uint8_t *conv;  /* little-endian F64, U64 or I64 */
     assert_true(t->off + t->count * 8 <= g_bin_n);
     assert_int_equal(v->nbytes, t->count * bits / 8);
     if (t->count) assert_non_null(p);
     for (i = 0; i < t->count; i++) {
         const uint8_t *x = p + i * bits / 8;
         if (t->kind == 'f') {
-            double got, exp;
-            memcpy(&exp, want + 8 * i, 8);
+            double got, exp = tu_lef64(want + 8 * i);
             switch (t->dtype) {
             case STS_DTYPE_F16: got = f16_value((uint16_t)le(x, 2)); break;
             case STS_DTYPE_BF16: got = bf16_value((uint16_t)le(x, 2)); break;
@@ -149,14 +148,13 @@ static void check_values(const hf_t *t, const sts_view *v) {
     }
     /* the codec agrees (floats to F64 exactly; integers to I64 / U64) */
     if (!t->count || t->dtype == STS_DTYPE_BOOL) return;
-    conv = (double *)malloc(t->count * 8);
+    conv = (uint8_t *)malloc(t->count * 8);
     assert_non_null(conv);
     if (t->kind == 'f') {
         assert_int_equal(sts_convert(conv, STS_DTYPE_F64, p, t->dtype, (size_t)t->count, STS_ROUND_NEAREST_EVEN), STS_OK);
-        for (i = 0; i < t->count; i++) {
-            double exp;
-            memcpy(&exp, want + 8 * i, 8);
-            if (!same_f64(conv[i], exp)) fail_msg("sts_convert %s [%llu]: %.17g, want %.17g", sts_dtype_name(t->dtype), (unsigned long long)i, conv[i], exp);
+        for (i = 0; i < t->count; i++) {  /* the codec writes little-endian F64 bytes */
+            double got = tu_lef64((const uint8_t *)conv + 8 * i), exp = tu_lef64(want + 8 * i);
+            if (!same_f64(got, exp)) fail_msg("sts_convert %s [%llu]: %.17g, want %.17g", sts_dtype_name(t->dtype), (unsigned long long)i, got, exp);
         }
     } else {
         assert_int_equal(sts_convert(conv, t->kind == 'u' ? STS_DTYPE_U64 : STS_DTYPE_I64, p, t->dtype, (size_t)t->count, STS_ROUND_TRUNCATE), STS_OK);

@@ -78,8 +78,7 @@ static int kv_view_ok(const sts_view *v, uint32_t task, uint32_t row) {
     if (v->data) {
         int j;
         for (j = 0; j < 3; j++) {
-            float f;
-            memcpy(&f, (const uint8_t *)v->data + 4 * j, 4);
+            float f = tu_lef32((const uint8_t *)v->data + 4 * j);
             if (f != dr_kv_emb(task, row, j)) return 0;
         }
     }

@@ -222,12 +222,12 @@ DR_FN void dr_write_batch(const char *dir, const dr_batch *b) {
         uint64_t r;
         DR_OK(sts_task_open(dir, t, &c, DR_BATCH_SCHEMA, 2, NULL, &w, &e));
         for (r = 0; r < b->rows_per_task[t]; r++) {
-            int16_t img[6];
-            float emb[4];
+            uint8_t img[12];  /* a tensor cell: little-endian bytes */
+            float emb[4];     /* an array cell: C values */
             uint64_t shape[2] = { 2, 3 };
             sts_value v[2];
             int j;
-            for (j = 0; j < 6; j++) img[j] = dr_img_val(t, r, j);
+            for (j = 0; j < 6; j++) tu_st16(img + 2 * j, (uint16_t)dr_img_val(t, r, j));
             for (j = 0; j < 4; j++) emb[j] = dr_emb_val(t, r, j);
             memset(v, 0, sizeof v);
             v[0].data = img; v[0].size = sizeof img; v[0].dtype = STS_DTYPE_I16; v[0].rank = 2; v[0].shape = shape;
@@ -273,7 +273,7 @@ DR_FN void dr_check_batch_cell(const dr_batch *b, const char *file, const sts_vi
         for (r = 0; r < rows; r++) {
             int j;
             for (j = 0; j < 6; j++) {
-                int16_t got = (int16_t)(p[(r * 6 + j) * 2] | p[(r * 6 + j) * 2 + 1] << 8);
+                int16_t got = (int16_t)tu_le16(p + (r * 6 + j) * 2);
                 int16_t want = r < real ? dr_img_val(task, first + r, j) : 0;
                 if (got != want) fail_msg("%s img row %llu [%d]: %d, want %d", file, (unsigned long long)r, j, got, want);
             }
@@ -288,7 +288,7 @@ DR_FN void dr_check_batch_cell(const dr_batch *b, const char *file, const sts_vi
         for (r = 0; r < rows; r++) {
             int j;
             for (j = 0; j < 4; j++) {
-                uint32_t bits = (uint32_t)(p[(r * 4 + j) * 2] | p[(r * 4 + j) * 2 + 1] << 8) << 16;
+                uint32_t bits = (uint32_t)tu_le16(p + (r * 4 + j) * 2) << 16;
                 float got, want = r < real ? dr_emb_val(task, first + r, j) : 0.0f;
                 memcpy(&got, &bits, 4);
                 if (got != want) fail_msg("%s emb row %llu [%d]: %g, want %g", file, (unsigned long long)r, j, (double)got, (double)want);
@@ -402,8 +402,7 @@ DR_FN void dr_check_kv_view(const sts_view *v, uint32_t task, uint32_t row) {
         assert_int_equal(v->nbytes, 12);
         if (v->data)
             for (j = 0; j < 3; j++) {
-                float f;
-                memcpy(&f, (const uint8_t *)v->data + 4 * j, 4);
+                float f = tu_lef32((const uint8_t *)v->data + 4 * j);
                 if (f != dr_kv_emb(task, row, j)) fail_msg("%.*s [%d]: %g, want %g", (int)kl, v->key, j, (double)f, (double)dr_kv_emb(task, row, j));
             }
     }

@@ -47,7 +47,7 @@ static void model_cell(model *m, size_t k, const sts_column *col, const sts_valu
         size_t out = (size_t)v->size * sts_dtype_bits(c->dtype) / 8;
         uint8_t *tmp = (uint8_t *)malloc(out ? out : 1);
         assert_non_null(tmp);
-        assert_int_equal(sts_convert(tmp, c->dtype, v->data, col->elem, (size_t)v->size, rnd), STS_OK);
+        assert_int_equal(du_encode_array(tmp, c->dtype, v->data, col->elem, (size_t)v->size, rnd), STS_OK);
         tu_sb_put(&c->rows, tmp, out);
         free(tmp);
     }
@@ -330,12 +330,12 @@ static void test_tail_rewrite(void **state) {
         for (i = 0; i < nrows[k]; i++) {
             uint8_t a[5];
             float b[4];
-            int16_t cc[3];
+            uint8_t cc[6];  /* a tensor cell of 3 I16: little-endian bytes */
             sts_value v[3];
             int j;
             for (j = 0; j < 5; j++) a[j] = (uint8_t)(i * 5 + (uint64_t)j + 1);
             for (j = 0; j < 4; j++) b[j] = (float)(i * 4 + (uint64_t)j) + 0.5f;
-            for (j = 0; j < 3; j++) cc[j] = (int16_t)(i * 3 + (uint64_t)j + 7);
+            for (j = 0; j < 3; j++) tu_st16(cc + 2 * j, (uint16_t)(i * 3 + (uint64_t)j + 7));
             memset(v, 0, sizeof v);
             v[0].data = a; v[0].size = 5; v[0].dtype = STS_DTYPE_U8; v[0].rank = 1; v[0].shape = sa;
             v[1].data = b; v[1].size = 4;

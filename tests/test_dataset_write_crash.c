@@ -101,11 +101,13 @@ static int verify_values(const char *dir, int kv, int g, const du_ds *ds, char *
                 unsigned tt;
                 int k, gg;
                 row rw;
+                uint8_t emb_le[16];  /* the array cell as the file holds it: little-endian F32 */
                 memcpy(name, x->name, x->name_len < 63 ? x->name_len : 63);
                 name[x->name_len < 63 ? x->name_len : 63] = 0;
                 if (sscanf(name, "g%d-t%u-%d__", &gg, &tt, &k) != 3 || gg != g || tt != t) { snprintf(why, cap, "%s holds a foreign tensor %s", p, name); sts_close(f); return 0; }
                 mk_row(&rw, g, tt, k);
-                if (strstr(name, "__img") ? memcmp(sts_data(f, x), rw.img, 400) != 0 : memcmp(sts_data(f, x), rw.emb, 16) != 0) {
+                tu_le_copy(emb_le, rw.emb, 4, 4);
+                if (strstr(name, "__img") ? memcmp(sts_data(f, x), rw.img, 400) != 0 : memcmp(sts_data(f, x), emb_le, 16) != 0) {
                     snprintf(why, cap, "%s: %s values differ", p, name);
                     sts_close(f);
                     return 0;

@@ -67,7 +67,9 @@ static void verify_kv_values(const char *label, const char *dir, const du_ds *ds
             sts_file *f;
             sts_error e;
             const sts_tensor *x;
+            uint8_t emb_le[sizeof r.emb];  /* the array cell as the file holds it: little-endian F32 */
             mk_row(&r, t, i, 0);
+            tu_le_copy(emb_le, r.emb, 6, 4);
             snprintf(name, sizeof name, "%s__img", r.key);
             if (!du_index_file(ds, name, file, sizeof file)) fail_msg("%s: %s is not indexed", label, name);
             tf_join(p, sizeof p, dir, file);
@@ -80,7 +82,7 @@ static void verify_kv_values(const char *label, const char *dir, const du_ds *ds
             x = sts_find(f, name, strlen(name));
             assert_non_null(x);
             assert_true(x->dtype == STS_DTYPE_F32 && x->rank == 1 && x->shape[0] == 6);
-            if (memcmp(sts_data(f, x), r.emb, sizeof r.emb) != 0) fail_msg("%s: %s values differ", label, name);
+            if (memcmp(sts_data(f, x), emb_le, sizeof emb_le) != 0) fail_msg("%s: %s values differ", label, name);
             sts_close(f);
         }
     }

@@ -88,7 +88,7 @@ static sts_result kv_put(sts_task_writer *w, uint32_t task, const kcell *k, krow
         x->shard = (uint32_t)w->nshards;  /* white box: the open shard's number */
         memcpy(name, k->key, kl); memcpy(name + kl, w->c.sep, sl); memcpy(name + kl + sl, "img", 3);
         du_tl_put(&x->t, name, kl + sl + 3, k->img_dtype, k->img_rank, k->img_shape, img, bytes, 0);
-        assert_int_equal(sts_convert(enc, w->c.dtype, emb, STS_DTYPE_F32, k->emb_n, w->c.rounding), STS_OK);
+        assert_int_equal(du_encode_array(enc, w->c.dtype, emb, STS_DTYPE_F32, k->emb_n, w->c.rounding), STS_OK);
         memcpy(name + kl + sl, "emb", 3);
         du_tl_put(&x->t, name, kl + sl + 3, w->c.dtype, 1, &en, enc, k->emb_n * sts_dtype_bits(w->c.dtype) / 8, 0);
         free(enc);

@@ -8,6 +8,10 @@
                      k-th request can be refused
      tu_err_*        the one check of an sts_error: the code, the rule, a message that starts with
                      "<rule id>: ", holds no TAB, CR or LF, and holds the substrings asked for
+     tu_le*, tu_st*  little-endian loads and stores by byte assembly, on any host: tensor data in a
+                     file or a view and tensor cells are little-endian bytes (tests/cross.mk runs
+                     the tests on big-endian s390x); tu_le_copy turns host-order values into
+                     little-endian bytes and back
 
    Include after safetensors_spark.h (the allocator and the error check use its types); a file that
    uses clock_gettime defines _POSIX_C_SOURCE 200809L (or _GNU_SOURCE) before any include.
@@ -52,6 +56,83 @@ TU_FN double tu_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- little-endian bytes on any host ----
+   A file's tensor data (sts_data, sts_view.data) and the tensor cells given to the dataset writer
+   are little-endian bytes whatever the host; array cells and codec-free C code use host order.
+   These never go through a pointer cast, so they hold on big-endian hosts and need no alignment. */
+TU_FN int tu_big_endian(void) {
+    const uint16_t one = 1;
+    uint8_t first;
+    memcpy(&first, &one, 1);
+    return first == 0;
+}
+TU_FN uint16_t tu_le16(const void *p) {
+    const uint8_t *b = (const uint8_t *)p;
+    return (uint16_t)(b[0] | b[1] << 8);
+}
+TU_FN uint32_t tu_le32(const void *p) {
+    const uint8_t *b = (const uint8_t *)p;
+    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+TU_FN uint64_t tu_le64(const void *p) {
+    const uint8_t *b = (const uint8_t *)p;
+    return (uint64_t)tu_le32(b) | (uint64_t)tu_le32(b + 4) << 32;
+}
+TU_FN float tu_lef32(const void *p) {
+    uint32_t u = tu_le32(p);
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+TU_FN double tu_lef64(const void *p) {
+    uint64_t u = tu_le64(p);
+    double d;
+    memcpy(&d, &u, 8);
+    return d;
+}
+TU_FN void tu_st16(void *p, uint16_t v) {
+    uint8_t *b = (uint8_t *)p;
+    b[0] = (uint8_t)v;
+    b[1] = (uint8_t)(v >> 8);
+}
+TU_FN void tu_st32(void *p, uint32_t v) {
+    uint8_t *b = (uint8_t *)p;
+    tu_st16(b, (uint16_t)v);
+    tu_st16(b + 2, (uint16_t)(v >> 16));
+}
+TU_FN void tu_st64(void *p, uint64_t v) {
+    uint8_t *b = (uint8_t *)p;
+    tu_st32(b, (uint32_t)v);
+    tu_st32(b + 4, (uint32_t)(v >> 32));
+}
+TU_FN void tu_stf32(void *p, float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    tu_st32(p, u);
+}
+TU_FN void tu_stf64(void *p, double d) {
+    uint64_t u;
+    memcpy(&u, &d, 8);
+    tu_st64(p, u);
+}
+/* n values of esz bytes from src into dst, each reversed on a big-endian host (a copy on a
+   little-endian one): host-order values to little-endian bytes, and back. dst may equal src. */
+TU_FN void *tu_le_copy(void *dst, const void *src, size_t n, size_t esz) {
+    uint8_t *d = (uint8_t *)dst, t[16];
+    const uint8_t *s = (const uint8_t *)src;
+    size_t i, b;
+    TU_CHECK(esz >= 1 && esz <= sizeof t);
+    if (!tu_big_endian() || esz == 1) {
+        if (d != s && n) memmove(d, s, n * esz);
+        return dst;
+    }
+    for (i = 0; i < n; i++) {
+        memcpy(t, s + i * esz, esz);
+        for (b = 0; b < esz; b++) d[i * esz + b] = t[esz - 1 - b];
+    }
+    return dst;
 }
 
 /* ---- PRNG: splitmix64 (a seed of any value; the same seed gives the same sequence) ---- */
