@@ -92,7 +92,7 @@
               return 1;
           }
           const sts_tensor *t = sts_find(f, "weight", 6);
-          const float *data = (const float *)sts_data(f, t);   // zero-copy, points into bytes
+          const float *data = (const float *)sts_data(f, t);   // zero-copy; little-endian (x86, ARM)
           printf("%.*s %s [%llu,%llu] last=%g\n", (int)t->name_len, t->name, sts_dtype_name(t->dtype),
                  (unsigned long long)t->shape[0], (unsigned long long)t->shape[1], data[5]);
           sts_close(f);

@@ -206,7 +206,11 @@ int main(void) {
         CHECK(sts_dataset_get(ds, key, strlen(key), 1, &emb, &err));
         snprintf(key, sizeof key, "sample-%06u__image", picks[i]);
         CHECK(sts_dataset_get(ds, key, strlen(key), 1, &img, &err));
-        memcpy(&e0, emb.data, 4);
+        {   /* the file's bytes are little-endian on every host: assembled, then reinterpreted */
+            const uint8_t *b = (const uint8_t *)emb.data;
+            uint32_t u = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+            memcpy(&e0, &u, 4);
+        }
         printf("  sample-%06u: label %lld (expected %lld), image %s [%llu,%llu] in %s, embedding[0] %.4f (expected %.4f)\n",
                picks[i], (long long)le_i64((const uint8_t *)lab.data), (long long)d.labels[picks[i]], sts_dtype_name(img.dtype),
                (unsigned long long)img.shape[0], (unsigned long long)img.shape[1], sts_dataset_file(ds, img.file), e0,
