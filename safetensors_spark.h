@@ -6938,7 +6938,7 @@ STS__PRIVATE sts_result sts__batch_end(sts_task_writer *w, uint64_t rows, int sh
     s->tensors = w->c.ncols;
     sts__plan_free(&w->plan);
     w->batch_open = 0;
-    sts__wb_queue(w, STS__WB_SEAL, s->a.fd, NULL, 0, 0, -1);  /* fsync (durable) and close on the I/O thread */
+    sts__wb_queue(w, STS__WB_SEAL, s->a.fd, NULL, 0, 0, -1);  /* the I/O thread syncs when durable, then closes */
     s->a.fd = -1;
     s->state = 1;
     return STS_OK;
@@ -8678,7 +8678,7 @@ typedef struct sts__dkey {
     uint8_t unused;
 } sts__dkey;
 
-typedef struct sts__dent {          /* an entry while it is read (index or header), before the arena */
+typedef struct sts__dent {          /* an entry as loaded from index or header, before the arena */
     const char *key, *name;
     size_t len, name_len;
     uint32_t file;
