@@ -22,14 +22,6 @@ static void on_alarm(int sig) {
     fprintf(stderr, "test_dataset_manifest: timed out (a FIFO was waited on)\n");
     _exit(3);
 }
-static sts_result open_ds(const char *dir, int no_index, sts_dataset **ds, sts_error *e) {
-    sts_read_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.infer_schema = 1;
-    cfg.no_index = no_index;
-    *ds = NULL;
-    return sts_dataset_open(dir, &cfg, NULL, ds, e);
-}
 /* key is found with data, through the index when there is one and through the headers: the same
    tensor either way, and the dataset's mode is `kv`. */
 static void expect_key_both_ways(const char *dir, const char *key, int kv) {
@@ -38,7 +30,7 @@ static void expect_key_both_ways(const char *dir, const char *key, int kv) {
     for (no_index = 0; no_index < 2; no_index++) {
         sts_dataset *ds;
         sts_error e;
-        DR_OK(open_ds(dir, no_index, &ds, &e));
+        DR_OK(dr_try_open(dir, no_index, &ds, &e));
         if (sts_dataset_describe(ds).kv != kv)
             fail_msg("%s (no_index=%d): the dataset reads as %s, want %s", dir, no_index, sts_dataset_describe(ds).kv ? "KV" : "batch",
                      kv ? "KV" : "batch");
@@ -81,7 +73,7 @@ static void write_batch(char *dir, size_t cap, const char *name) {
 static void first_batch_key(const char *dir, const char *col, char *key, size_t cap) {
     sts_dataset *ds;
     sts_error e;
-    DR_OK(open_ds(dir, 1, &ds, &e));
+    DR_OK(dr_try_open(dir, 1, &ds, &e));
     snprintf(key, cap, "%s/%s", sts_dataset_file(ds, 0), col);
     sts_dataset_close(ds);
 }
@@ -141,7 +133,7 @@ static void test_bad_fields(void **state) {
         write_kv(dir, sizeof dir, "bad_field");
         dr_edit_in(dir, "dataset_manifest.json", cases[i].from, cases[i].to);
         snprintf(what, sizeof what, "open with %s", cases[i].to);
-        r = open_ds(dir, 0, &ds, &e);
+        r = dr_try_open(dir, 0, &ds, &e);
         tu_err_check(what, r, &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, cases[i].names, (const char *)NULL);
         snprintf(what, sizeof what, "reindex with %s", cases[i].to);
         r = sts_dataset_reindex(dir, NULL, &sum, &e);
@@ -179,7 +171,7 @@ static void test_long_strings(void **state) {
     }
     dr_edit_in(dir, "dataset_manifest.json", from, id);
     dr_edit_in(dir, "_tensor_index.json", from, id);
-    DR_OK(open_ds(dir, 0, &ds, &e));
+    DR_OK(dr_try_open(dir, 0, &ds, &e));
     assert_true(sts_dataset_describe(ds).has_index);
     assert_false(sts_dataset_describe(ds).index_stale);
     DR_OK(sts_dataset_get(ds, "k001_000__img", 13, 1, &v, &e));
@@ -195,7 +187,7 @@ static void test_long_strings(void **state) {
         assert_int_equal(rename(a, b), 0);
         dr_edit_in(dir, "dataset_manifest.json", shards.v[0], longname);
         reindex(dir);
-        DR_OK(open_ds(dir, 0, &ds, &e));
+        DR_OK(dr_try_open(dir, 0, &ds, &e));
         assert_string_equal(sts_dataset_file(ds, 1), longname);
         DR_OK(sts_dataset_get(ds, "k000_000__emb", 13, 1, &v, &e));
         assert_int_equal(v.file, 1);
@@ -218,7 +210,7 @@ static void test_fifos(void **state) {
     tf_join(path, sizeof path, dir, "dataset_manifest.json");
     assert_int_equal(unlink(path), 0);
     assert_int_equal(mkfifo(path, 0600), 0);
-    r = open_ds(dir, 0, &ds, &e);
+    r = dr_try_open(dir, 0, &ds, &e);
     tu_err_check("a FIFO manifest", r, &e, STS_ERR_IO, STS_RULE_IO, "dataset_manifest.json", "not a regular file", (const char *)NULL);
     {
         sts_dataset_summary sum;
@@ -230,7 +222,7 @@ static void test_fifos(void **state) {
     tf_join(path, sizeof path, dir, "_tensor_index.json");
     assert_int_equal(unlink(path), 0);
     assert_int_equal(mkfifo(path, 0600), 0);
-    r = open_ds(dir, 0, &ds, &e);
+    r = dr_try_open(dir, 0, &ds, &e);
     tu_err_check("a FIFO index", r, &e, STS_ERR_IO, STS_RULE_IO, "_tensor_index.json", "not a regular file", (const char *)NULL);
     /* a listed shard is a FIFO: refused when it is read */
     write_kv(dir, sizeof dir, "fifo_shard");
@@ -238,7 +230,7 @@ static void test_fifos(void **state) {
     tf_join(path, sizeof path, dir, shards.v[1]);
     assert_int_equal(unlink(path), 0);
     assert_int_equal(mkfifo(path, 0600), 0);
-    r = open_ds(dir, 1, &ds, &e);
+    r = dr_try_open(dir, 1, &ds, &e);
     if (r == STS_OK) {
         sts_view v;
         r = sts_dataset_get(ds, "k001_000__img", 13, 1, &v, &e);
@@ -251,7 +243,7 @@ static void test_fifos(void **state) {
     assert_int_equal(unlink(path), 0);
     tf_join(path, sizeof path, dir, "_tensor_index.json");
     assert_int_equal(unlink(path), 0);
-    DR_OK(open_ds(dir, 0, &ds, &e));
+    DR_OK(dr_try_open(dir, 0, &ds, &e));
     assert_int_equal(sts_dataset_describe(ds).files, 1);
     sts_dataset_close(ds);
     tf_names_free(&shards);
@@ -266,7 +258,7 @@ static void test_manifest_columns(void **state) {
     const sts_view *img, *emb;
     (void)state;
     write_kv(dir, sizeof dir, "manifest_columns");
-    DR_OK(open_ds(dir, 0, &ds, &e));
+    DR_OK(dr_try_open(dir, 0, &ds, &e));
     assert_int_equal(sts_dataset_describe(ds).manifest_columns, 2);
     img = sts_dataset_manifest_column(ds, 0);
     emb = sts_dataset_manifest_column(ds, 1);
@@ -287,7 +279,7 @@ static void test_manifest_columns(void **state) {
     /* a folder without a manifest has none */
     dr_unlink_in(dir, "dataset_manifest.json");
     dr_unlink_in(dir, "_tensor_index.json");
-    DR_OK(open_ds(dir, 0, &ds, &e));
+    DR_OK(dr_try_open(dir, 0, &ds, &e));
     assert_int_equal(sts_dataset_describe(ds).manifest_columns, 0);
     assert_null(sts_dataset_manifest_column(ds, 0));
     sts_dataset_close(ds);

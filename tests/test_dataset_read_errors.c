@@ -19,18 +19,10 @@
 #include "../safetensors_spark.h"
 #include "test_dataset_read_util.h"
 
-static sts_result try_open(const char *path, int no_index, sts_dataset **ds, sts_error *e) {
-    sts_read_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.infer_schema = 1;
-    cfg.no_index = no_index;
-    *ds = NULL;
-    return sts_dataset_open(path, &cfg, NULL, ds, e);
-}
 static sts_dataset *must_open(const char *path, int no_index) {
     sts_dataset *ds;
     sts_error e;
-    DR_OK(try_open(path, no_index, &ds, &e));
+    DR_OK(dr_try_open(path, no_index, &ds, &e));
     return ds;
 }
 /* A KV dataset of 3 shards x 2 keys (4 tensors per shard), index optional. */
@@ -58,7 +50,7 @@ static void test_missing_folder(void **state) {
     sts_error e;
     (void)state;
     tf_join(p, sizeof p, dr_root, "no/such/folder");
-    tu_err_check("missing folder", try_open(p, 0, &ds, &e), &e, STS_ERR_IO, STS_RULE_IO, "no/such/folder", "ENOENT", NULL);
+    tu_err_check("missing folder", dr_try_open(p, 0, &ds, &e), &e, STS_ERR_IO, STS_RULE_IO, "no/such/folder", "ENOENT", NULL);
     assert_null(ds);
 }
 static void test_empty_folder(void **state) {
@@ -68,12 +60,12 @@ static void test_empty_folder(void **state) {
     (void)state;
     dr_fresh(dir, sizeof dir, "empty");
     assert_int_equal(mkdir(dir, 0755), 0);
-    tu_err_check("empty folder", try_open(dir, 0, &ds, &e), &e, STS_ERR_NOT_FOUND, STS_RULE_NOT_FOUND, "empty", NULL);
+    tu_err_check("empty folder", dr_try_open(dir, 0, &ds, &e), &e, STS_ERR_NOT_FOUND, STS_RULE_NOT_FOUND, "empty", NULL);
     /* only other files, hidden shards and a folder named like a shard */
     dr_write_in(dir, "README.md", "hello");
     dr_write_in(dir, ".part-00000-0000-a.safetensors.tmp-1", "x");
     dr_subdir(p, sizeof p, dir, "sub.safetensors");
-    tu_err_check("no shard", try_open(dir, 0, &ds, &e), &e, STS_ERR_NOT_FOUND, STS_RULE_NOT_FOUND, "empty", NULL);
+    tu_err_check("no shard", dr_try_open(dir, 0, &ds, &e), &e, STS_ERR_NOT_FOUND, STS_RULE_NOT_FOUND, "empty", NULL);
     tf_rmtree(dir);
 }
 static void test_broken_single_file(void **state) {
@@ -85,9 +77,9 @@ static void test_broken_single_file(void **state) {
     assert_int_equal(mkdir(dir, 0755), 0);
     tf_join(p, sizeof p, dir, "x.safetensors");
     tf_write(p, "\x10\x00\x00\x00\x00\x00\x00\x00{\"a\":1}         ", 24);
-    tu_err_check("broken single file", try_open(p, 0, &ds, &e), &e, STS_ERR_INVALID_HEADER_DESERIALIZATION, TU_ANY_RULE, "x.safetensors", NULL);
+    tu_err_check("broken single file", dr_try_open(p, 0, &ds, &e), &e, STS_ERR_INVALID_HEADER_DESERIALIZATION, TU_ANY_RULE, "x.safetensors", NULL);
     dr_write_str(p, "abc");
-    tu_err_check("short single file", try_open(p, 0, &ds, &e), &e, STS_ERR_HEADER_TOO_SMALL, STS_RULE_FILE_TOO_SMALL, "x.safetensors", NULL);
+    tu_err_check("short single file", dr_try_open(p, 0, &ds, &e), &e, STS_ERR_HEADER_TOO_SMALL, STS_RULE_FILE_TOO_SMALL, "x.safetensors", NULL);
     tf_rmtree(dir);
 }
 
@@ -99,7 +91,7 @@ static void test_manifest_missing_shard(void **state) {
     sts_error e;
     (void)state;
     dr_unlink_in(dir, sh.v[1]);
-    tu_err_check("deleted shard", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, sh.v[1], "missing", NULL);
+    tu_err_check("deleted shard", dr_try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, sh.v[1], "missing", NULL);
     assert_null(ds);
     /* a listed shard that never existed */
     tf_rmtree(dir);
@@ -108,7 +100,7 @@ static void test_manifest_missing_shard(void **state) {
     tf_join(p, sizeof p, dir, "dataset_manifest.json");
     snprintf(entry, sizeof entry, "\"shards\": [\n    {\"shard_path\": \"part-00009-0000-ghost.safetensors\", \"samples_count\": 1, \"bytes\": 120},");
     dr_edit(p, "\"shards\": [", entry);
-    tu_err_check("ghost shard", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, "part-00009-0000-ghost.safetensors", NULL);
+    tu_err_check("ghost shard", dr_try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, "part-00009-0000-ghost.safetensors", NULL);
     tf_names_free(&sh);
     tf_rmtree(dir);
 }
@@ -128,7 +120,7 @@ static void test_manifest_wrong_size(void **state) {
         fputc(' ', f);
         fclose(f);
     }
-    tu_err_check("grown shard", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, sh.v[2], NULL);
+    tu_err_check("grown shard", dr_try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, sh.v[2], NULL);
     assert_true(strstr(e.message, "bytes") != NULL);
     assert_int_equal(truncate(p, size), 0);
     ds = must_open(dir, 0);
@@ -139,7 +131,7 @@ static void test_manifest_wrong_size(void **state) {
     snprintf(to, sizeof to, "\"bytes\": %lld,", (long long)size + 8);
     assert_true(dr_contains(p, from));
     dr_edit(p, from, to);
-    tu_err_check("manifest size", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, NULL);
+    tu_err_check("manifest size", dr_try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, NULL);
     assert_true(strstr(e.message, "part-0000") != NULL);
     tf_names_free(&sh);
     tf_rmtree(dir);
@@ -156,30 +148,30 @@ static void test_manifest_malformed(void **state) {
     orig = tf_read(p, &n);
     /* not JSON */
     dr_write_str(p, "{\"shards\": [");
-    assert_int_equal(try_open(dir, 0, &ds, &e), STS_ERR_DATASET);
+    assert_int_equal(dr_try_open(dir, 0, &ds, &e), STS_ERR_DATASET);
     assert_true(strstr(e.message, "dataset_manifest.json") != NULL);
     dr_write_str(p, "");
-    assert_int_equal(try_open(dir, 0, &ds, &e), STS_ERR_DATASET);
+    assert_int_equal(dr_try_open(dir, 0, &ds, &e), STS_ERR_DATASET);
     assert_true(strstr(e.message, "dataset_manifest.json") != NULL);
     /* JSON, but no shards array */
     dr_write_str(p, "{\"format_version\": \"1.0\"}");
-    tu_err_check("no shards", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, "shards", NULL);
+    tu_err_check("no shards", dr_try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, "shards", NULL);
     dr_write_str(p, "[]");
-    tu_err_check("an array", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, "shards", NULL);
+    tu_err_check("an array", dr_try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, "shards", NULL);
     dr_write_str(p, "{\"shards\": {}}");
-    tu_err_check("shards object", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, "shards", NULL);
+    tu_err_check("shards object", dr_try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, "shards", NULL);
     /* entries without shard_path or bytes, bytes not a number */
     dr_write_str(p, "{\"shards\": [{\"bytes\": 1}]}");
-    tu_err_check("no shard_path", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, "shard_path", NULL);
+    tu_err_check("no shard_path", dr_try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, "shard_path", NULL);
     snprintf(q, sizeof q, "{\"shards\": [{\"shard_path\": \"%s\"}]}", sh.v[0]);
     dr_write_str(p, q);
-    tu_err_check("no bytes", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, "bytes", NULL);
+    tu_err_check("no bytes", dr_try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, "bytes", NULL);
     snprintf(q, sizeof q, "{\"shards\": [{\"shard_path\": \"%s\", \"bytes\": \"12\"}]}", sh.v[0]);
     dr_write_str(p, q);
-    tu_err_check("bytes string", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, NULL);
+    tu_err_check("bytes string", dr_try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, NULL);
     snprintf(q, sizeof q, "{\"shards\": [\"%s\"]}", sh.v[0]);
     dr_write_str(p, q);
-    tu_err_check("entry string", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, NULL);
+    tu_err_check("entry string", dr_try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, NULL);
     /* shard_path escaping the folder */
     {
         static const char *const bad[] = { "../x.safetensors", "/etc/passwd", "sub/x.safetensors", "..", ".", "" };
@@ -187,10 +179,10 @@ static void test_manifest_malformed(void **state) {
         for (i = 0; i < sizeof bad / sizeof *bad; i++) {
             snprintf(q, sizeof q, "{\"shards\": [{\"shard_path\": \"%s\", \"bytes\": 10}]}", bad[i]);
             dr_write_str(p, q);
-            tu_err_check(bad[i], try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, NULL);
+            tu_err_check(bad[i], dr_try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, NULL);
         }
         dr_write_str(p, "{\"shards\": [{\"shard_path\": \"a\\u0000b\", \"bytes\": 10}]}");
-        tu_err_check("NUL in shard_path", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, NULL);
+        tu_err_check("NUL in shard_path", dr_try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, NULL);
     }
     /* a shard listed twice */
     {
@@ -201,7 +193,7 @@ static void test_manifest_malformed(void **state) {
         snprintf(q, sizeof q, "{\"shards\": [{\"shard_path\": \"%s\", \"bytes\": %lld}, {\"shard_path\": \"%s\", \"bytes\": %lld}]}",
                  sh.v[0], (long long)size, sh.v[0], (long long)size);
         dr_write_str(p, q);
-        tu_err_check("twice", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, sh.v[0], "twice", NULL);
+        tu_err_check("twice", dr_try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_MANIFEST, sh.v[0], "twice", NULL);
         /* a minimal valid manifest of one shard: opens (other files of the folder are not part of it) */
         snprintf(q, sizeof q, "{\"shards\": [{\"shard_path\": \"%s\", \"bytes\": %lld}]}", sh.v[0], (long long)size);
         dr_write_str(p, q);
@@ -286,7 +278,7 @@ static void test_corrupt_shard(void **state) {
     }
     /* the first shard corrupt: inferring the schema from it fails at open, naming it */
     corrupt_header(dir, sh.v[0], 3, 0xff);
-    tu_err_check("first shard", try_open(dir, 1, &ds, &e), &e, STS_ERR_INVALID_HEADER, STS_RULE_HEADER_UTF8, sh.v[0], NULL);
+    tu_err_check("first shard", dr_try_open(dir, 1, &ds, &e), &e, STS_ERR_INVALID_HEADER, STS_RULE_HEADER_UTF8, sh.v[0], NULL);
     tf_names_free(&sh);
     tf_rmtree(dir);
 }
@@ -369,7 +361,7 @@ static void test_index_stale_file(void **state) {
     assert_int_equal(sts_dataset_describe(ds).has_index, 1);
     sts_dataset_close(ds);
     dr_unlink_in(dir, sh.v[1]);
-    tu_err_check("deleted shard", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, sh.v[1], "stale", NULL);
+    tu_err_check("deleted shard", dr_try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, sh.v[1], "stale", NULL);
     /* the index ignored on request: the folder opens */
     ds = must_open(dir, 1);
     assert_int_equal(sts_dataset_describe(ds).files, 2);
@@ -384,7 +376,7 @@ static void test_index_file_outside(void **state) {
     sts_error e;
     (void)state;
     edit_entry(dir, "k002_001__emb", "file", "\"../elsewhere.safetensors\"");
-    tu_err_check("outside", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, "elsewhere.safetensors", NULL);
+    tu_err_check("outside", dr_try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, "elsewhere.safetensors", NULL);
     tf_names_free(&sh);
     tf_rmtree(dir);
 }
@@ -638,7 +630,7 @@ static void test_index_malformed(void **state) {
     for (i = 0; i < sizeof bad / sizeof *bad; i++) {
         sts_result r;
         dr_write_str(p, bad[i]);
-        r = try_open(dir, 0, &ds, &e);
+        r = dr_try_open(dir, 0, &ds, &e);
         if (r != STS_ERR_DATASET) fail_msg("index %zu (%s): %s: %s", i, bad[i], sts_result_name(r), e.message);
         assert_non_null(strstr(e.message, "_tensor_index.json"));
         assert_null(ds);
@@ -659,12 +651,12 @@ static void test_index_malformed(void **state) {
             snprintf(entry, sizeof entry, entries[i], sh.v[0]);
             snprintf(q, sizeof q, "{\"metadata\":{},\"tensors\":{\"a\":%s}}", entry);
             dr_write_str(p, q);
-            r = try_open(dir, 0, &ds, &e);
+            r = dr_try_open(dir, 0, &ds, &e);
             if (r != STS_ERR_DATASET) fail_msg("entry %zu: %s: %s", i, sts_result_name(r), e.message);
             assert_non_null(strstr(e.message, "_tensor_index.json"));
         }
         dr_write_str(p, "{\"tensors\":{\"\xff\":{}}}");
-        tu_err_check("not UTF-8", try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, "_tensor_index.json", NULL);
+        tu_err_check("not UTF-8", dr_try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, "_tensor_index.json", NULL);
     }
     /* a hand-written index with escapes, unknown fields and a key that is not the tensor's name */
     {
@@ -720,7 +712,7 @@ static void utf8_index_case(const char *dir, const char *what, const uint8_t *ta
     index_path(p, sizeof p, dir);
     tf_write(p, t, i);
     free(t);
-    r = try_open(dir, 0, &ds, &e);
+    r = dr_try_open(dir, 0, &ds, &e);
     if (want_bad < 0) {
         if (r != STS_OK) fail_msg("%s: %s", what, e.message);
         assert_int_equal(sts_dataset_describe(ds).has_index, !stale);
@@ -794,7 +786,7 @@ static void test_index_escaped_strings(void **state) {
     snprintf(q, sizeof q, "{\"tensors\":{\"k000_000__emb\":{\"file\":\"%s\",\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,12]},"
              "\"k000_001__emb\":{\"file\":\"%s\",\"dtype\":\"\\u0046\\u0033\\u0032\",\"shape\":[3],\"data_offsets\":[12,24]}}}", file_esc, sh.v[0]);
     dr_write_str(p, q);
-    r = try_open(dir, 0, &ds, &e);
+    r = dr_try_open(dir, 0, &ds, &e);
     if (r != STS_OK) {
         tf_names_free(&sh);
         tf_rmtree(dir);

@@ -121,15 +121,20 @@ DR_FN void dr_fresh(char *dir, size_t cap, const char *name) {
     tf_join(dir, cap, dr_root, name);
     tf_rmtree(dir);
 }
-/* A dataset opened with the schema inferred, with or without its index. */
-DR_FN sts_dataset *dr_open(const char *path, int no_index) {
+/* Opens a dataset with the schema inferred, with or without its index; gives back the result. */
+DR_FN sts_result dr_try_open(const char *path, int no_index, sts_dataset **ds, sts_error *e) {
     sts_read_config cfg;
-    sts_dataset *ds;
-    sts_error e;
     memset(&cfg, 0, sizeof cfg);
     cfg.infer_schema = 1;
     cfg.no_index = no_index;
-    DR_OK(sts_dataset_open(path, &cfg, NULL, &ds, &e));
+    *ds = NULL;
+    return sts_dataset_open(path, &cfg, NULL, ds, e);
+}
+/* The same, where the open must succeed. */
+DR_FN sts_dataset *dr_open(const char *path, int no_index) {
+    sts_dataset *ds;
+    sts_error e;
+    DR_OK(dr_try_open(path, no_index, &ds, &e));
     return ds;
 }
 
