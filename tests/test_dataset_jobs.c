@@ -463,26 +463,28 @@ static void test_check_finds(void **state) {
         tf_write(path, lock, strlen(lock));
     }
     expect_problem("stale lock", dir, 0, STS_RULE_DATASET_LOCK, "process is gone");
-    /* the index: CSV stale or short, weight_map, offsets, a missing key */
-    copy_dir(base, dir);
-    edit(dir, "_tensor_index.csv", "\"[2,3]\"", "\"[3,2]\"");
-    expect_problem("stale CSV", dir, 0, STS_RULE_DATASET_INDEX, "stale CSV");
-    copy_dir(base, dir);
-    edit(dir, "_tensor_index.csv", "k0_0__x,", "k0_0__zz,");
-    expect_problem("renamed CSV key", dir, 0, STS_RULE_DATASET_INDEX, "k0_0__zz");
-    copy_dir(base, dir);
-    edit(dir, "_tensor_index.json", "\"k0_1__t\":\"part-00000", "\"k0_1__t\":\"part-00001");
-    expect_problem("weight_map", dir, 0, STS_RULE_DATASET_INDEX, "weight_map");
-    copy_dir(base, dir);
-    edit(dir, "_tensor_index.json", "\"data_offsets\":[0,", "\"data_offsets\":[1,");
-    expect_problem("index offsets", dir, 0, STS_RULE_DATASET_INDEX, "disagrees");
-    /* the manifest: schema and samples_count against the headers */
-    copy_dir(base, dir);
-    edit(dir, "dataset_manifest.json", "\"x\": {\"dtype\": \"F32\"", "\"x\": {\"dtype\": \"F64\"");
-    expect_problem("schema dtype", dir, 0, STS_RULE_DATASET_MANIFEST, "schema");
-    copy_dir(base, dir);
-    edit(dir, "dataset_manifest.json", "\"samples_count\": 4", "\"samples_count\": 3");
-    expect_problem("samples_count", dir, 0, STS_RULE_DATASET_MANIFEST, "samples_count");
+    /* text tamperings of the index (CSV stale or renamed, weight_map, offsets) and of the manifest
+       (schema and samples_count against the headers): each on a fresh copy */
+    {
+        static const struct { const char *what, *file, *from, *to; sts_rule rule; const char *needle; } T[] = {
+            { "stale CSV", "_tensor_index.csv", "\"[2,3]\"", "\"[3,2]\"", STS_RULE_DATASET_INDEX, "stale CSV" },
+            { "renamed CSV key", "_tensor_index.csv", "k0_0__x,", "k0_0__zz,", STS_RULE_DATASET_INDEX, "k0_0__zz" },
+            { "weight_map", "_tensor_index.json", "\"k0_1__t\":\"part-00000", "\"k0_1__t\":\"part-00001",
+              STS_RULE_DATASET_INDEX, "weight_map" },
+            { "index offsets", "_tensor_index.json", "\"data_offsets\":[0,", "\"data_offsets\":[1,",
+              STS_RULE_DATASET_INDEX, "disagrees" },
+            { "schema dtype", "dataset_manifest.json", "\"x\": {\"dtype\": \"F32\"", "\"x\": {\"dtype\": \"F64\"",
+              STS_RULE_DATASET_MANIFEST, "schema" },
+            { "samples_count", "dataset_manifest.json", "\"samples_count\": 4", "\"samples_count\": 3",
+              STS_RULE_DATASET_MANIFEST, "samples_count" },
+        };
+        size_t t;
+        for (t = 0; t < sizeof T / sizeof T[0]; t++) {
+            copy_dir(base, dir);
+            edit(dir, T[t].file, T[t].from, T[t].to);
+            expect_problem(T[t].what, dir, 0, T[t].rule, T[t].needle);
+        }
+    }
     /* a flipped data byte: only the data check and the verifying reader see it */
     copy_dir(base, dir);
     {
