@@ -40,8 +40,7 @@
                schema, open, lookups                                      >>ds_open
                scans with projection and pushdown                         >>scan
                check and clean: everything a folder promises               >>check
-         10 archive (next): the format-independent reader, providers (safetensors, sharded
-            checkpoints, datasets, .npy, GGUF), probe, views, windows, streams, SHA-256
+         10 archive: one reader for every tensor container                  >>archive
       license ................................................... end of file
    A new section goes after every section it calls, with a banner: ">>anchor  N. title", an "Owns:"
    line and a "May call:" line; add its anchor here. `make test-layers` (tests/check_layers.py)
@@ -246,7 +245,10 @@ extern "C" {
     X(STS_ERR_EXISTS,                         "EXISTS", NULL, "the output folder is not empty") \
     X(STS_ERR_SCHEMA,                         "SCHEMA", NULL, "a row does not match the schema") \
     X(STS_ERR_DATASET,                        "DATASET", NULL, \
-        "a dataset, manifest, index or commit message is inconsistent")
+        "a dataset, manifest, index or commit message is inconsistent") \
+    X(STS_ERR_CHECKSUM,                       "CHECKSUM", NULL, "bytes do not have the expected digest") \
+    X(STS_ERR_FORMAT,                         "FORMAT", NULL, \
+        "a container other than a safetensors file (an index, a .npy file) is malformed")
 
 #define STS__RESULT_ENUM(e, name, variant, text) e,
 typedef enum sts_result { STS_RESULT_LIST(STS__RESULT_ENUM) STS_RESULT_COUNT } sts_result;
@@ -374,7 +376,30 @@ typedef enum sts_result { STS_RESULT_LIST(STS__RESULT_ENUM) STS_RESULT_COUNT } s
     X(STS_RULE_DATASET_LOCK,      STS_ERR_DATASET, "dataset.lock", \
         "dataset: no job holds the folder (a lock is a job writing, or one that crashed)") \
     X(STS_RULE_DATASET_CHECKSUM,  STS_ERR_DATASET, "dataset.checksum", \
-        "dataset: a shard's bytes have the CRC-32C its manifest records")
+        "dataset: a shard's bytes have the CRC-32C its manifest records") \
+    X(STS_RULE_PROBE,             STS_ERR_UNSUPPORTED, "archive.probe", \
+        "archive: a registered provider supports the source (the message gives every provider's reason)") \
+    X(STS_RULE_PROVIDER,          STS_ERR_FORMAT, "archive.provider", \
+        "archive: a provider's tensors have unique names, sizes that match their types and shapes, and bytes " \
+        "inside their file") \
+    X(STS_RULE_VIEW,              STS_ERR_UNSUPPORTED, "archive.view", \
+        "archive: a zero-copy view needs bytes that are mapped or in memory, aligned for the type and in the " \
+        "host's byte order") \
+    X(STS_RULE_WINDOW,            STS_ERR_INVALID_ARGUMENT, "archive.window", \
+        "archive: a window read or cursor lies inside its tensor") \
+    X(STS_RULE_SHA256,            STS_ERR_CHECKSUM, "archive.sha256", \
+        "archive: bytes have the SHA-256 digest the caller expects") \
+    X(STS_RULE_SHARDED_INDEX,     STS_ERR_FORMAT, "sharded.index", \
+        "sharded checkpoint: the index is a JSON object whose weight_map maps unique tensor names to shard " \
+        "file names in the index's folder") \
+    X(STS_RULE_SHARDED_SHARD,     STS_ERR_FORMAT, "sharded.shard", \
+        "sharded checkpoint: each shard is a valid safetensors file holding exactly the tensors the index " \
+        "gives it") \
+    X(STS_RULE_NPY_HEADER,        STS_ERR_FORMAT, "npy.header", \
+        ".npy: the magic, version 1, 2 or 3, a header dict with descr, fortran_order and shape, and exactly " \
+        "the shape's bytes after it") \
+    X(STS_RULE_NPY_FORTRAN,       STS_ERR_UNSUPPORTED, "npy.fortran_order", \
+        ".npy: arrays are in C order (Fortran order is not supported)")
 
 #define STS__RULE_ENUM(e, code, id, text) e,
 typedef enum sts_rule { STS_RULE_LIST(STS__RULE_ENUM) STS_RULE_COUNT } sts_rule;
@@ -860,6 +885,210 @@ typedef struct sts_clean_config {       /* zero = defaults */
 STSDEF sts_result sts_dataset_clean(const char *dir, const sts_clean_config *cfg, const sts_options *opts,
                                     size_t *count, sts_error *err);
 #endif /* STS_NO_STDIO */
+
+/* ---- archive (layer 10): one reader for every tensor container ---------------------------------
+   Open a file, a folder or bytes without saying what they are: every registered provider probes a
+   bounded prefix (STS_PROBE_BYTES), the most confident wins (ties: the one registered first), and
+   it opens the container as an archive: a format id and version, typed metadata, and a descriptor
+   per tensor, found by name in O(1). Built-in providers: safetensors (one file), sharded checkpoints
+   (model.safetensors.index.json or our _tensor_index.json, shards opened lazily, each validated the
+   first time it is touched), our datasets (a folder with dataset_manifest.json) and .npy. A tensor's
+   bytes come as a zero-copy view (mapped, aligned, host byte order), a window read, a cursor over
+   chunks, or materialised through a caller's factory (wrap a view, or copy once, converting dtype,
+   swapping byte order and checking SHA-256 in the same pass). An archive may be shared by threads:
+   any number may find, view, read and materialise at once (a callback source must then allow
+   concurrent reads); a cursor belongs to one thread. */
+#define STS_PROBE_BYTES 4096u        /* the most any probe sees of a source: its first bytes */
+
+typedef struct sts_type {            /* an element type (safetensors dtypes and others, e.g. GGUF blocks) */
+    const char *name;                /* "F32", "BF16", "Q4_0", ... */
+    int plain;                       /* 1: a number type of `bits` bits an element; 0: blocks */
+    uint32_t bits;                   /* plain: bits per element (4, 6, 8, ... 64) */
+    uint32_t block_elems;            /* elements per block (1 for plain types) */
+    uint32_t block_bytes;            /* bytes per block (plain: bits / 8, 0 below a byte) */
+    uint32_t align;                  /* the alignment a zero-copy view needs (bytes) */
+    uint32_t swap;                   /* plain: the byte-swapping unit (2, 4, 8; 0 = none) */
+    sts_dtype dtype;                 /* the matching safetensors dtype, STS_DTYPE_COUNT when none */
+} sts_type;
+STSDEF const sts_type *sts_type_of(sts_dtype d);                   /* NULL when d is out of range */
+/* The bytes of n elements of t: 0 with *ok = 0 when n is not a whole number of blocks or bytes,
+   or the size overflows. */
+STSDEF uint64_t sts_type_bytes(const sts_type *t, uint64_t n, int *ok);
+
+typedef enum sts_meta_type {
+    STS_META_STRING = 1, STS_META_UINT, STS_META_INT, STS_META_FLOAT, STS_META_BOOL, STS_META_ARRAY
+} sts_meta_type;
+typedef struct sts_meta {            /* a typed key/value (array items have no key) */
+    const char *key;
+    size_t key_len;
+    sts_meta_type type;
+    const char *str;                 /* STRING: (str, str_len), not NUL-terminated in general */
+    size_t str_len;
+    uint64_t u;                      /* UINT; BOOL 0 or 1 */
+    int64_t i;                       /* INT */
+    double f;                        /* FLOAT */
+    const struct sts_meta *items;    /* ARRAY: count items */
+    uint64_t count;
+    uint32_t format_type;            /* the format's own type code, where it has one (else 0) */
+} sts_meta;
+
+typedef struct sts_tensor_desc {
+    const char *name;                /* not NUL-terminated in general */
+    size_t name_len;
+    const sts_type *type;
+    uint32_t rank;
+    const uint64_t *shape;           /* row-major: the outermost dimension first */
+    const uint64_t *format_shape;    /* the format's own order (GGUF: innermost first); else = shape */
+    uint64_t numel, nbytes;
+    size_t file;                     /* its file in the archive (sts_archive_file) */
+    uint64_t offset;                 /* byte offset of its first byte in that file */
+    uint64_t alignment;              /* the largest power of two, at most 4096, dividing offset */
+    int big_endian;                  /* the elements' byte order in the file */
+    const sts_meta *extras;          /* the format's other facts about this tensor */
+    size_t n_extras;
+    size_t index;                    /* its position: sts_archive_at(a, index) */
+} sts_tensor_desc;
+
+typedef struct sts_input {           /* zero-initialise, then set exactly one of path, bytes, source */
+    const char *path;                /* a file, or a folder (sharded checkpoint, dataset) */
+    const void *bytes;               /* bytes in memory, borrowed until the archive closes */
+    size_t size;
+    const sts_source *source;        /* a pread-style callback (copied; its user outlives the archive) */
+    int no_mmap;                     /* path: read with pread, never map (no views) */
+} sts_input;
+
+typedef struct sts_probe_input {     /* what a probe sees */
+    const uint8_t *prefix;           /* the source's first min(size, STS_PROBE_BYTES) bytes (none: folder) */
+    size_t prefix_len;
+    uint64_t size;                   /* the source's size (0 for a folder) */
+    const char *path;                /* the path when the input is one, else NULL */
+    int is_dir;                      /* the path is a folder */
+} sts_probe_input;
+typedef struct sts_probe_result {
+    int supported;                   /* 1: this provider can open the source */
+    int confidence;                  /* 0..100 */
+    uint32_t version;                /* the format version seen (0: none) */
+    char reason[160];                /* why (or why not); NUL-terminated */
+} sts_probe_result;
+
+typedef struct sts_builder sts_builder;  /* what a provider's open fills */
+typedef struct sts_provider {
+    const char *format;              /* "safetensors", "gguf", ...: the archive's format id */
+    const char *name;                /* this provider, for messages and sts inspect --probe */
+    /* Never fails: fills *out (zeroed before the call). Must read nothing but in. */
+    void (*probe)(void *user, const sts_probe_input *in, sts_probe_result *out);
+    /* Reads the source through sts_builder_read and adds metadata and tensors. */
+    sts_result (*open)(void *user, sts_builder *b, sts_error *err);
+    void *user;
+} sts_provider;
+
+/* For providers: the source under the builder, and what the archive will hold. */
+STSDEF uint64_t sts_builder_size(const sts_builder *b);
+STSDEF const char *sts_builder_path(const sts_builder *b);           /* NULL unless a path */
+STSDEF const void *sts_builder_bytes(const sts_builder *b);          /* all bytes when mapped or in memory */
+STSDEF const sts_options *sts_builder_options(const sts_builder *b);
+STSDEF sts_result sts_builder_read(sts_builder *b, uint64_t offset, void *dst, size_t len, sts_error *err);
+STSDEF void sts_builder_set_version(sts_builder *b, uint32_t version);
+/* Copies the entry (key, strings and array items, deeply). */
+STSDEF sts_result sts_builder_add_meta(sts_builder *b, const sts_meta *m, sts_error *err);
+/* Copies the descriptor (name, shapes, extras); file must be 0, offset + nbytes within the source,
+   nbytes the type's size of the shape, names unique. format_shape NULL means shape. */
+STSDEF sts_result sts_builder_add_tensor(sts_builder *b, const sts_tensor_desc *d, sts_error *err);
+
+typedef struct sts_registry sts_registry;   /* the caller's: no global state */
+/* builtins: register safetensors, sharded checkpoints, datasets and .npy first (in that order). */
+STSDEF sts_result sts_registry_new(const sts_options *opts, int builtins, sts_registry **out, sts_error *err);
+STSDEF sts_result sts_registry_add(sts_registry *r, const sts_provider *p, sts_error *err); /* copied */
+STSDEF size_t sts_registry_count(const sts_registry *r);
+STSDEF const sts_provider *sts_registry_at(const sts_registry *r, size_t i);
+STSDEF void sts_registry_free(sts_registry *r);
+/* Every provider's verdict on in: results[i] for provider i (sts_registry_count entries); *winner
+   gets the chosen one (or SIZE_MAX when none supports it: STS_ERR_UNSUPPORTED, every reason in
+   the message). r NULL: the built-ins. */
+STSDEF sts_result sts_probe(const sts_registry *r, const sts_input *in, const sts_options *opts,
+                            sts_probe_result *results, size_t nresults, size_t *winner, sts_error *err);
+
+typedef struct sts_archive sts_archive;
+typedef struct sts_archive_stats {   /* what the archive has read so far (atomic counters) */
+    uint64_t files_opened;           /* files opened (the source itself, and each shard) */
+    uint64_t reads;                  /* reads made (system calls or callback requests) */
+    uint64_t bytes_read;             /* bytes they returned (views and mapped copies not counted) */
+} sts_archive_stats;
+
+STSDEF sts_result sts_archive_open(const sts_registry *r, const sts_input *in, const sts_options *opts,
+                                   sts_archive **out, sts_error *err);
+STSDEF void sts_archive_close(sts_archive *a);
+STSDEF const char *sts_archive_format(const sts_archive *a);       /* the winner's format id */
+STSDEF const char *sts_archive_provider(const sts_archive *a);     /* the winner's name */
+STSDEF uint32_t sts_archive_version(const sts_archive *a);
+STSDEF size_t sts_archive_count(const sts_archive *a);             /* tensors */
+STSDEF uint64_t sts_archive_total_bytes(const sts_archive *a);     /* their bytes (a sharded index's total_size) */
+STSDEF size_t sts_archive_meta_count(const sts_archive *a);
+STSDEF const sts_meta *sts_archive_meta_at(const sts_archive *a, size_t i);
+STSDEF const sts_meta *sts_archive_meta_find(const sts_archive *a, const char *key, size_t key_len);
+/* Tensor i's name without touching any file (sharded checkpoints: from the index). */
+STSDEF const char *sts_archive_name(const sts_archive *a, size_t i, size_t *len);
+/* Descriptors: the first touch of a lazy shard opens and validates it (and may fail). */
+STSDEF sts_result sts_archive_at(const sts_archive *a, size_t i, const sts_tensor_desc **out, sts_error *err);
+STSDEF sts_result sts_archive_find(const sts_archive *a, const char *name, size_t len, const sts_tensor_desc **out,
+                                   sts_error *err);
+STSDEF size_t sts_archive_files(const sts_archive *a);
+STSDEF const char *sts_archive_file(const sts_archive *a, size_t i);  /* a path, or "<memory>" / "<source>" */
+STSDEF sts_archive_stats sts_archive_get_stats(const sts_archive *a);
+
+/* A pointer to the tensor's bytes when they are mapped or in memory, aligned for its type and in the
+   host's byte order; otherwise STS_ERR_UNSUPPORTED saying why there is no view. */
+STSDEF sts_result sts_archive_view(const sts_archive *a, const sts_tensor_desc *d, const void **out, sts_error *err);
+/* Bytes [offset, offset + len) of the tensor, as stored, into dst; nothing outside them is read. */
+STSDEF sts_result sts_archive_read(const sts_archive *a, const sts_tensor_desc *d, uint64_t offset, void *dst,
+                                   size_t len, sts_error *err);
+
+typedef struct sts_cursor sts_cursor;  /* single-consumer chunks of a window */
+/* A window [offset, offset + len) of the tensor in chunks of at most `chunk` bytes (0: 1 MiB).
+   With sha256 (32 bytes) and the whole tensor as the window, the digest is checked as the last
+   chunk is handed out: a mismatch fails that call. */
+STSDEF sts_result sts_cursor_open(const sts_archive *a, const sts_tensor_desc *d, uint64_t offset, uint64_t len,
+                                  size_t chunk, const uint8_t *sha256, sts_cursor **out, sts_error *err);
+/* The next chunk (into the mapping, or the cursor's buffer: valid until the next call); *len 0 at the end. */
+STSDEF sts_result sts_cursor_next(sts_cursor *c, const void **chunk, size_t *len, sts_error *err);
+STSDEF void sts_cursor_close(sts_cursor *c);
+
+/* SHA-256 of a tensor's bytes, or of a whole file of the archive (a safetensors file's digest is
+   the Hugging Face Hub's LFS oid). */
+STSDEF sts_result sts_archive_sha256(const sts_archive *a, const sts_tensor_desc *d, uint8_t digest[32],
+                                     sts_error *err);
+STSDEF sts_result sts_archive_file_sha256(const sts_archive *a, size_t file, uint8_t digest[32], sts_error *err);
+
+typedef struct sts_factory {         /* the caller's tensor type */
+    /* Destination memory for nbytes bytes of `type` (the target type when converting); NULL fails. */
+    void *(*allocate)(void *user, const sts_tensor_desc *d, const sts_type *type, uint64_t nbytes);
+    /* Offered a zero-copy view: return 1 to keep it (it lives until the archive closes), 0 to get a copy. */
+    int (*wrap)(void *user, const sts_tensor_desc *d, const void *view);
+    /* Called with what allocate gave when materialising then fails (a digest mismatch); may be NULL. */
+    void (*release)(void *user, const sts_tensor_desc *d, void *ptr, uint64_t nbytes);
+    void *user;
+} sts_factory;
+typedef enum sts_zero_copy {
+    STS_ZERO_COPY_PREFER = 0,        /* wrap a view when there is one and wrap takes it, else copy */
+    STS_ZERO_COPY_NEVER = 1,         /* always copy */
+    STS_ZERO_COPY_REQUIRE = 2        /* wrap or fail (STS_ERR_UNSUPPORTED, saying why) */
+} sts_zero_copy;
+typedef struct sts_materialize_options {  /* zero = defaults */
+    sts_zero_copy zero_copy;
+    int convert;                     /* convert the elements to `target` through the codecs */
+    sts_dtype target;
+    sts_rounding rounding;           /* for F16 / BF16 targets */
+    const uint8_t *sha256;           /* 32 bytes: the expected digest of the tensor's stored bytes */
+} sts_materialize_options;
+typedef struct sts_materialized {
+    void *data;                      /* the view (wrapped) or the factory's memory */
+    uint64_t nbytes;
+    const sts_type *type;            /* the type of data's elements (host byte order) */
+    int wrapped;                     /* 1: a zero-copy view, 0: a copy */
+} sts_materialized;
+/* One pass over the tensor's bytes: hash (when asked), swap to host order, convert or copy. */
+STSDEF sts_result sts_archive_materialize(const sts_archive *a, const sts_tensor_desc *d, const sts_factory *f,
+                                          const sts_materialize_options *o, sts_materialized *out, sts_error *err);
 
 #ifdef __cplusplus
 }
@@ -10714,6 +10943,1691 @@ STSDEF sts_result sts_dataset_clean(const char *dir, const sts_clean_config *cfg
     return r;
 }
 #endif /* STS_NO_STDIO */
+
+/* ==============================================================================================
+   >>archive  10. archive
+   Owns: the format-independent reader: element-type descriptors, inputs (a path mapped or read
+   with pread, bytes in memory, a callback source), the provider registry and probing, the archive
+   (typed metadata, descriptors, the name index, lazily opened files published without locks),
+   views, window reads, cursors, SHA-256 of tensors and files, materialising through a factory, and
+   the built-in providers: safetensors, sharded checkpoints, datasets and .npy.
+   May call: util, json, dtype, header, io, codec (conversions, SHA-256), dataset common, dataset read.
+   ============================================================================================== */
+#if defined(__GNUC__) || defined(__clang__)
+#  define STS__AR_LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#  define STS__AR_CAS(p, expect, want) \
+    __atomic_compare_exchange_n((p), (expect), (want), 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)
+#  define STS__AR_ADD(p, v) ((void)__atomic_fetch_add((p), (v), __ATOMIC_RELAXED))
+#  define STS__AR_GET(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#else  /* no atomics known: an archive is then safe for one thread at a time */
+#  define STS__AR_LOAD(p) (*(p))
+#  define STS__AR_CAS(p, expect, want) (*(p) == *(expect) ? (*(p) = (want), 1) : (*(expect) = *(p), 0))
+#  define STS__AR_ADD(p, v) ((void)(*(p) += (v)))
+#  define STS__AR_GET(p) (*(p))
+#endif
+
+/* ---- element types: the 22 safetensors dtypes; other formats add their own tables ---- */
+#define STS__TYPE_ROW(name, bits) \
+    { #name, 1, bits, 1, (bits) % 8 ? 0 : (bits) / 8, \
+      (bits) < 8 ? 1 : STS_DTYPE_##name == STS_DTYPE_C64 ? 4 : (bits) / 8, \
+      (bits) <= 8 ? 0 : STS_DTYPE_##name == STS_DTYPE_C64 ? 4 : (bits) / 8, STS_DTYPE_##name },
+static const sts_type sts__types[STS_DTYPE_COUNT] = { STS_DTYPE_LIST(STS__TYPE_ROW) };
+STSDEF const sts_type *sts_type_of(sts_dtype d) {
+    return (unsigned)d < (unsigned)STS_DTYPE_COUNT ? &sts__types[d] : NULL;
+}
+STSDEF uint64_t sts_type_bytes(const sts_type *t, uint64_t n, int *ok) {
+    uint64_t v;
+    *ok = 0;
+    if (!t) return 0;
+    if (t->plain) {
+        if (!sts__mul64(n, t->bits, &v) || v % 8) return 0;
+        *ok = 1;
+        return v / 8;
+    }
+    if (!t->block_elems || n % t->block_elems || !sts__mul64(n / t->block_elems, t->block_bytes, &v)) return 0;
+    *ok = 1;
+    return v;
+}
+
+/* ---- the archive's own memory: a chain of blocks freed together ---- */
+typedef struct sts__arblock { struct sts__arblock *next; size_t size; } sts__arblock;
+
+typedef struct sts__arpart {        /* a file of the archive, once opened */
+    const uint8_t *base;            /* all its bytes when mapped or in memory, else NULL */
+    uint64_t size;
+    int fd;                         /* read with pread, else -1 */
+    int mapped;                     /* base is our mapping (sts__fmap) */
+    sts_file *sf;                   /* a shard opened with sts_open (owns base) */
+    sts_tensor_desc *descs;         /* this file's tensors, in its entries' order */
+    size_t ndescs, descs_cap;
+} sts__arpart;
+typedef struct sts__arfile {
+    char *path;                     /* NUL-terminated; a label ("<memory>") when not a path */
+    size_t path_size;               /* 0: path is a literal, not ours */
+    sts__arpart *part;              /* published once with compare-and-swap */
+    size_t first, count;            /* its entries: a->order[first, first + count) */
+} sts__arfile;
+typedef struct sts__arent {
+    const char *name;               /* the archive's name for the tensor */
+    size_t name_len;
+    const char *inner;              /* its name inside its file (a dataset key differs) */
+    size_t inner_len;
+    uint64_t hash;
+    size_t file, slot;              /* its file, and its descriptor there: part->descs[slot] */
+} sts__arent;
+
+typedef sts_result (*sts__arload_fn)(sts_archive *a, size_t file, sts__arpart **out, sts_error *err);
+
+struct sts_archive {
+    sts__mem mem;
+    sts_options opts;
+    sts__arblock *blocks;
+    const char *format, *pname;
+    uint32_t version;
+    sts_meta *meta;
+    size_t nmeta, meta_cap;
+    sts__arent *ents;
+    size_t nents, ents_cap;
+    size_t *order;                  /* entries grouped by file (lazy archives) */
+    sts__index ix;
+    uint64_t seed;
+    sts__arfile *files;
+    size_t nfiles, files_cap;
+    sts_source src;                 /* the input, when it is a callback */
+    int has_src;
+    uint64_t total;
+    sts__arload_fn load;            /* opens a lazy file; NULL: every part exists from open */
+    int allow_extra;                /* a lazy file may hold tensors no entry names (dataset lastWin) */
+    const sts_file *direct;         /* one safetensors file: names, lookups and counts are its own, and
+                                       file 0's descriptors are built on first use (open stays sts_open's cost) */
+    uint64_t st_opened, st_reads, st_bytes;
+};
+
+struct sts_builder {
+    sts_archive *a;
+    const char *path;
+    int is_dir;
+    const uint8_t *prefix;          /* the probed prefix: reads inside it are served from it */
+    size_t prefix_len;
+    sts_tensor_desc *descs;         /* file 0's tensors, as added */
+    size_t ndescs, descs_cap;
+};
+
+STS__PRIVATE void *sts__ar_alloc(sts_archive *a, size_t n) {
+    sts__arblock *b;
+    size_t bytes;
+    if (n > (size_t)-1 - sizeof(sts__arblock) - 16) return NULL;
+    bytes = sizeof(sts__arblock) + ((n + 15) & ~(size_t)15);
+    if (!(b = (sts__arblock *)sts__alloc(&a->mem, bytes))) return NULL;
+    b->next = a->blocks;
+    b->size = bytes;
+    a->blocks = b;
+    return (void *)(b + 1);
+}
+STS__PRIVATE char *sts__ar_strdup(sts_archive *a, const char *s, size_t n) {
+    char *p = (char *)sts__ar_alloc(a, n + 1);
+    if (!p) return NULL;
+    if (n) memcpy(p, s, n);
+    p[n] = 0;
+    return p;
+}
+STS__PRIVATE uint64_t sts__ar_alignment(uint64_t off) {
+    uint64_t al = 1;
+    while (al < 4096 && !(off & al)) al <<= 1;
+    return al;
+}
+
+/* ---- byte access: one file's bytes, whatever holds them ---- */
+STS__PRIVATE const char *sts__ar_label(const sts_archive *a, size_t file) {
+    return file < a->nfiles ? a->files[file].path : "?";
+}
+/* The part of file i, opening a lazy one (once: a racing thread's copy is dropped). */
+STS__PRIVATE void sts__ar_part_free(sts_archive *a, sts__arpart *p);
+STS__PRIVATE sts_result sts__ar_part(const sts_archive *ca, size_t file, sts__arpart **out, sts_error *err) {
+    sts_archive *a = (sts_archive *)(uintptr_t)ca;  /* lazy parts are published, never changed */
+    sts__arpart *have = (sts__arpart *)STS__AR_LOAD(&a->files[file].part), *mine = NULL, *expect = NULL;
+    sts_result r;
+    if (have) { *out = have; return STS_OK; }
+    if (!a->load) return sts__failx(err, STS_RULE_ARGUMENT, "file %z of the archive is not open", file);
+    if ((r = a->load(a, file, &mine, err)) != STS_OK) return r;
+    if (STS__AR_CAS(&a->files[file].part, &expect, mine)) { *out = mine; return STS_OK; }
+    sts__ar_part_free(a, mine);
+    *out = expect;
+    return STS_OK;
+}
+/* Bytes [off, off + len) of a part into dst, counted. */
+STS__PRIVATE sts_result sts__ar_fetch(const sts_archive *ca, size_t file, const sts__arpart *p, uint64_t off,
+                                      void *dst, size_t len, sts_error *err) {
+    sts_archive *a = (sts_archive *)(uintptr_t)ca;
+    sts_result r;
+    if (!len) return STS_OK;
+    if (off > p->size || len > p->size - off)
+        return sts__failx(err, STS_RULE_WINDOW, "bytes [%U, +%z) lie past the end of %q (%U bytes)", off, len,
+                          sts__ar_label(a, file), strlen(sts__ar_label(a, file)), p->size);
+    if (p->base) { memcpy(dst, p->base + off, len); return STS_OK; }
+    STS__AR_ADD(&a->st_reads, 1);
+#ifndef STS_NO_STDIO
+    if (p->fd >= 0) {
+        int e = sts__pread_all(p->fd, dst, len, off);
+        if (e) return sts__fail_errno(err, e, "read", sts__ar_label(a, file));
+        STS__AR_ADD(&a->st_bytes, len);
+        return STS_OK;
+    }
+#endif
+    if (!a->has_src) return sts__failx(err, STS_RULE_ARGUMENT, "the archive has no source to read");
+    if ((r = a->src.read(a->src.user, off, dst, len)) != STS_OK)
+        return sts__fail_code(err, r, STS_RULE_IO, off, "the source failed reading %z bytes at byte %U (%s)", len,
+                              off, sts_result_name(r));
+    STS__AR_ADD(&a->st_bytes, len);
+    return STS_OK;
+}
+
+STS__PRIVATE void sts__ar_part_free(sts_archive *a, sts__arpart *p) {
+    if (!p) return;
+    if (p->sf) sts_close(p->sf);
+#ifndef STS_NO_STDIO
+    if (p->mapped) {
+        sts__fmap m;
+        memset(&m, 0, sizeof m);
+        m.p = (uint8_t *)(uintptr_t)p->base;
+        m.size = (size_t)p->size;
+        m.mapped = p->mapped == 1;
+        sts__map_free(&a->mem, &m, 0);
+    }
+    sts__close_fd(p->fd);
+#endif
+    sts__free(&a->mem, p->descs, p->descs_cap * sizeof *p->descs);
+    sts__free(&a->mem, p, sizeof *p);
+}
+STS__PRIVATE sts__arpart *sts__ar_part_new(sts_archive *a) {
+    sts__arpart *p = (sts__arpart *)sts__alloc(&a->mem, sizeof *p);
+    if (p) { memset(p, 0, sizeof *p); p->fd = -1; }
+    return p;
+}
+
+STSDEF void sts_archive_close(sts_archive *a) {
+    size_t i;
+    sts__arblock *b, *next;
+    if (!a) return;
+    for (i = 0; i < a->nfiles; i++) {
+        sts__ar_part_free(a, a->files[i].part);
+        if (a->files[i].path_size) sts__free(&a->mem, a->files[i].path, a->files[i].path_size);
+    }
+    sts__free(&a->mem, a->files, a->files_cap * sizeof *a->files);
+    sts__free(&a->mem, a->meta, a->meta_cap * sizeof *a->meta);
+    sts__free(&a->mem, a->ents, a->ents_cap * sizeof *a->ents);
+    sts__free(&a->mem, a->order, a->nents * sizeof *a->order);
+    sts__index_free(&a->mem, &a->ix);
+    for (b = a->blocks; b; b = next) { next = b->next; sts__free(&a->mem, b, b->size); }
+    sts__free(&a->mem, a, sizeof *a);
+}
+
+/* ---- metadata ---- */
+STS__PRIVATE sts_result sts__ar_meta_copy(sts_archive *a, sts_meta *dst, const sts_meta *m, int depth,
+                                          sts_error *err) {
+    uint64_t k;
+    *dst = *m;
+    if (depth > 64) return sts__failx(err, STS_RULE_PROVIDER, "metadata nested more than 64 arrays deep");
+    if (m->key && !(dst->key = sts__ar_strdup(a, m->key, m->key_len))) return sts__nomem(err, "a metadata key");
+    if (m->type == STS_META_STRING && !(dst->str = sts__ar_strdup(a, m->str ? m->str : "", m->str_len)))
+        return sts__nomem(err, "a metadata string");
+    if (m->type == STS_META_ARRAY && m->count) {
+        sts_meta *items;
+        size_t bytes;
+        if (!m->items) return sts__failx(err, STS_RULE_ARGUMENT, "a metadata array of %U items has none", m->count);
+        if (m->count > (uint64_t)((size_t)-1 / sizeof *items) || !sts__mulsz((size_t)m->count, sizeof *items, &bytes) ||
+            !(items = (sts_meta *)sts__ar_alloc(a, bytes)))
+            return sts__nomem(err, "a metadata array");
+        for (k = 0; k < m->count; k++) {
+            sts_result r = sts__ar_meta_copy(a, &items[k], &m->items[k], depth + 1, err);
+            if (r != STS_OK) return r;
+        }
+        dst->items = items;
+    } else if (m->type == STS_META_ARRAY) {
+        dst->items = NULL;
+    }
+    return STS_OK;
+}
+STS__PRIVATE sts_result sts__ar_add_meta(sts_archive *a, const sts_meta *m, int copy, sts_error *err) {
+    if (m->type < STS_META_STRING || m->type > STS_META_ARRAY)
+        return sts__failx(err, STS_RULE_ARGUMENT, "metadata %q has no valid type", m->key ? m->key : "",
+                          m->key ? m->key_len : (size_t)0);
+    if (!sts__grow(&a->mem, (void **)&a->meta, &a->meta_cap, a->nmeta + 1, sizeof *a->meta))
+        return sts__nomem(err, "the metadata table");
+    if (!copy) { a->meta[a->nmeta++] = *m; return STS_OK; }
+    {
+        sts_result r = sts__ar_meta_copy(a, &a->meta[a->nmeta], m, 0, err);
+        if (r == STS_OK) a->nmeta++;
+        return r;
+    }
+}
+
+/* ---- entries and the name index ---- */
+STS__PRIVATE sts_result sts__ar_add_ent(sts_archive *a, const char *name, size_t len, const char *inner,
+                                        size_t inner_len, size_t file, sts_error *err) {
+    sts__arent *e;
+    if (a->nents >= 0xfffffff0u) return sts__failx(err, STS_RULE_PROVIDER, "more than 2^32 - 16 tensors");
+    if (!sts__grow(&a->mem, (void **)&a->ents, &a->ents_cap, a->nents + 1, sizeof *a->ents))
+        return sts__nomem(err, "the tensor table");
+    e = &a->ents[a->nents++];
+    e->name = name; e->name_len = len;
+    e->inner = inner ? inner : name; e->inner_len = inner ? inner_len : len;
+    e->file = file;
+    e->slot = 0;
+    e->hash = 0;
+    return STS_OK;
+}
+STS__PRIVATE sts__names sts__ar_names(const sts_archive *a) {
+    sts__names k;
+    k.items = a->ents;
+    k.stride = sizeof(sts__arent);
+    k.ptr_off = offsetof(sts__arent, name);
+    k.len_off = offsetof(sts__arent, name_len);
+    k.hashes = (const char *)a->ents + offsetof(sts__arent, hash);
+    k.hash_stride = sizeof(sts__arent);
+    return k;
+}
+/* The name index over every entry; a repeated name breaks `rule`. */
+STS__PRIVATE sts_result sts__ar_index(sts_archive *a, sts_rule rule, sts_error *err) {
+    sts__names k = sts__ar_names(a);
+    size_t i;
+    a->seed = sts__seed_from(a, a->opts.hash_seed);
+    if (!sts__index_init(&a->mem, &a->ix, a->nents)) return sts__nomem(err, "the name index");
+    for (i = 0; i < a->nents; i++) {
+        sts__arent *e = &a->ents[i];
+        size_t pos;
+        e->hash = sts__hash(e->name, e->name_len, a->seed);
+        pos = sts__index_probe(&a->ix, &k, e->hash, e->name, e->name_len);
+        if (a->ix.slots[pos] != STS__EMPTY)
+            return sts__failx(err, rule, "tensor %q appears twice", e->name, e->name_len);
+        a->ix.slots[pos] = (uint32_t)i;
+    }
+    return STS_OK;
+}
+STS__PRIVATE size_t sts__ar_lookup(const sts_archive *a, const char *name, size_t len) {
+    sts__names k = sts__ar_names(a);
+    uint32_t it;
+    if (a->direct) {
+        const sts_tensor *t = sts_find(a->direct, name, len);
+        return t ? (size_t)(t - sts_at(a->direct, 0)) : (size_t)-1;
+    }
+    if (!a->ix.slots) return (size_t)-1;
+    it = a->ix.slots[sts__index_probe(&a->ix, &k, sts__hash(name, len, a->seed), name, len)];
+    return it == STS__EMPTY ? (size_t)-1 : (size_t)it;
+}
+/* Groups the entries by file: files[f].first/count over a->order, and each entry's slot. */
+STS__PRIVATE sts_result sts__ar_group(sts_archive *a, sts_error *err) {
+    size_t i, *fill;
+    if (!a->nfiles) return STS_OK;
+    if (!(a->order = (size_t *)sts__alloc(&a->mem, (a->nents ? a->nents : 1) * sizeof *a->order)))
+        return sts__nomem(err, "the shard table");
+    if (!a->nents) { sts__free(&a->mem, a->order, sizeof *a->order); a->order = NULL; return STS_OK; }
+    for (i = 0; i < a->nfiles; i++) a->files[i].count = 0;
+    for (i = 0; i < a->nents; i++) a->files[a->ents[i].file].count++;
+    for (i = 1; i < a->nfiles; i++) a->files[i].first = a->files[i - 1].first + a->files[i - 1].count;
+    if (!(fill = (size_t *)sts__alloc(&a->mem, a->nfiles * sizeof *fill))) return sts__nomem(err, "the shard table");
+    memset(fill, 0, a->nfiles * sizeof *fill);
+    for (i = 0; i < a->nents; i++) {
+        size_t f = a->ents[i].file;
+        a->ents[i].slot = fill[f];
+        a->order[a->files[f].first + fill[f]++] = i;
+    }
+    sts__free(&a->mem, fill, a->nfiles * sizeof *fill);
+    return STS_OK;
+}
+STS__PRIVATE sts_result sts__ar_add_file(sts_archive *a, char *path, size_t path_size, sts_error *err) {
+    sts__arfile *f;
+    if (!sts__grow(&a->mem, (void **)&a->files, &a->files_cap, a->nfiles + 1, sizeof *a->files)) {
+        if (path_size) sts__free(&a->mem, path, path_size);
+        return sts__nomem(err, "the file table");
+    }
+    f = &a->files[a->nfiles++];
+    memset(f, 0, sizeof *f);
+    f->path = path;
+    f->path_size = path_size;
+    return STS_OK;
+}
+
+/* ---- the builder: what a provider's open fills ---- */
+STSDEF uint64_t sts_builder_size(const sts_builder *b) {
+    return b && b->a->nfiles && b->a->files[0].part ? b->a->files[0].part->size : 0;
+}
+STSDEF const char *sts_builder_path(const sts_builder *b) { return b ? b->path : NULL; }
+STSDEF const void *sts_builder_bytes(const sts_builder *b) {
+    return b && b->a->nfiles && b->a->files[0].part ? b->a->files[0].part->base : NULL;
+}
+STSDEF const sts_options *sts_builder_options(const sts_builder *b) { return b ? &b->a->opts : NULL; }
+STSDEF void sts_builder_set_version(sts_builder *b, uint32_t version) { if (b) b->a->version = version; }
+STSDEF sts_result sts_builder_read(sts_builder *b, uint64_t offset, void *dst, size_t len, sts_error *err) {
+    if (!b || (!dst && len)) return sts__failx(err, STS_RULE_ARGUMENT, "sts_builder_read needs a builder and dst");
+    if (!b->a->nfiles || !b->a->files[0].part)
+        return sts__failx(err, STS_RULE_ARGUMENT, "%q is a folder: it has no bytes to read", b->path ? b->path : "",
+                          b->path ? strlen(b->path) : (size_t)0);
+    if (offset <= b->prefix_len && len <= b->prefix_len - offset) {  /* already probed: no new request */
+        if (len) memcpy(dst, b->prefix + offset, len);
+        return STS_OK;
+    }
+    return sts__ar_fetch(b->a, 0, b->a->files[0].part, offset, dst, len, err);
+}
+STSDEF sts_result sts_builder_add_meta(sts_builder *b, const sts_meta *m, sts_error *err) {
+    if (!b || !m) return sts__failx(err, STS_RULE_ARGUMENT, "sts_builder_add_meta needs a builder and an entry");
+    return sts__ar_add_meta(b->a, m, 1, err);
+}
+/* Checks a descriptor against its file: the type's size of the shape, inside the file. */
+STS__PRIVATE sts_result sts__ar_check_desc(const sts_tensor_desc *d, uint64_t file_size, sts_error *err) {
+    uint64_t numel = 1, want;
+    uint32_t i;
+    int ok;
+    if (!d->type) return sts__failx(err, STS_RULE_PROVIDER, "tensor %q has no type", d->name, d->name_len);
+    if (d->rank && !d->shape) return sts__failx(err, STS_RULE_PROVIDER, "tensor %q has no shape", d->name, d->name_len);
+    for (i = 0; i < d->rank; i++)
+        if (!sts__mul64(numel, d->shape[i], &numel))
+            return sts__failx(err, STS_RULE_PROVIDER, "tensor %q: the shape %S overflows 64 bits", d->name, d->name_len,
+                              d->shape, (size_t)d->rank);
+    want = sts_type_bytes(d->type, numel, &ok);
+    if (!ok || want != d->nbytes || numel != d->numel)
+        return sts__failx(err, STS_RULE_PROVIDER, "tensor %q: %U bytes of %s do not hold the shape %S", d->name,
+                          d->name_len, d->nbytes, d->type->name, d->shape, (size_t)d->rank);
+    if (d->offset > file_size || d->nbytes > file_size - d->offset)
+        return sts__fail(err, STS_RULE_PROVIDER, d->offset, "tensor %q: bytes [%U, %U) lie past the end of the "
+                         "file (%U bytes)", d->name, d->name_len, d->offset, d->offset + d->nbytes, file_size);
+    return STS_OK;
+}
+STSDEF sts_result sts_builder_add_tensor(sts_builder *b, const sts_tensor_desc *d, sts_error *err) {
+    sts_archive *a;
+    sts_tensor_desc c;
+    sts_result r;
+    size_t k, bytes;
+    if (!b || !d || (!d->name && d->name_len))
+        return sts__failx(err, STS_RULE_ARGUMENT, "sts_builder_add_tensor needs a builder and a named descriptor");
+    a = b->a;
+    if (d->file != 0 || !a->nfiles || !a->files[0].part)
+        return sts__failx(err, STS_RULE_ARGUMENT, "tensor %q: a provider adds tensors of its source (file 0) only",
+                          d->name ? d->name : "", d->name_len);
+    if ((r = sts__ar_check_desc(d, a->files[0].part->size, err)) != STS_OK) return r;
+    c = *d;
+    if (!(c.name = sts__ar_strdup(a, d->name ? d->name : "", d->name_len))) return sts__nomem(err, "a tensor name");
+    if (!sts__mulsz((size_t)d->rank ? (size_t)d->rank : 1, 2 * sizeof(uint64_t), &bytes) ||
+        !(c.shape = (const uint64_t *)sts__ar_alloc(a, bytes)))
+        return sts__nomem(err, "a tensor shape");
+    if (d->rank) {
+        memcpy((uint64_t *)(uintptr_t)c.shape, d->shape, d->rank * sizeof(uint64_t));
+        memcpy((uint64_t *)(uintptr_t)c.shape + d->rank, d->format_shape ? d->format_shape : d->shape,
+               d->rank * sizeof(uint64_t));
+    }
+    c.format_shape = c.shape + d->rank;
+    c.alignment = sts__ar_alignment(d->offset);
+    if (d->n_extras) {
+        sts_meta *x;
+        if (!d->extras || !sts__mulsz(d->n_extras, sizeof *x, &bytes) || !(x = (sts_meta *)sts__ar_alloc(a, bytes)))
+            return d->extras ? sts__nomem(err, "a tensor's extras")
+                             : sts__failx(err, STS_RULE_ARGUMENT, "tensor %q: n_extras without extras", d->name,
+                                          d->name_len);
+        for (k = 0; k < d->n_extras; k++)
+            if ((r = sts__ar_meta_copy(a, &x[k], &d->extras[k], 0, err)) != STS_OK) return r;
+        c.extras = x;
+    } else {
+        c.extras = NULL;
+    }
+    if (!sts__grow(&a->mem, (void **)&b->descs, &b->descs_cap, b->ndescs + 1, sizeof *b->descs))
+        return sts__nomem(err, "the tensor table");
+    b->descs[b->ndescs++] = c;
+    return STS_OK;
+}
+/* An eager archive: the builder's descriptors become file 0's, one entry each. */
+STS__PRIVATE sts_result sts__ar_finish_eager(sts_archive *a, sts_builder *b, sts_error *err) {
+    sts__arpart *p = a->files[0].part;
+    size_t i;
+    sts_result r;
+    p->descs = b->descs;
+    p->ndescs = b->ndescs;
+    p->descs_cap = b->descs_cap;
+    b->descs = NULL;
+    a->total = 0;
+    for (i = 0; i < b->ndescs; i++) {
+        sts_tensor_desc *d = &p->descs[i];
+        d->index = i;
+        d->file = 0;
+        if ((r = sts__ar_add_ent(a, d->name, d->name_len, NULL, 0, 0, err)) != STS_OK) return r;
+        a->ents[i].slot = i;
+        a->total += d->nbytes;
+    }
+    return sts__ar_index(a, STS_RULE_PROVIDER, err);
+}
+
+/* ---- accessors ---- */
+STS__PRIVATE size_t sts__ar_count(const sts_archive *a) { return a->direct ? sts_count(a->direct) : a->nents; }
+/* Tensor i's file and its slot in that file's descriptors. */
+STS__PRIVATE void sts__ar_where(const sts_archive *a, size_t i, size_t *file, size_t *slot) {
+    if (a->direct) { *file = 0; *slot = i; return; }
+    *file = a->ents[i].file;
+    *slot = a->ents[i].slot;
+}
+STS__PRIVATE void sts__st_desc(sts_tensor_desc *d, const sts_file *sf, const sts_tensor *t, size_t file);
+/* A part's descriptors; a direct file's are built on first use and published once. */
+STS__PRIVATE sts_result sts__ar_descs(const sts_archive *a, sts__arpart *p, sts_tensor_desc **out, sts_error *err) {
+    sts_tensor_desc *have = (sts_tensor_desc *)STS__AR_LOAD(&p->descs), *mine, *expect = NULL;
+    size_t i;
+    if (have || !p->ndescs || !p->sf) { *out = have; return STS_OK; }
+    if (!(mine = (sts_tensor_desc *)sts__alloc(&a->mem, p->ndescs * sizeof *mine)))
+        return sts__nomem(err, "the tensor table");
+    for (i = 0; i < p->ndescs; i++) {
+        sts__st_desc(&mine[i], p->sf, sts_at(p->sf, i), 0);
+        mine[i].index = i;
+    }
+    if (STS__AR_CAS(&p->descs, &expect, mine)) { *out = mine; return STS_OK; }
+    sts__free(&a->mem, mine, p->ndescs * sizeof *mine);
+    *out = expect;
+    return STS_OK;
+}
+STSDEF const char *sts_archive_format(const sts_archive *a) { return a ? a->format : NULL; }
+STSDEF const char *sts_archive_provider(const sts_archive *a) { return a ? a->pname : NULL; }
+STSDEF uint32_t sts_archive_version(const sts_archive *a) { return a ? a->version : 0; }
+STSDEF size_t sts_archive_count(const sts_archive *a) { return a ? sts__ar_count(a) : 0; }
+STSDEF uint64_t sts_archive_total_bytes(const sts_archive *a) { return a ? a->total : 0; }
+STSDEF size_t sts_archive_meta_count(const sts_archive *a) { return a ? a->nmeta : 0; }
+STSDEF const sts_meta *sts_archive_meta_at(const sts_archive *a, size_t i) {
+    return a && i < a->nmeta ? &a->meta[i] : NULL;
+}
+STSDEF const sts_meta *sts_archive_meta_find(const sts_archive *a, const char *key, size_t key_len) {
+    size_t i;
+    if (!a || (!key && key_len)) return NULL;
+    for (i = a->nmeta; i-- > 0;)  /* the last of a repeated key, as JSON readers do */
+        if (a->meta[i].key_len == key_len && (key_len == 0 || memcmp(a->meta[i].key, key, key_len) == 0))
+            return &a->meta[i];
+    return NULL;
+}
+STSDEF const char *sts_archive_name(const sts_archive *a, size_t i, size_t *len) {
+    if (!a || i >= sts__ar_count(a)) { if (len) *len = 0; return NULL; }
+    if (a->direct) { if (len) *len = sts_at(a->direct, i)->name_len; return sts_at(a->direct, i)->name; }
+    if (len) *len = a->ents[i].name_len;
+    return a->ents[i].name;
+}
+STSDEF sts_result sts_archive_at(const sts_archive *a, size_t i, const sts_tensor_desc **out, sts_error *err) {
+    sts__arpart *p;
+    sts_tensor_desc *ds = NULL;
+    size_t file, slot;
+    sts_result r;
+    if (!a || !out) return sts__failx(err, STS_RULE_ARGUMENT, "sts_archive_at needs an archive and out");
+    if (i >= sts__ar_count(a))
+        return sts__failx(err, STS_RULE_NOT_FOUND, "tensor %z is past the archive's %z tensors", i, sts__ar_count(a));
+    sts__ar_where(a, i, &file, &slot);
+    if ((r = sts__ar_part(a, file, &p, err)) != STS_OK) return r;
+    if ((r = sts__ar_descs(a, p, &ds, err)) != STS_OK) return r;
+    *out = &ds[slot];
+    return STS_OK;
+}
+STSDEF sts_result sts_archive_find(const sts_archive *a, const char *name, size_t len, const sts_tensor_desc **out,
+                                   sts_error *err) {
+    size_t i;
+    if (!a || !out || (!name && len))
+        return sts__failx(err, STS_RULE_ARGUMENT, "sts_archive_find needs a name and out");
+    if ((i = sts__ar_lookup(a, name, len)) == (size_t)-1)
+        return sts__failx(err, STS_RULE_NOT_FOUND, "no tensor %q in the archive", name ? name : "", len);
+    return sts_archive_at(a, i, out, err);
+}
+STSDEF size_t sts_archive_files(const sts_archive *a) { return a ? a->nfiles : 0; }
+STSDEF const char *sts_archive_file(const sts_archive *a, size_t i) {
+    return a && i < a->nfiles ? a->files[i].path : NULL;
+}
+STSDEF sts_archive_stats sts_archive_get_stats(const sts_archive *a) {
+    sts_archive_stats s;
+    memset(&s, 0, sizeof s);
+    if (!a) return s;
+    s.files_opened = STS__AR_GET(&a->st_opened);
+    s.reads = STS__AR_GET(&a->st_reads);
+    s.bytes_read = STS__AR_GET(&a->st_bytes);
+    return s;
+}
+
+/* ---- views, windows, cursors ---- */
+/* The descriptor's part, checking the descriptor belongs to this archive. */
+STS__PRIVATE sts_result sts__ar_desc_part(const sts_archive *a, const sts_tensor_desc *d, sts__arpart **p,
+                                          sts_error *err) {
+    size_t file, slot;
+    sts_result r;
+    if (!a || !d) return sts__failx(err, STS_RULE_ARGUMENT, "an archive and a descriptor are needed");
+    if (d->file >= a->nfiles || d->index >= sts__ar_count(a))
+        return sts__failx(err, STS_RULE_ARGUMENT, "the descriptor of %q is not this archive's", d->name, d->name_len);
+    sts__ar_where(a, d->index, &file, &slot);
+    if ((r = sts__ar_part(a, d->file, p, err)) != STS_OK) return r;
+    if (file != d->file || slot >= (*p)->ndescs || &(*p)->descs[slot] != d)
+        return sts__failx(err, STS_RULE_ARGUMENT, "the descriptor of %q is not this archive's", d->name, d->name_len);
+    return STS_OK;
+}
+STS__PRIVATE const char *sts__ar_no_view(const sts_archive *a, const sts_tensor_desc *d, const sts__arpart *p) {
+    if (!p->base) return a->has_src ? "its bytes come through a callback source, not a mapping"
+                                     : "its file is read with pread, not mapped";
+    if (d->big_endian != sts__host_big_endian())
+        return d->big_endian ? "its bytes are big-endian and this host is little-endian"
+                             : "its bytes are little-endian and this host is big-endian";
+    if (d->type->align > 1 && (uintptr_t)(p->base + d->offset) % d->type->align)
+        return "its bytes are not aligned for its type";
+    return NULL;
+}
+STSDEF sts_result sts_archive_view(const sts_archive *a, const sts_tensor_desc *d, const void **out, sts_error *err) {
+    sts__arpart *p;
+    const char *why;
+    sts_result r;
+    if (!out) return sts__failx(err, STS_RULE_ARGUMENT, "sts_archive_view needs out");
+    if ((r = sts__ar_desc_part(a, d, &p, err)) != STS_OK) return r;
+    if ((why = sts__ar_no_view(a, d, p)) != NULL)
+        return sts__fail(err, STS_RULE_VIEW, d->offset, "no view of tensor %q (%s at byte %U of %q): %s", d->name,
+                         d->name_len, d->type->name, d->offset, sts__ar_label(a, d->file),
+                         strlen(sts__ar_label(a, d->file)), why);
+    *out = p->base + d->offset;
+    return STS_OK;
+}
+STS__PRIVATE sts_result sts__ar_window(const sts_tensor_desc *d, uint64_t offset, uint64_t len, sts_error *err) {
+    if (offset > d->nbytes || len > d->nbytes - offset)
+        return sts__failx(err, STS_RULE_WINDOW, "the window [%U, +%U) is outside tensor %q (%U bytes)", offset, len,
+                          d->name, d->name_len, d->nbytes);
+    return STS_OK;
+}
+STSDEF sts_result sts_archive_read(const sts_archive *a, const sts_tensor_desc *d, uint64_t offset, void *dst,
+                                   size_t len, sts_error *err) {
+    sts__arpart *p;
+    sts_result r;
+    if (!dst && len) return sts__failx(err, STS_RULE_ARGUMENT, "sts_archive_read needs dst");
+    if ((r = sts__ar_desc_part(a, d, &p, err)) != STS_OK) return r;
+    if ((r = sts__ar_window(d, offset, len, err)) != STS_OK) return r;
+    return sts__ar_fetch(a, d->file, p, d->offset + offset, dst, len, err);
+}
+
+struct sts_cursor {
+    const sts_archive *a;
+    const sts_tensor_desc *d;
+    sts__arpart *p;
+    uint64_t at, end;               /* file offsets */
+    size_t chunk;
+    uint8_t *buf;                   /* chunk bytes, when not mapped */
+    size_t bufsize;
+    int check;                      /* compare the digest at the end */
+    int checked;
+    sts_sha256 sha;
+    uint8_t expect[32];
+};
+STSDEF sts_result sts_cursor_open(const sts_archive *a, const sts_tensor_desc *d, uint64_t offset, uint64_t len,
+                                  size_t chunk, const uint8_t *sha256, sts_cursor **out, sts_error *err) {
+    sts__arpart *p;
+    sts_cursor *c;
+    sts_result r;
+    if (!out) return sts__failx(err, STS_RULE_ARGUMENT, "sts_cursor_open needs out");
+    if ((r = sts__ar_desc_part(a, d, &p, err)) != STS_OK) return r;
+    if ((r = sts__ar_window(d, offset, len, err)) != STS_OK) return r;
+    if (sha256 && (offset != 0 || len != d->nbytes))
+        return sts__failx(err, STS_RULE_ARGUMENT, "a digest is checked over the whole of tensor %q, not a window",
+                          d->name, d->name_len);
+    if (!chunk) chunk = (size_t)1 << 20;
+    if (!(c = (sts_cursor *)sts__alloc(&a->mem, sizeof *c))) return sts__nomem(err, "a cursor");
+    memset(c, 0, sizeof *c);
+    c->a = a; c->d = d; c->p = p;
+    c->at = d->offset + offset;
+    c->end = c->at + len;
+    c->chunk = chunk;
+    c->bufsize = p->base || !len ? 0 : (uint64_t)chunk < len ? chunk : (size_t)len;
+    if (c->bufsize && !(c->buf = (uint8_t *)sts__alloc(&a->mem, c->bufsize))) {
+        sts__free(&a->mem, c, sizeof *c);
+        return sts__nomem(err, "a cursor's buffer");
+    }
+    if (sha256) { c->check = 1; memcpy(c->expect, sha256, 32); sts_sha256_init(&c->sha); }
+    *out = c;
+    return STS_OK;
+}
+STS__PRIVATE sts_result sts__ar_digest_check(const sts_tensor_desc *d, const char *file, sts_sha256 *sha,
+                                             const uint8_t expect[32], sts_error *err) {
+    uint8_t got[32];
+    char hg[65], he[65];
+    sts_sha256_final(sha, got);
+    if (memcmp(got, expect, 32) == 0) return STS_OK;
+    sts_sha256_hex(got, hg);
+    sts_sha256_hex(expect, he);
+    return sts__failx(err, STS_RULE_SHA256, "tensor %q of %q has SHA-256 %s, not the expected %s", d->name,
+                      d->name_len, file, strlen(file), hg, he);
+}
+STSDEF sts_result sts_cursor_next(sts_cursor *c, const void **chunk, size_t *len, sts_error *err) {
+    size_t n;
+    const uint8_t *p;
+    sts_result r;
+    if (!c || !chunk || !len)
+        return sts__failx(err, STS_RULE_ARGUMENT, "sts_cursor_next needs a cursor, chunk and len");
+    if (c->at >= c->end) {
+        *chunk = NULL;
+        *len = 0;
+        if (c->check && !c->checked) {  /* an empty tensor */
+            c->checked = 1;
+            return sts__ar_digest_check(c->d, sts__ar_label(c->a, c->d->file), &c->sha, c->expect, err);
+        }
+        return STS_OK;
+    }
+    n = (uint64_t)c->chunk < c->end - c->at ? c->chunk : (size_t)(c->end - c->at);
+    if (c->p->base) p = c->p->base + c->at;
+    else {
+        if ((r = sts__ar_fetch(c->a, c->d->file, c->p, c->at, c->buf, n, err)) != STS_OK) return r;
+        p = c->buf;
+    }
+    c->at += n;
+    if (c->check) {
+        sts_sha256_update(&c->sha, p, n);
+        if (c->at == c->end) {
+            c->checked = 1;
+            if ((r = sts__ar_digest_check(c->d, sts__ar_label(c->a, c->d->file), &c->sha, c->expect, err)) != STS_OK)
+                return r;
+        }
+    }
+    *chunk = p;
+    *len = n;
+    return STS_OK;
+}
+STSDEF void sts_cursor_close(sts_cursor *c) {
+    if (!c) return;
+    sts__free(&c->a->mem, c->buf, c->bufsize);
+    sts__free(&c->a->mem, c, sizeof *c);
+}
+
+/* ---- SHA-256 of tensors and files ---- */
+STSDEF sts_result sts_archive_sha256(const sts_archive *a, const sts_tensor_desc *d, uint8_t digest[32],
+                                     sts_error *err) {
+    sts_cursor *c;
+    sts_sha256 sha;
+    const void *chunk;
+    size_t len;
+    sts_result r;
+    if (!digest) return sts__failx(err, STS_RULE_ARGUMENT, "sts_archive_sha256 needs a digest buffer");
+    if ((r = sts_cursor_open(a, d, 0, d ? d->nbytes : 0, (size_t)4 << 20, NULL, &c, err)) != STS_OK) return r;
+    sts_sha256_init(&sha);
+    while ((r = sts_cursor_next(c, &chunk, &len, err)) == STS_OK && len) sts_sha256_update(&sha, chunk, len);
+    sts_cursor_close(c);
+    if (r == STS_OK) sts_sha256_final(&sha, digest);
+    return r;
+}
+STSDEF sts_result sts_archive_file_sha256(const sts_archive *a, size_t file, uint8_t digest[32], sts_error *err) {
+    sts__arpart *p;
+    sts_sha256 sha;
+    sts_result r;
+    if (!a || !digest || file >= a->nfiles)
+        return sts__failx(err, STS_RULE_ARGUMENT, "sts_archive_file_sha256 needs an archive, a file and a digest");
+    if ((r = sts__ar_part(a, file, &p, err)) != STS_OK) return r;
+    if (p->base) { sts_sha256(p->base, (size_t)p->size, digest); return STS_OK; }
+    {
+        size_t cap = (size_t)4 << 20;
+        uint64_t at = 0;
+        uint8_t *buf = (uint8_t *)sts__alloc(&a->mem, cap);
+        if (!buf) return sts__nomem(err, "a read buffer");
+        sts_sha256_init(&sha);
+        while (at < p->size && r == STS_OK) {
+            size_t n = p->size - at < cap ? (size_t)(p->size - at) : cap;
+            if ((r = sts__ar_fetch(a, file, p, at, buf, n, err)) == STS_OK) sts_sha256_update(&sha, buf, n);
+            at += n;
+        }
+        sts__free(&a->mem, buf, cap);
+        if (r == STS_OK) sts_sha256_final(&sha, digest);
+        return r;
+    }
+}
+
+/* ---- materialise through a factory ---- */
+/* n units of `unit` bytes (2, 4 or 8) byte-reversed from src to dst (dst == src allowed). */
+STS__PRIVATE void sts__swap_units(uint8_t *dst, const uint8_t *src, size_t n, unsigned unit) {
+    size_t i;
+    unsigned b;
+    for (i = 0; i < n; i++, dst += unit, src += unit)
+        for (b = 0; b < unit / 2; b++) {
+            uint8_t x = src[b], y = src[unit - 1 - b];
+            dst[b] = y;
+            dst[unit - 1 - b] = x;
+        }
+}
+STSDEF sts_result sts_archive_materialize(const sts_archive *a, const sts_tensor_desc *d, const sts_factory *f,
+                                          const sts_materialize_options *o, sts_materialized *out, sts_error *err) {
+    static const sts_materialize_options none = { STS_ZERO_COPY_PREFER, 0, STS_DTYPE_F32, STS_ROUND_TRUNCATE, NULL };
+    const size_t piece = (size_t)1 << 20;
+    const sts_type *tt;
+    sts__arpart *p;
+    uint64_t out_bytes, done;
+    uint8_t *dst, *scratch = NULL;
+    sts_sha256 sha;
+    int host_be = sts__host_big_endian(), conv, hashed = 0, ok;
+    sts_result r;
+    if (!f || !out) return sts__failx(err, STS_RULE_ARGUMENT, "sts_archive_materialize needs a factory and out");
+    if (!o) o = &none;
+    if ((r = sts__ar_desc_part(a, d, &p, err)) != STS_OK) return r;
+    if ((unsigned)o->zero_copy > (unsigned)STS_ZERO_COPY_REQUIRE || (unsigned)o->rounding >= STS_ROUNDING_COUNT ||
+        (o->convert && (unsigned)o->target >= (unsigned)STS_DTYPE_COUNT))
+        return sts__failx(err, STS_RULE_ARGUMENT, "materialize options out of range for tensor %q", d->name,
+                          d->name_len);
+    conv = o->convert && o->target != d->type->dtype;
+    tt = d->type;
+    out_bytes = d->nbytes;
+    if (conv) {
+        if (d->type->dtype == STS_DTYPE_COUNT || !sts_convert_supported(o->target, d->type->dtype))
+            return sts__failx(err, STS_RULE_UNSUPPORTED, "tensor %q: %s does not convert to %s", d->name, d->name_len,
+                              d->type->name, sts_dtype_name(o->target));
+        tt = sts_type_of(o->target);
+        out_bytes = sts_type_bytes(tt, d->numel, &ok);
+        if (o->target == STS_DTYPE_F32 && d->type->dtype == STS_DTYPE_C64) out_bytes *= 2;
+        else if (o->target == STS_DTYPE_F64 && d->type->dtype == STS_DTYPE_C64) out_bytes *= 2;
+        if (!ok || out_bytes > (uint64_t)((size_t)-1 >> 1))
+            return sts__failx(err, STS_RULE_UNSUPPORTED, "tensor %q: %U elements of %s do not fit in memory", d->name,
+                              d->name_len, d->numel, tt->name);
+    }
+    if (d->big_endian != host_be && !d->type->plain && d->type->block_bytes > 1)
+        return sts__failx(err, STS_RULE_UNSUPPORTED, "tensor %q: %s blocks in the other byte order are not swapped",
+                          d->name, d->name_len, d->type->name);
+    if (!conv && o->zero_copy != STS_ZERO_COPY_NEVER) {
+        const char *why = sts__ar_no_view(a, d, p);
+        if (!why && f->wrap) {
+            const uint8_t *view = p->base + d->offset;
+            if (o->sha256) {  /* hashed in place: no copy, one pass */
+                sts_sha256_init(&sha);
+                sts_sha256_update(&sha, view, (size_t)d->nbytes);
+                if ((r = sts__ar_digest_check(d, sts__ar_label(a, d->file), &sha, o->sha256, err)) != STS_OK) return r;
+                hashed = 1;
+            }
+            if (f->wrap(f->user, d, view)) {
+                out->data = (void *)(uintptr_t)view;
+                out->nbytes = d->nbytes;
+                out->type = d->type;
+                out->wrapped = 1;
+                return STS_OK;
+            }
+            why = "the factory's wrap declined it";
+        } else if (!why) {
+            why = "the factory has no wrap";
+        }
+        if (o->zero_copy == STS_ZERO_COPY_REQUIRE)
+            return sts__fail(err, STS_RULE_VIEW, d->offset, "no zero-copy view of tensor %q: %s", d->name, d->name_len,
+                             why);
+    }
+    if (!f->allocate) return sts__failx(err, STS_RULE_ARGUMENT, "the factory has no allocate");
+    if (d->nbytes > (uint64_t)((size_t)-1 >> 1))
+        return sts__failx(err, STS_RULE_UNSUPPORTED, "tensor %q is too large for this address space", d->name,
+                          d->name_len);
+    if (!(dst = (uint8_t *)f->allocate(f->user, d, tt, out_bytes)))
+        return sts__failx(err, STS_RULE_ALLOC, "the factory allocated nothing for the %U bytes of tensor %q", out_bytes,
+                          d->name, d->name_len);
+    if (o->sha256 && !hashed) sts_sha256_init(&sha);
+    r = STS_OK;
+    if (!conv) {  /* a copy: straight into dst, hashed there, swapped in place */
+        unsigned unit = d->big_endian != host_be ? d->type->swap : 0;
+        size_t step = unit ? piece / unit * unit : piece;
+        for (done = 0; done < d->nbytes && r == STS_OK; done += step) {
+            size_t n = d->nbytes - done < step ? (size_t)(d->nbytes - done) : step;
+            r = sts__ar_fetch(a, d->file, p, d->offset + done, dst + done, n, err);
+            if (r != STS_OK) break;
+            if (o->sha256 && !hashed) sts_sha256_update(&sha, dst + done, n);
+            if (unit > 1) sts__swap_units(dst + done, dst + done, n / unit, unit);
+        }
+    } else {  /* a conversion: the stored bytes (mapped, or read into scratch), little-endian, then the codec */
+        size_t ebytes = d->type->bits / 8, tbytes = (size_t)(out_bytes / (d->numel ? d->numel : 1));
+        size_t per = piece / ebytes;
+        unsigned unit = d->type->swap;
+        if ((!p->base || d->big_endian) && !(scratch = (uint8_t *)sts__alloc(&a->mem, piece)))
+            r = sts__nomem(err, "a buffer");
+        for (done = 0; done < d->numel && r == STS_OK; done += per) {
+            size_t n = d->numel - done < per ? (size_t)(d->numel - done) : per;
+            const uint8_t *src;
+            if (p->base) src = p->base + d->offset + done * ebytes;
+            else {
+                r = sts__ar_fetch(a, d->file, p, d->offset + done * ebytes, scratch, n * ebytes, err);
+                if (r != STS_OK) break;
+                src = scratch;
+            }
+            if (o->sha256 && !hashed) sts_sha256_update(&sha, src, n * ebytes);
+            if (d->big_endian && unit > 1) { sts__swap_units(scratch, src, n * ebytes / unit, unit); src = scratch; }
+            r = sts_convert_ex(dst + done * tbytes, o->target, src, d->type->dtype, n, o->rounding, err);
+            if (r != STS_OK) break;
+            if (host_be && tt->swap > 1)
+                sts__swap_units(dst + done * tbytes, dst + done * tbytes, n * tbytes / tt->swap, tt->swap);
+        }
+        sts__free(&a->mem, scratch, piece);
+    }
+    if (r == STS_OK && o->sha256 && !hashed)
+        r = sts__ar_digest_check(d, sts__ar_label(a, d->file), &sha, o->sha256, err);
+    if (r != STS_OK) {
+        if (f->release) f->release(f->user, d, dst, out_bytes);
+        return r;
+    }
+    out->data = dst;
+    out->nbytes = out_bytes;
+    out->type = tt;
+    out->wrapped = 0;
+    return STS_OK;
+}
+
+/* ---- reasons: a probe's sentence, bounded ---- */
+STS__PRIVATE void sts__ar_reason(sts_probe_result *o, int supported, int confidence, const char *fmt, ...) {
+    sts__buf b;
+    va_list ap;
+    o->supported = supported;
+    o->confidence = confidence;
+    b.p = o->reason; b.n = 0; b.cap = sizeof o->reason;
+    o->reason[0] = 0;
+    va_start(ap, fmt);
+    sts__vformat(&b, fmt, ap);
+    va_end(ap);
+    sts__buf_trim(&b);
+}
+/* An error from a lower layer, its message prefixed with what it was about ("shard X: ..."). */
+STS__PRIVATE sts_result sts__ar_about(sts_error *err, sts_result r, const char *what, const char *name) {
+    if (err && r != STS_OK) {
+        sts_error e = *err;
+        sts__fail_code(err, e.code, e.rule, e.offset, "%s %q: %s", what, name, strlen(name), e.message);
+    }
+    return r;
+}
+
+/* ---- provider: one safetensors file ---- */
+STS__PRIVATE void sts__st_probe(void *user, const sts_probe_input *in, sts_probe_result *o) {
+    uint64_t n;
+    size_t i;
+    (void)user;
+    if (in->is_dir) { sts__ar_reason(o, 0, 0, "a folder, not a file"); return; }
+    if (in->prefix_len < 8) {
+        sts__ar_reason(o, 1, 5, "%U bytes, too short for a header: the safetensors parser gives the verdict", in->size);
+        return;
+    }
+    n = sts__le64(in->prefix);
+    i = 8;
+    while (i < in->prefix_len && i - 8 < n && STS__IS_WS(in->prefix[i])) i++;
+    if (n < 2 || n > (uint64_t)STS_MAX_HEADER_SIZE || n > in->size - 8 || i >= in->prefix_len || in->prefix[i] != '{') {
+        sts__ar_reason(o, 1, 5, "no safetensors header (length %U of %U bytes): the safetensors parser gives the "
+                       "verdict", n, in->size);
+        return;
+    }
+    sts__ar_reason(o, 1, 90, "a %U-byte header that opens a JSON object", n);
+}
+typedef struct sts__st_src { sts_builder *b; } sts__st_src;
+STS__PRIVATE sts_result sts__st_read(void *user, uint64_t offset, void *dst, size_t len) {
+    return sts_builder_read(((sts__st_src *)user)->b, offset, dst, len, NULL);
+}
+/* File `file`'s part from a parsed safetensors file: a descriptor per tensor, named by the entries. */
+STS__PRIVATE void sts__st_desc(sts_tensor_desc *d, const sts_file *sf, const sts_tensor *t, size_t file) {
+    memset(d, 0, sizeof *d);
+    d->name = t->name;
+    d->name_len = t->name_len;
+    d->type = &sts__types[t->dtype];
+    d->rank = t->rank;
+    d->shape = d->format_shape = t->shape;
+    d->numel = sts_tensor_numel(t);
+    d->nbytes = t->end - t->begin;
+    d->file = file;
+    d->offset = sts_tensor_file_offset(sf, t);
+    d->alignment = sts__ar_alignment(d->offset);
+}
+STS__PRIVATE sts_result sts__st_open(void *user, sts_builder *b, sts_error *err) {
+    sts_archive *a = b->a;
+    sts__arpart *p = a->files[0].part;
+    sts_file *sf;
+    sts_result r;
+    size_t i;
+    (void)user;
+    if (p->base) r = sts_parse(p->base, (size_t)p->size, &a->opts, &sf, err);
+    else {
+        sts__st_src s;
+        sts_source src;
+        s.b = b;
+        src.read = sts__st_read;
+        src.user = &s;
+        src.size = p->size;
+        r = sts_open_source(&src, &a->opts, &sf, err);
+    }
+    if (r != STS_OK) return r;
+    p->sf = sf;
+    p->ndescs = p->descs_cap = sts_count(sf);  /* the descriptors come on first use */
+    a->direct = sf;
+    a->total = sf->file_size - 8 - sf->header_len;  /* the tensors tile the data section */
+    for (i = 0; i < sts_metadata_count(sf); i++) {
+        const sts_kv *kv = sts_metadata_at(sf, i);
+        sts_meta m;
+        memset(&m, 0, sizeof m);
+        m.key = kv->key; m.key_len = kv->key_len;
+        m.type = STS_META_STRING;
+        m.str = kv->value; m.str_len = kv->value_len;
+        if ((r = sts__ar_add_meta(a, &m, 0, err)) != STS_OK) return r;
+    }
+    return STS_OK;
+}
+
+/* ---- provider: .npy (NumPy's format, versions 1 to 3, C order) ---- */
+static const struct { char code[3]; sts_dtype dtype; } sts__npy_types[] = {
+    { "b1", STS_DTYPE_BOOL }, { "u1", STS_DTYPE_U8 }, { "i1", STS_DTYPE_I8 }, { "u2", STS_DTYPE_U16 },
+    { "i2", STS_DTYPE_I16 }, { "u4", STS_DTYPE_U32 }, { "i4", STS_DTYPE_I32 }, { "u8", STS_DTYPE_U64 },
+    { "i8", STS_DTYPE_I64 }, { "f2", STS_DTYPE_F16 }, { "f4", STS_DTYPE_F32 }, { "f8", STS_DTYPE_F64 },
+    { "c8", STS_DTYPE_C64 },
+};
+#define STS__NPY_MAX_RANK 64
+STS__PRIVATE void sts__npy_probe(void *user, const sts_probe_input *in, sts_probe_result *o) {
+    (void)user;
+    if (in->is_dir) { sts__ar_reason(o, 0, 0, "a folder, not a file"); return; }
+    if (in->prefix_len < 8 || memcmp(in->prefix, "\x93NUMPY", 6) != 0) {
+        sts__ar_reason(o, 0, 0, "no \\x93NUMPY magic");
+        return;
+    }
+    o->version = in->prefix[6];
+    if (in->prefix[6] < 1 || in->prefix[6] > 3) {
+        sts__ar_reason(o, 1, 60, "the .npy magic with version %d.%d, which is not 1, 2 or 3 (open says so)",
+                       (int)in->prefix[6], (int)in->prefix[7]);
+        return;
+    }
+    sts__ar_reason(o, 1, 95, "the .npy magic, format version %d.%d", (int)in->prefix[6], (int)in->prefix[7]);
+}
+typedef struct sts__npy {
+    const char *s, *end;
+    const char *descr;
+    size_t descr_len;
+    int fortran, has_descr, has_fortran, has_shape;
+    uint32_t rank;
+    uint64_t shape[STS__NPY_MAX_RANK];
+} sts__npy;
+STS__PRIVATE void sts__npy_ws(sts__npy *x) { while (x->s < x->end && (*x->s == ' ' || *x->s == '\t')) x->s++; }
+STS__PRIVATE int sts__npy_str(sts__npy *x, const char **p, size_t *n) {  /* a quoted literal without escapes */
+    char q;
+    const char *st;
+    sts__npy_ws(x);
+    if (x->s >= x->end || (*x->s != '\'' && *x->s != '"')) return 0;
+    q = *x->s++;
+    st = x->s;
+    while (x->s < x->end && *x->s != q) { if (*x->s == '\\') return 0; x->s++; }
+    if (x->s >= x->end) return 0;
+    *p = st;
+    *n = (size_t)(x->s - st);
+    x->s++;
+    return 1;
+}
+STS__PRIVATE int sts__npy_lit(sts__npy *x, const char *w) {
+    size_t n = strlen(w);
+    sts__npy_ws(x);
+    if ((size_t)(x->end - x->s) < n || memcmp(x->s, w, n) != 0) return 0;
+    x->s += n;
+    return 1;
+}
+/* The header dict: {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), } in any key order. */
+STS__PRIVATE const char *sts__npy_dict(sts__npy *x) {
+    if (!sts__npy_lit(x, "{")) return "the header is not a dict";
+    for (;;) {
+        const char *k;
+        size_t kn;
+        if (sts__npy_lit(x, "}")) break;
+        if (!sts__npy_str(x, &k, &kn)) return "a dict key is not a quoted string";
+        if (!sts__npy_lit(x, ":")) return "a dict key has no ':'";
+        if (kn == 5 && memcmp(k, "descr", 5) == 0) {
+            if (x->has_descr++) return "descr appears twice";
+            if (!sts__npy_str(x, &x->descr, &x->descr_len)) return "descr is not a string (structured dtypes are "
+                                                                   "not supported)";
+        } else if (kn == 13 && memcmp(k, "fortran_order", 13) == 0) {
+            if (x->has_fortran++) return "fortran_order appears twice";
+            if (sts__npy_lit(x, "True")) x->fortran = 1;
+            else if (!sts__npy_lit(x, "False")) return "fortran_order is not True or False";
+        } else if (kn == 5 && memcmp(k, "shape", 5) == 0) {
+            if (x->has_shape++) return "shape appears twice";
+            if (!sts__npy_lit(x, "(")) return "shape is not a tuple";
+            for (;;) {
+                uint64_t v;
+                size_t used;
+                int big;
+                if (sts__npy_lit(x, ")")) break;
+                sts__npy_ws(x);
+                used = sts__dec_u64((const uint8_t *)x->s, (const uint8_t *)x->end, &v, &big);
+                if (!used || big) return "a shape dimension is not an integer below 2^64";
+                if (used > 1 && *x->s == '0') return "a shape dimension has a leading zero";
+                if (x->rank >= STS__NPY_MAX_RANK) return "the shape has more than 64 dimensions";
+                x->shape[x->rank++] = v;
+                x->s += used;
+                if (sts__npy_lit(x, ",")) continue;
+                if (sts__npy_lit(x, ")")) break;
+                return "the shape tuple is malformed";
+            }
+        } else {
+            return "the dict has a key other than descr, fortran_order and shape";
+        }
+        if (sts__npy_lit(x, ",")) continue;
+        if (sts__npy_lit(x, "}")) break;
+        return "the dict is malformed (expected ',' or '}')";
+    }
+    while (x->s < x->end && (*x->s == ' ' || *x->s == '\t' || *x->s == '\n')) x->s++;
+    if (x->s != x->end) return "bytes other than spaces and a newline follow the dict";
+    if (!x->has_descr || !x->has_fortran || !x->has_shape) return "descr, fortran_order or shape is missing";
+    return NULL;
+}
+STS__PRIVATE sts_result sts__npy_open(void *user, sts_builder *b, sts_error *err) {
+    sts_archive *a = b->a;
+    uint8_t pre[12];
+    uint64_t size = sts_builder_size(b), hlen, data_at, numel = 1;
+    size_t lensz, i;
+    char *text;
+    sts__npy x;
+    const char *why;
+    sts_tensor_desc d;
+    sts_dtype dt = STS_DTYPE_COUNT;
+    sts_result r;
+    int ok;
+    (void)user;
+    if (size < 10 || (r = sts_builder_read(b, 0, pre, size < 12 ? 10 : 12, err)) != STS_OK)
+        return size < 10 ? sts__fail(err, STS_RULE_NPY_HEADER, 0, "%U bytes are too short for a .npy header", size)
+                         : r;
+    if (memcmp(pre, "\x93NUMPY", 6) != 0) return sts__fail(err, STS_RULE_NPY_HEADER, 0, "no \\x93NUMPY magic");
+    if (pre[6] < 1 || pre[6] > 3)
+        return sts__fail(err, STS_RULE_NPY_HEADER, 6, "format version %d.%d is not 1, 2 or 3", (int)pre[6],
+                         (int)pre[7]);
+    sts_builder_set_version(b, pre[6]);
+    lensz = pre[6] == 1 ? 2 : 4;
+    if (lensz == 4 && size < 12) return sts__fail(err, STS_RULE_NPY_HEADER, 8, "the header length is cut off");
+    hlen = lensz == 2 ? (uint64_t)pre[8] | (uint64_t)pre[9] << 8
+                      : (uint64_t)pre[8] | (uint64_t)pre[9] << 8 | (uint64_t)pre[10] << 16 | (uint64_t)pre[11] << 24;
+    data_at = 8 + lensz + hlen;
+    if (data_at > size) return sts__fail(err, STS_RULE_NPY_HEADER, 8, "the %U-byte header runs past the end of the "
+                                         "%U-byte file", hlen, size);
+    if (hlen > ((uint64_t)1 << 24)) return sts__fail(err, STS_RULE_NPY_HEADER, 8, "a %U-byte header is over 16 MiB",
+                                                     hlen);
+    if (!(text = (char *)sts__ar_alloc(a, (size_t)hlen + 1))) return sts__nomem(err, "the .npy header");
+    if ((r = sts_builder_read(b, 8 + lensz, text, (size_t)hlen, err)) != STS_OK) return r;
+    if (sts__utf8_check((const uint8_t *)text, (size_t)hlen) != hlen)
+        return sts__fail(err, STS_RULE_NPY_HEADER, 8 + lensz, "the header is not %s text", pre[6] == 3 ? "UTF-8"
+                                                                                                      : "ASCII");
+    memset(&x, 0, sizeof x);
+    x.s = text;
+    x.end = text + hlen;
+    if ((why = sts__npy_dict(&x)) != NULL)
+        return sts__fail(err, STS_RULE_NPY_HEADER, 8 + lensz + (uint64_t)(x.s - text), "%s", why);
+    if (x.fortran)
+        return sts__fail(err, STS_RULE_NPY_FORTRAN, 8 + lensz, "the array is in Fortran order; only C order is read");
+    if (x.descr_len == 3 && (x.descr[0] == '<' || x.descr[0] == '>' || x.descr[0] == '|'))
+        for (i = 0; i < sizeof sts__npy_types / sizeof sts__npy_types[0]; i++)
+            if (memcmp(x.descr + 1, sts__npy_types[i].code, 2) == 0) dt = sts__npy_types[i].dtype;
+    if (dt == STS_DTYPE_COUNT || (x.descr[0] == '|' && sts_dtype_bits(dt) > 8))
+        return sts__fail(err, STS_RULE_UNSUPPORTED, 8 + lensz, "descr %q is not a supported element type (b1, i1..i8, "
+                         "u1..u8, f2, f4, f8, c8 with '<', '>' or '|')", x.descr, x.descr_len);
+    memset(&d, 0, sizeof d);
+    for (i = 0; i < x.rank; i++)
+        if (!sts__mul64(numel, x.shape[i], &numel))
+            return sts__fail(err, STS_RULE_NPY_HEADER, 8 + lensz, "the shape %S overflows 64 bits", x.shape,
+                             (size_t)x.rank);
+    d.type = &sts__types[dt];
+    d.nbytes = sts_type_bytes(d.type, numel, &ok);
+    if (!ok || d.nbytes != size - data_at)
+        return sts__fail(err, STS_RULE_NPY_HEADER, data_at, "the shape %S of %s needs %U data bytes, the file has %U",
+                         x.shape, (size_t)x.rank, d.type->name, ok ? d.nbytes : UINT64_MAX, size - data_at);
+    if (b->path) {  /* named after the file: "w.npy" holds "w" */
+        const char *base = strrchr(b->path, '/'), *dot;
+        base = base ? base + 1 : b->path;
+        dot = strrchr(base, '.');
+        d.name = base;
+        d.name_len = dot && dot != base ? (size_t)(dot - base) : strlen(base);
+    } else {
+        d.name = "array";
+        d.name_len = 5;
+    }
+    d.rank = x.rank;
+    d.shape = x.shape;
+    d.numel = numel;
+    d.offset = data_at;
+    d.big_endian = x.descr[0] == '>' && d.type->swap > 1;
+    return sts_builder_add_tensor(b, &d, err);
+}
+
+#ifndef STS_NO_STDIO
+/* ---- lazy shards: sharded checkpoints and datasets ---- */
+/* Opens shard `file` (validated as any safetensors file) and gives each of its entries a descriptor. */
+STS__PRIVATE sts_result sts__ar_load_shard(sts_archive *a, size_t file, sts__arpart **out, sts_error *err) {
+    const sts__arfile *fl = &a->files[file];
+    sts__arpart *p;
+    sts_file *sf;
+    sts_result r;
+    size_t k, i;
+    sts_rule rule = a->allow_extra ? STS_RULE_DATASET_INDEX : STS_RULE_SHARDED_SHARD;
+    if ((r = sts_open(fl->path, &a->opts, &sf, err)) != STS_OK) return sts__ar_about(err, r, "shard", fl->path);
+    STS__AR_ADD(&a->st_opened, 1);
+    if (!(p = sts__ar_part_new(a))) { sts_close(sf); return sts__nomem(err, "a shard"); }
+    p->sf = sf;
+    p->size = sf->file_size;
+    p->base = sf->data ? sf->data - 8 - sf->header_len : NULL;
+    if (fl->count && !(p->descs = (sts_tensor_desc *)sts__alloc(&a->mem, fl->count * sizeof *p->descs))) {
+        sts__ar_part_free(a, p);
+        return sts__nomem(err, "a shard's tensor table");
+    }
+    p->ndescs = p->descs_cap = fl->count;
+    for (k = 0; k < fl->count; k++) {
+        size_t ei = a->order[fl->first + k];
+        const sts__arent *e = &a->ents[ei];
+        const sts_tensor *t = sts_find(sf, e->inner, e->inner_len);
+        if (!t) {
+            sts__ar_part_free(a, p);
+            return sts__failx(err, rule, "the index puts tensor %q in shard %q, which does not hold it", e->name,
+                              e->name_len, fl->path, strlen(fl->path));
+        }
+        sts__st_desc(&p->descs[k], sf, t, file);
+        p->descs[k].name = e->name;
+        p->descs[k].name_len = e->name_len;
+        p->descs[k].index = ei;
+    }
+    if (!a->allow_extra && sts_count(sf) != fl->count)
+        for (i = 0; i < sts_count(sf); i++) {
+            const sts_tensor *t = sts_at(sf, i);
+            size_t ei = sts__ar_lookup(a, t->name, t->name_len);
+            if (ei == (size_t)-1 || a->ents[ei].file != file) {
+                sts_result rr = sts__failx(err, rule, ei == (size_t)-1
+                                           ? "shard %q holds tensor %q, which the index does not list"
+                                           : "shard %q holds tensor %q, which the index puts in another shard",
+                                           fl->path, strlen(fl->path), t->name, t->name_len);
+                sts__ar_part_free(a, p);
+                return rr;
+            }
+        }
+    *out = p;
+    return STS_OK;
+}
+/* A shard file name of an index: a file in the index's folder. */
+STS__PRIVATE int sts__ar_plain_name(const char *s, size_t n) {
+    if (n == 0 || (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.')) return 0;
+    return memchr(s, '/', n) == NULL && memchr(s, 0, n) == NULL;
+}
+/* The folder of a path ("." when it has none), allocated. */
+STS__PRIVATE char *sts__ar_dirname(sts_archive *a, const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) return sts__ar_strdup(a, ".", 1);
+    return sts__ar_strdup(a, path, slash == path ? 1 : (size_t)(slash - path));
+}
+typedef struct sts__shname { const char *name; size_t len; uint64_t hash; } sts__shname;
+
+/* ---- provider: sharded checkpoints (model.safetensors.index.json, _tensor_index.json) ---- */
+static const char sts__hf_index[] = "model.safetensors.index.json";
+static const char sts__our_index[] = "_tensor_index.json";
+STS__PRIVATE int sts__ar_has(const char *dir, const char *name) {
+    sts__mem m;
+    size_t sz;
+    char *p;
+    int kind;
+    memset(&m, 0, sizeof m);
+    if (!(p = sts__join(&m, dir, name, &sz))) return 0;
+    kind = sts__path_kind(p);
+    sts__free(&m, p, sz);
+    return kind == STS__FT_REG;
+}
+STS__PRIVATE int sts__ar_find_bytes(const uint8_t *p, size_t n, const char *w) {
+    size_t k = strlen(w), i;
+    for (i = 0; i + k <= n; i++) if (memcmp(p + i, w, k) == 0) return 1;
+    return 0;
+}
+STS__PRIVATE void sts__sh_probe(void *user, const sts_probe_input *in, sts_probe_result *o) {
+    size_t i = 0;
+    (void)user;
+    if (in->is_dir) {
+        if (sts__ar_has(in->path, sts__hf_index)) sts__ar_reason(o, 1, 90, "a folder with %s", sts__hf_index);
+        else if (sts__ar_has(in->path, sts__our_index))
+            sts__ar_reason(o, 1, 60, "a folder with %s", sts__our_index);
+        else sts__ar_reason(o, 0, 0, "a folder without %s or %s", sts__hf_index, sts__our_index);
+        return;
+    }
+    while (i < in->prefix_len && STS__IS_WS(in->prefix[i])) i++;
+    if (i >= in->prefix_len || in->prefix[i] != '{') { sts__ar_reason(o, 0, 0, "not a JSON object"); return; }
+    if (sts__ar_find_bytes(in->prefix, in->prefix_len, "\"weight_map\""))
+        sts__ar_reason(o, 1, 85, "a JSON object with a weight_map");
+    else sts__ar_reason(o, 1, 20, "a JSON object without weight_map in its first %z bytes", in->prefix_len);
+}
+/* A JSON scalar of the index's metadata as a typed entry (objects and arrays: their JSON text). */
+STS__PRIVATE sts_result sts__sh_meta(sts_archive *a, const sts__jdoc *d, uint32_t k, sts_error *err) {
+    const sts__jtok *kt = &d->tok[k], *vt = &d->tok[k + 1];
+    sts_meta m;
+    char *kb, *vb;
+    memset(&m, 0, sizeof m);
+    if (!(kb = (char *)sts__ar_alloc(a, kt->len + 1))) return sts__nomem(err, "a metadata key");
+    m.key = sts__jdoc_str(d, k, kb, &m.key_len);
+    switch (vt->type) {
+    case '"':
+        if (!(vb = (char *)sts__ar_alloc(a, vt->len + 1))) return sts__nomem(err, "a metadata value");
+        m.type = STS_META_STRING;
+        m.str = sts__jdoc_str(d, k + 1, vb, &m.str_len);
+        break;
+    case '0':
+        if (sts__jdoc_u64(d, k + 1, &m.u)) m.type = STS_META_UINT;
+        else {
+            char num[64];
+            size_t n = vt->len < sizeof num - 1 ? vt->len : sizeof num - 1;
+            memcpy(num, d->text + vt->at, n);
+            num[n] = 0;
+            m.type = STS_META_FLOAT;
+            m.f = strtod(num, NULL);
+        }
+        break;
+    case 't': case 'f': m.type = STS_META_BOOL; m.u = vt->type == 't'; break;
+    case 'n': return STS_OK;
+    default: return STS_OK;  /* nested objects and arrays are not metadata values here */
+    }
+    return sts__ar_add_meta(a, &m, 0, err);
+}
+STS__PRIVATE sts_result sts__sh_open(void *user, sts_builder *b, sts_error *err) {
+    sts_archive *a = b->a;
+    const char *label;
+    char *text = NULL, *dir;
+    size_t len = 0, i, nsh = 0, shcap = 0, mapcount;
+    sts__jdoc d;
+    sts__index shix;
+    sts__names kn;
+    sts__shname *sh = NULL;
+    uint32_t wm, meta, k;
+    uint64_t ts;
+    sts_result r;
+    (void)user;
+    memset(&shix, 0, sizeof shix);
+    if (b->is_dir) {  /* the folder's index: Hugging Face's, else ours */
+        size_t sz;
+        char *ip = sts__join(&a->mem, b->path, sts__ar_has(b->path, sts__hf_index) ? sts__hf_index : sts__our_index,
+                             &sz);
+        if (!ip) return sts__nomem(err, "a path");
+        label = sts__ar_strdup(a, ip, sz - 1);
+        r = label ? sts__read_file(&a->mem, ip, &text, &len, err) : sts__nomem(err, "a path");
+        sts__free(&a->mem, ip, sz);
+        if (r != STS_OK) return r;
+        STS__AR_ADD(&a->st_opened, 1);
+        dir = sts__ar_strdup(a, b->path, strlen(b->path));
+    } else {
+        uint64_t size = sts_builder_size(b);
+        label = b->path ? b->path : a->files[0].path;
+        if (!b->path) return sts__failx(err, STS_RULE_UNSUPPORTED, "a sharded checkpoint's index must be a path (its "
+                                        "shards are files beside it)");
+        if (size > ((uint64_t)1 << 30)) return sts__failx(err, STS_RULE_SHARDED_INDEX, "%q is over 1 GiB", label,
+                                                          strlen(label));
+        if (!(text = (char *)sts__alloc(&a->mem, (size_t)size + 1))) return sts__nomem(err, "the index");
+        len = (size_t)size;
+        text[len] = 0;
+        if ((r = sts_builder_read(b, 0, text, len, err)) != STS_OK) { sts__free(&a->mem, text, len + 1); return r; }
+        dir = sts__ar_dirname(a, b->path);
+    }
+    if (!dir || !label) { sts__free(&a->mem, text, len + 1); return sts__nomem(err, "a path"); }
+    /* the index replaces the input: the archive's files are its shards */
+    for (i = 0; i < a->nfiles; i++) { sts__ar_part_free(a, a->files[i].part); a->files[i].part = NULL; }
+    for (i = 0; i < a->nfiles; i++)
+        if (a->files[i].path_size) sts__free(&a->mem, a->files[i].path, a->files[i].path_size);
+    a->nfiles = 0;
+    r = sts__jdoc_parse(&d, text, len, &a->mem, label, STS_RULE_SHARDED_INDEX, err);
+    if (r != STS_OK) { sts__free(&a->mem, text, len + 1); return r; }
+    /* the text stays: names point into it (or into unescaped copies) */
+    {
+        char *keep = (char *)sts__ar_alloc(a, len + 1);
+        if (!keep) { r = sts__nomem(err, "the index"); goto done; }
+        memcpy(keep, text, len + 1);
+        sts__free(&a->mem, text, len + 1);
+        text = keep;
+        len = (size_t)-1;  /* freed with the archive */
+        d.text = (const uint8_t *)keep;
+    }
+    if (d.tok[0].type != '{') { r = sts__failx(err, STS_RULE_SHARDED_INDEX, "%q is not a JSON object", label,
+                                                strlen(label)); goto done; }
+    wm = sts__jdoc_get(&d, 0, "weight_map");
+    if (!wm || d.tok[wm].type != '{') {
+        r = sts__failx(err, STS_RULE_SHARDED_INDEX, "%q has no weight_map object", label, strlen(label));
+        goto done;
+    }
+    if ((meta = sts__jdoc_get(&d, 0, "metadata")) != 0) {
+        if (d.tok[meta].type != '{') {
+            r = sts__failx(err, STS_RULE_SHARDED_INDEX, "%q: metadata is not an object", label, strlen(label));
+            goto done;
+        }
+        for (i = 0, k = meta + 1; i < d.tok[meta].count; i++, k = sts__jdoc_next(&d, k + 1))
+            if ((r = sts__sh_meta(a, &d, k, err)) != STS_OK) goto done;
+    }
+    mapcount = d.tok[wm].count;
+    kn.items = NULL;
+    if (!sts__index_init(&a->mem, &shix, mapcount ? mapcount : 1)) {
+        r = sts__nomem(err, "the shard table");
+        goto done;
+    }
+    for (i = 0, k = wm + 1; i < mapcount; i++, k = sts__jdoc_next(&d, k + 1)) {
+        char *nb, *fb;
+        const char *name, *file;
+        size_t nlen, flen, pos;
+        uint64_t h;
+        if (d.tok[k + 1].type != '"') {
+            r = sts__fail(err, STS_RULE_SHARDED_INDEX, d.tok[k + 1].at, "%q: weight_map values are file names",
+                          label, strlen(label));
+            goto done;
+        }
+        if (!(nb = (char *)sts__ar_alloc(a, d.tok[k].len + 1)) ||
+            !(fb = (char *)sts__ar_alloc(a, d.tok[k + 1].len + 1))) {
+            r = sts__nomem(err, "a name");
+            goto done;
+        }
+        name = sts__jdoc_str(&d, k, nb, &nlen);
+        file = sts__jdoc_str(&d, k + 1, fb, &flen);
+        if (!sts__ar_plain_name(file, flen)) {
+            r = sts__fail(err, STS_RULE_SHARDED_INDEX, d.tok[k + 1].at, "%q: shard %q of tensor %q is not a file name "
+                          "in the index's folder", label, strlen(label), file, flen, name, nlen);
+            goto done;
+        }
+        kn.items = sh; kn.stride = sizeof *sh; kn.ptr_off = offsetof(sts__shname, name);
+        kn.len_off = offsetof(sts__shname, len); kn.hashes = (const char *)sh + offsetof(sts__shname, hash);
+        kn.hash_stride = sizeof *sh;
+        h = sts__hash(file, flen, 0x5eed);
+        pos = sh ? sts__index_probe(&shix, &kn, h, file, flen) : (size_t)h & shix.mask;
+        if (shix.slots[pos] == STS__EMPTY) {  /* a new shard */
+            char *path;
+            size_t psz, dl = strlen(dir);
+            if (!sts__grow(&a->mem, (void **)&sh, &shcap, nsh + 1, sizeof *sh) ||
+                !(path = (char *)sts__alloc(&a->mem, (psz = dl + 1 + flen + 1)))) {
+                r = sts__nomem(err, "the shard table");
+                goto done;
+            }
+            memcpy(path, dir, dl);
+            path[dl] = '/';
+            memcpy(path + dl + 1, file, flen);
+            path[dl + 1 + flen] = 0;
+            if ((r = sts__ar_add_file(a, path, psz, err)) != STS_OK) goto done;
+            sh[nsh].name = file; sh[nsh].len = flen; sh[nsh].hash = h;
+            shix.slots[pos] = (uint32_t)nsh++;
+        }
+        if ((r = sts__ar_add_ent(a, name, nlen, NULL, 0, shix.slots[pos], err)) != STS_OK) goto done;
+    }
+    if ((r = sts__ar_index(a, STS_RULE_SHARDED_INDEX, err)) != STS_OK) goto done;
+    if ((r = sts__ar_group(a, err)) != STS_OK) goto done;
+    a->load = sts__ar_load_shard;
+    {
+        const sts_meta *t = sts_archive_meta_find(a, "total_size", 10);
+        ts = t && t->type == STS_META_UINT ? t->u : 0;
+        a->total = ts;
+    }
+    r = STS_OK;
+done:
+    sts__index_free(&a->mem, &shix);
+    sts__free(&a->mem, sh, shcap * sizeof *sh);
+    sts__jdoc_free(&d);
+    if (len != (size_t)-1) sts__free(&a->mem, text, len + 1);
+    return r;
+}
+
+/* ---- provider: our datasets (a folder with dataset_manifest.json) ---- */
+STS__PRIVATE void sts__ds_probe(void *user, const sts_probe_input *in, sts_probe_result *o) {
+    (void)user;
+    if (!in->is_dir) { sts__ar_reason(o, 0, 0, "a file, not a dataset folder"); return; }
+    if (sts__ar_has(in->path, STS__MANIFEST)) sts__ar_reason(o, 1, 95, "a folder with %s", STS__MANIFEST);
+    else sts__ar_reason(o, 0, 0, "a folder without %s", STS__MANIFEST);
+}
+STS__PRIVATE sts_result sts__ds_ar_open(void *user, sts_builder *b, sts_error *err) {
+    sts_archive *a = b->a;
+    sts_dataset *ds;
+    sts_read_config cfg;
+    sts_scan_spec spec;
+    sts_scan *sc;
+    sts_dataset_info info;
+    const sts_view *cells;
+    size_t ncells, i;
+    sts_result r;
+    (void)user;
+    if (!b->is_dir) return sts__failx(err, STS_RULE_ARGUMENT, "a dataset is a folder");
+    memset(&cfg, 0, sizeof cfg);
+    cfg.infer_schema = 1;
+    if ((r = sts_dataset_open(b->path, &cfg, &a->opts, &ds, err)) != STS_OK) return r;
+    info = sts_dataset_describe(ds);
+    for (i = 0; i < info.files && r == STS_OK; i++) {
+        const char *fn = sts_dataset_file(ds, i);
+        size_t sz;
+        char *p = sts__join(&a->mem, b->path, fn, &sz);
+        r = p ? sts__ar_add_file(a, p, sz, err) : sts__nomem(err, "a path");
+    }
+    memset(&spec, 0, sizeof spec);
+    spec.long_form = 1;
+    if (r == STS_OK) r = sts_scan_open(ds, &spec, &sc, err);
+    else sc = NULL;
+    while (r == STS_OK && (r = sts_scan_next(sc, &cells, &ncells, err)) == STS_OK && cells) {
+        const char *fn = sts_dataset_file(ds, cells->file), *key, *inner;
+        size_t fl = strlen(fn), il;
+        char *kc = sts__ar_strdup(a, cells->key, cells->key_len);
+        if (!kc) { r = sts__nomem(err, "a key"); break; }
+        key = inner = kc;
+        il = cells->key_len;
+        if (!info.kv && il > fl && memcmp(key, fn, fl) == 0 && key[fl] == '/') { inner = key + fl + 1; il -= fl + 1; }
+        r = sts__ar_add_ent(a, key, cells->key_len, inner, il, cells->file, err);
+        if (r == STS_OK) a->total += cells->nbytes;
+    }
+    sts_scan_close(sc);
+    sts_dataset_close(ds);
+    STS__AR_ADD(&a->st_opened, 1);
+    if (r != STS_OK) return r;
+    a->allow_extra = 1;
+    if ((r = sts__ar_index(a, STS_RULE_DATASET_INDEX, err)) != STS_OK) return r;
+    if ((r = sts__ar_group(a, err)) != STS_OK) return r;
+    a->load = sts__ar_load_shard;
+    {
+        sts_meta m;
+        memset(&m, 0, sizeof m);
+        m.key = "mode"; m.key_len = 4; m.type = STS_META_STRING;
+        m.str = info.kv ? "kv" : "batch"; m.str_len = info.kv ? 2 : 5;
+        if ((r = sts__ar_add_meta(a, &m, 0, err)) != STS_OK) return r;
+        m.key = "total_samples"; m.key_len = 13; m.type = STS_META_UINT; m.u = info.total_samples;
+        if ((r = sts__ar_add_meta(a, &m, 0, err)) != STS_OK) return r;
+    }
+    return STS_OK;
+}
+#endif /* STS_NO_STDIO */
+
+/* ---- the registry, probing and open ---- */
+static const sts_provider sts__builtins[] = {
+    { "safetensors", "safetensors", sts__st_probe, sts__st_open, NULL },
+#ifndef STS_NO_STDIO
+    { "safetensors-sharded", "sharded", sts__sh_probe, sts__sh_open, NULL },
+    { "dataset", "dataset", sts__ds_probe, sts__ds_ar_open, NULL },
+#endif
+    { "npy", "npy", sts__npy_probe, sts__npy_open, NULL },
+};
+#define STS__NBUILTINS (sizeof sts__builtins / sizeof sts__builtins[0])
+struct sts_registry {
+    sts__mem mem;
+    sts_provider *p;
+    size_t n, cap;
+};
+STSDEF sts_result sts_registry_new(const sts_options *opts, int builtins, sts_registry **out, sts_error *err) {
+    sts__mem m = sts__mem_from(opts);
+    sts_registry *r;
+    size_t i;
+    if (!out) return sts__failx(err, STS_RULE_ARGUMENT, "sts_registry_new needs out");
+    if (!sts__mem_valid(&m)) return sts__failx(err, STS_RULE_ARGUMENT, "the allocator needs all three hooks or none");
+    if (!(r = (sts_registry *)sts__alloc(&m, sizeof *r))) return sts__nomem(err, "the registry");
+    memset(r, 0, sizeof *r);
+    r->mem = m;
+    if (builtins)
+        for (i = 0; i < STS__NBUILTINS; i++)
+            if (sts_registry_add(r, &sts__builtins[i], err) != STS_OK) { sts_registry_free(r); return STS_ERR_NOMEM; }
+    *out = r;
+    return STS_OK;
+}
+STSDEF sts_result sts_registry_add(sts_registry *r, const sts_provider *p, sts_error *err) {
+    if (!r || !p || !p->format || !p->probe || !p->open)
+        return sts__failx(err, STS_RULE_ARGUMENT, "a provider needs a format id, probe and open");
+    if (!sts__grow(&r->mem, (void **)&r->p, &r->cap, r->n + 1, sizeof *r->p)) return sts__nomem(err, "the registry");
+    r->p[r->n++] = *p;
+    return STS_OK;
+}
+STSDEF size_t sts_registry_count(const sts_registry *r) { return r ? r->n : STS__NBUILTINS; }
+STSDEF const sts_provider *sts_registry_at(const sts_registry *r, size_t i) {
+    if (!r) return i < STS__NBUILTINS ? &sts__builtins[i] : NULL;
+    return i < r->n ? &r->p[i] : NULL;
+}
+STSDEF void sts_registry_free(sts_registry *r) {
+    if (!r) return;
+    sts__free(&r->mem, r->p, r->cap * sizeof *r->p);
+    sts__free(&r->mem, r, sizeof *r);
+}
+
+/* Sets up file 0 from the input (a folder has none) and the probe prefix. */
+STS__PRIVATE sts_result sts__ar_input(sts_archive *a, const sts_input *in, sts_builder *b, uint8_t *pbuf,
+                                      sts_error *err) {
+    sts__arpart *p;
+    sts_result r;
+    int kinds = (in->path != NULL) + (in->bytes != NULL || in->size) + (in->source != NULL);
+    if (kinds != 1) return sts__failx(err, STS_RULE_ARGUMENT, "an input is exactly one of a path, bytes and a source");
+    b->path = in->path;
+    if (in->path) {
+#ifdef STS_NO_STDIO
+        return sts__failx(err, STS_RULE_UNSUPPORTED, "paths are left out of this build (STS_NO_STDIO)");
+#else
+        sts__stat st;
+        size_t sz = strlen(in->path) + 1;
+        char *label;
+        int fd;
+        uint64_t size;
+        if (sts__stat_path(in->path, &st) == 0 && st.kind == STS__FT_DIR) {
+            b->is_dir = 1;
+            return STS_OK;
+        }
+        if ((r = sts__open_regular(in->path, &fd, &size, err)) != STS_OK) return r;
+        STS__AR_ADD(&a->st_opened, 1);
+        if (!(label = (char *)sts__alloc(&a->mem, sz))) { sts__close_fd(fd); return sts__nomem(err, "a path"); }
+        memcpy(label, in->path, sz);
+        if ((r = sts__ar_add_file(a, label, sz, err)) != STS_OK) { sts__close_fd(fd); return r; }
+        if (!(p = a->files[0].part = sts__ar_part_new(a))) { sts__close_fd(fd); return sts__nomem(err, "a file"); }
+        p->size = size;
+        if (!in->no_mmap && !a->opts.no_mmap) {
+            sts__fmap m;
+            r = sts__map_fd(&a->mem, fd, size, 0, 0, &m, in->path, err);
+            sts__close_fd(fd);
+            if (r != STS_OK) return r;
+            p->base = m.p;
+            p->mapped = m.mapped ? 1 : 2;
+        } else {
+            p->fd = fd;
+        }
+#endif
+    } else {
+        if ((r = sts__ar_add_file(a, (char *)(uintptr_t)(in->source ? "<source>" : "<memory>"), 0, err)) != STS_OK)
+            return r;
+        if (!(p = a->files[0].part = sts__ar_part_new(a))) return sts__nomem(err, "a file");
+        if (in->source) {
+            if (!in->source->read) return sts__failx(err, STS_RULE_ARGUMENT, "the source has no read");
+            a->src = *in->source;
+            a->has_src = 1;
+            p->size = in->source->size;
+        } else {
+            p->base = (const uint8_t *)in->bytes;
+            p->size = in->size;
+        }
+    }
+    b->prefix_len = p->size < STS_PROBE_BYTES ? (size_t)p->size : STS_PROBE_BYTES;
+    if (p->base) b->prefix = p->base;
+    else {
+        if ((r = sts__ar_fetch(a, 0, p, 0, pbuf, b->prefix_len, err)) != STS_OK) return r;
+        b->prefix = pbuf;
+    }
+    return STS_OK;
+}
+STS__PRIVATE sts_result sts__ar_new(const sts_options *opts, sts_archive **out, sts_error *err) {
+    sts__mem m = sts__mem_from(opts);
+    sts_archive *a;
+    if (!sts__mem_valid(&m)) return sts__failx(err, STS_RULE_ARGUMENT, "the allocator needs all three hooks or none");
+    if (!(a = (sts_archive *)sts__alloc(&m, sizeof *a))) return sts__nomem(err, "the archive");
+    memset(a, 0, sizeof *a);
+    a->mem = m;
+    if (opts) a->opts = *opts;
+    *out = a;
+    return STS_OK;
+}
+/* Every provider's probe; the winner (most confident, first registered on a tie) or SIZE_MAX. */
+STS__PRIVATE size_t sts__ar_probe_all(const sts_registry *reg, const sts_builder *b, sts_probe_result *res,
+                                      size_t nres, sts_probe_result *best) {
+    sts_probe_input pi;
+    size_t i, n = sts_registry_count(reg), win = (size_t)-1;
+    memset(&pi, 0, sizeof pi);
+    pi.prefix = b->prefix;
+    pi.prefix_len = b->prefix_len;
+    pi.size = sts_builder_size(b);
+    pi.path = b->path;
+    pi.is_dir = b->is_dir;
+    for (i = 0; i < n; i++) {
+        const sts_provider *p = sts_registry_at(reg, i);
+        sts_probe_result r;
+        memset(&r, 0, sizeof r);
+        p->probe(p->user, &pi, &r);
+        r.reason[sizeof r.reason - 1] = 0;
+        if (r.confidence < 0) r.confidence = 0;
+        if (r.confidence > 100) r.confidence = 100;
+        if (res && i < nres) res[i] = r;
+        if (r.supported && (win == (size_t)-1 || r.confidence > best->confidence)) { win = i; *best = r; }
+    }
+    return win;
+}
+STS__PRIVATE sts_result sts__ar_none(const sts_registry *reg, const sts_builder *b, sts_error *err) {
+    char msg[1024];
+    sts__buf m;
+    size_t i, n = sts_registry_count(reg);
+    sts_probe_result r;
+    sts_probe_input pi;
+    memset(&pi, 0, sizeof pi);
+    pi.prefix = b->prefix; pi.prefix_len = b->prefix_len; pi.size = sts_builder_size(b);
+    pi.path = b->path; pi.is_dir = b->is_dir;
+    m.p = msg; m.n = 0; m.cap = sizeof msg;
+    msg[0] = 0;
+    for (i = 0; i < n; i++) {
+        const sts_provider *p = sts_registry_at(reg, i);
+        memset(&r, 0, sizeof r);
+        p->probe(p->user, &pi, &r);
+        r.reason[sizeof r.reason - 1] = 0;
+        if (i) sts__buf_put(&m, "; ", 2);
+        sts__buf_put(&m, p->name ? p->name : p->format, strlen(p->name ? p->name : p->format));
+        sts__buf_put(&m, ": ", 2);
+        sts__buf_put(&m, r.reason, strlen(r.reason));
+    }
+    if (!n) sts__buf_put(&m, "the registry is empty", 21);
+    return sts__failx(err, STS_RULE_PROBE, "no provider opens %q (%s)", b->path ? b->path : sts__ar_label(b->a, 0),
+                      strlen(b->path ? b->path : sts__ar_label(b->a, 0)), msg);
+}
+STSDEF sts_result sts_probe(const sts_registry *r, const sts_input *in, const sts_options *opts,
+                            sts_probe_result *results, size_t nresults, size_t *winner, sts_error *err) {
+    sts_archive *a;
+    sts_builder b;
+    sts_probe_result best;
+    uint8_t pbuf[STS_PROBE_BYTES];
+    size_t win;
+    sts_result res;
+    if (!in) return sts__failx(err, STS_RULE_ARGUMENT, "sts_probe needs an input");
+    if ((res = sts__ar_new(opts, &a, err)) != STS_OK) return res;
+    memset(&b, 0, sizeof b);
+    b.a = a;
+    if ((res = sts__ar_input(a, in, &b, pbuf, err)) == STS_OK) {
+        win = sts__ar_probe_all(r, &b, results, nresults, &best);
+        if (winner) *winner = win;
+        res = win == (size_t)-1 ? sts__ar_none(r, &b, err) : STS_OK;
+    }
+    sts_archive_close(a);
+    return res;
+}
+STSDEF sts_result sts_archive_open(const sts_registry *reg, const sts_input *in, const sts_options *opts,
+                                   sts_archive **out, sts_error *err) {
+    sts_archive *a;
+    sts_builder b;
+    sts_probe_result best;
+    uint8_t pbuf[STS_PROBE_BYTES];
+    const sts_provider *p;
+    size_t win;
+    sts_result r;
+    if (!in || !out) return sts__failx(err, STS_RULE_ARGUMENT, "sts_archive_open needs an input and out");
+    if ((r = sts__ar_new(opts, &a, err)) != STS_OK) return r;
+    memset(&b, 0, sizeof b);
+    b.a = a;
+    if ((r = sts__ar_input(a, in, &b, pbuf, err)) != STS_OK) goto fail;
+    if ((win = sts__ar_probe_all(reg, &b, NULL, 0, &best)) == (size_t)-1) { r = sts__ar_none(reg, &b, err); goto fail; }
+    p = sts_registry_at(reg, win);
+    a->version = best.version;
+    if (!(a->format = sts__ar_strdup(a, p->format, strlen(p->format))) ||
+        !(a->pname = sts__ar_strdup(a, p->name ? p->name : p->format, strlen(p->name ? p->name : p->format)))) {
+        r = sts__nomem(err, "the format id");
+        goto fail;
+    }
+    if ((r = p->open(p->user, &b, err)) != STS_OK) goto fail;
+    if (b.ndescs || (!a->ix.slots && !a->direct && !a->load && a->nfiles)) {
+        if (a->nents) {
+            r = sts__failx(err, STS_RULE_ARGUMENT, "a provider adds tensors through the builder only");
+            goto fail;
+        }
+        if ((r = sts__ar_finish_eager(a, &b, err)) != STS_OK) goto fail;
+    }
+    sts__free(&a->mem, b.descs, b.descs_cap * sizeof *b.descs);
+    sts__ok(err);
+    *out = a;
+    return STS_OK;
+fail:
+    sts__free(&a->mem, b.descs, b.descs_cap * sizeof *b.descs);
+    sts_archive_close(a);
+    return r;
+}
 
 #endif /* STS_IMPLEMENTATION */
 
