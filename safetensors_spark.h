@@ -12076,7 +12076,9 @@ STS__PRIVATE sts_result sts__ar_load_shard(sts_archive *a, size_t file, sts__arp
     sts_result r;
     size_t k, i;
     sts_rule rule = a->allow_extra ? STS_RULE_DATASET_INDEX : STS_RULE_SHARDED_SHARD;
-    if ((r = sts_open(fl->path, &a->opts, &sf, err)) != STS_OK) return sts__ar_about(err, r, "shard", fl->path);
+    sts_options o = a->opts;
+    o.header_only = 0;  /* a shard is mapped (or read whole): its tensors are views */
+    if ((r = sts_open(fl->path, &o, &sf, err)) != STS_OK) return sts__ar_about(err, r, "shard", fl->path);
     STS__AR_ADD(&a->st_opened, 1);
     if (!(p = sts__ar_part_new(a))) { sts_close(sf); return sts__nomem(err, "a shard"); }
     p->sf = sf;
