@@ -5,7 +5,9 @@
    loads without conversion, and both are read back zero-copy. The parser agrees with the Hugging
    Face reference reader on every verdict, validation is never optional, and the writer produces the
    reference writer's exact bytes. Dtype codecs convert between the 22 dtypes (SIMD where the CPU
-   has it). No dependencies beyond the C library and POSIX.
+   has it). One format-independent reader (the archive) opens safetensors files, sharded
+   checkpoints, datasets and .npy files alike, through providers chosen by probing. No
+   dependencies beyond the C library and POSIX.
 
    Do this:
       #define STS_IMPLEMENTATION
@@ -50,7 +52,8 @@
       STS_IMPLEMENTATION     emit the implementation in this translation unit
       STS_STATIC             give every public function internal linkage (static)
       STS_NO_STDIO           leave out everything that touches paths or file descriptors
-                             (sts_open, sts_write_path, the dataset layers); memory and
+                             (sts_open, sts_write_path, the dataset layers, the archive's path
+                             inputs and its sharded and dataset providers); memory and
                              callbacks remain
       STS_NO_MMAP            sts_open reads files into memory instead of mapping them
       STS_NO_SIMD            use portable scalar code only (results are bit-identical)
@@ -149,7 +152,10 @@
    CPU-feature word, computed on first use with relaxed atomics (racing threads store the same
    value). A task writer's own I/O thread touches only that writer's queued buffers and files. An
    sts_dataset may be shared by threads: its lazily mapped shards and key map are published with
-   compare-and-swap (GCC/Clang atomics; other compilers: one thread at a time).
+   compare-and-swap (GCC/Clang atomics; other compilers: one thread at a time). An sts_archive
+   likewise: its lazily opened shards and descriptor tables are published with compare-and-swap,
+   so any number of threads may find, view, read and materialise at once; an sts_cursor belongs
+   to one thread; a callback source of a shared archive must allow concurrent reads.
 
    Errors. Every fallible call returns an sts_result and, when the sts_error pointer is not NULL,
    fills it: the code, the byte offset in the file where known (STS_OFFSET_UNKNOWN otherwise), the
