@@ -12377,14 +12377,15 @@ STS__PRIVATE sts_result sts__ds_ar_open(void *user, sts_builder *b, sts_error *e
     if (r == STS_OK) r = sts_scan_open(ds, &spec, &sc, err);
     else sc = NULL;
     while (r == STS_OK && (r = sts_scan_next(sc, &cells, &ncells, err)) == STS_OK && cells) {
-        const char *fn = sts_dataset_file(ds, cells->file), *key, *inner;
-        size_t fl = strlen(fn), il;
-        char *kc = sts__ar_strdup(a, cells->key, cells->key_len);
+        /* a scan gives each file's own names: batch keys are "<shard>/<column>" */
+        const char *fn = sts_dataset_file(ds, cells->file);
+        size_t fl = info.kv ? 0 : strlen(fn) + 1, kl = fl + cells->key_len;
+        char *kc = (char *)sts__ar_alloc(a, kl + 1);
         if (!kc) { r = sts__nomem(err, "a key"); break; }
-        key = inner = kc;
-        il = cells->key_len;
-        if (!info.kv && il > fl && memcmp(key, fn, fl) == 0 && key[fl] == '/') { inner = key + fl + 1; il -= fl + 1; }
-        r = sts__ar_add_ent(a, key, cells->key_len, inner, il, cells->file, err);
+        if (fl) { memcpy(kc, fn, fl - 1); kc[fl - 1] = '/'; }
+        if (cells->key_len) memcpy(kc + fl, cells->key, cells->key_len);
+        kc[kl] = 0;
+        r = sts__ar_add_ent(a, kc, kl, kc + fl, cells->key_len, cells->file, err);
         if (r == STS_OK) a->total += cells->nbytes;
     }
     sts_scan_close(sc);
