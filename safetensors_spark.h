@@ -12192,10 +12192,18 @@ STS__PRIVATE sts_result sts__sh_meta(sts_archive *a, const sts__jdoc *d, uint32_
         else {
             char num[64];
             size_t n = vt->len < sizeof num - 1 ? vt->len : sizeof num - 1;
+            uint64_t u;
+            int big;
             memcpy(num, d->text + vt->at, n);
             num[n] = 0;
             m.type = STS_META_FLOAT;
             m.f = strtod(num, NULL);
+            if (n == vt->len && n > 1 && num[0] == '-' &&  /* a negative integer is an integer */
+                sts__dec_u64((const uint8_t *)num + 1, (const uint8_t *)num + n, &u, &big) == n - 1 && !big &&
+                u <= (uint64_t)INT64_MAX + 1) {
+                m.type = STS_META_INT;
+                m.i = u == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)u;
+            }
         }
         break;
     case 't': case 'f': m.type = STS_META_BOOL; m.u = vt->type == 't'; break;
