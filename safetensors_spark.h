@@ -11895,7 +11895,7 @@ STSDEF sts_result sts_archive_file_sha256(const sts_archive *a, size_t file, uin
     if (!a || !digest || file >= a->nfiles)
         return sts__failx(err, STS_RULE_ARGUMENT, "sts_archive_file_sha256 needs an archive, a file and a digest");
     if ((r = sts__ar_part(a, file, &p, err)) != STS_OK) return r;
-    if (p->base) { sts_sha256(p->base, (size_t)p->size, digest); return STS_OK; }
+    if (p->base) { sts_sha256_memory(p->base, (size_t)p->size, digest); return STS_OK; }
     {
         size_t cap = (size_t)4 << 20;
         uint64_t at = 0;
