@@ -11470,7 +11470,7 @@ STS__PRIVATE sts__names sts__ar_names(const sts_archive *a) {
     k.stride = sizeof(sts__arent);
     k.ptr_off = offsetof(sts__arent, name);
     k.len_off = offsetof(sts__arent, name_len);
-    k.hashes = (const char *)a->ents + offsetof(sts__arent, hash);
+    k.hashes = a->ents ? (const char *)a->ents + offsetof(sts__arent, hash) : NULL;  /* no offset to NULL */
     k.hash_stride = sizeof(sts__arent);
     return k;
 }
@@ -12553,7 +12553,7 @@ STS__PRIVATE sts_result sts__sh_open(void *user, sts_builder *b, sts_error *err)
             goto done;
         }
         kn.items = sh; kn.stride = sizeof *sh; kn.ptr_off = offsetof(sts__shname, name);
-        kn.len_off = offsetof(sts__shname, len); kn.hashes = (const char *)sh + offsetof(sts__shname, hash);
+        kn.len_off = offsetof(sts__shname, len); kn.hashes = sh ? (const char *)sh + offsetof(sts__shname, hash) : NULL;
         kn.hash_stride = sizeof *sh;
         h = sts__hash(file, flen, 0x5eed);
         pos = sh ? sts__index_probe(&shix, &kn, h, file, flen) : (size_t)h & shix.mask;
