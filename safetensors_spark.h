@@ -11731,6 +11731,7 @@ STSDEF sts_archive_stats sts_archive_get_stats(const sts_archive *a) {
 /* The descriptor's part, checking the descriptor belongs to this archive. */
 STS__PRIVATE sts_result sts__ar_desc_part(const sts_archive *a, const sts_tensor_desc *d, sts__arpart **p,
                                           sts_error *err) {
+    const sts_tensor_desc *ds;
     size_t file, slot;
     sts_result r;
     if (!a || !d) return sts__failx(err, STS_RULE_ARGUMENT, "an archive and a descriptor are needed");
@@ -11738,7 +11739,8 @@ STS__PRIVATE sts_result sts__ar_desc_part(const sts_archive *a, const sts_tensor
         return sts__failx(err, STS_RULE_ARGUMENT, "the descriptor of %q is not this archive's", d->name, d->name_len);
     sts__ar_where(a, d->index, &file, &slot);
     if ((r = sts__ar_part(a, d->file, p, err)) != STS_OK) return r;
-    if (file != d->file || slot >= (*p)->ndescs || &(*p)->descs[slot] != d)
+    ds = (const sts_tensor_desc *)STS__AR_LOAD(&(*p)->descs);  /* a direct file's: NULL until built */
+    if (file != d->file || slot >= (*p)->ndescs || !ds || &ds[slot] != d)
         return sts__failx(err, STS_RULE_ARGUMENT, "the descriptor of %q is not this archive's", d->name, d->name_len);
     return STS_OK;
 }
