@@ -12826,8 +12826,9 @@ STS__PRIVATE sts_result sts__ar_none(const sts_registry *reg, const sts_builder 
         sts__buf_put(&m, r.reason, strlen(r.reason));
     }
     if (!n) sts__buf_put(&m, "the registry is empty", 21);
-    return sts__failx(err, STS_RULE_PROBE, "no provider opens %q (%s)", b->path ? b->path : sts__ar_label(b->a, 0),
-                      strlen(b->path ? b->path : sts__ar_label(b->a, 0)), msg);
+    /* the reasons first: a long path is what the message's 255 characters cut, not the last reasons */
+    return sts__failx(err, STS_RULE_PROBE, "no provider opens the input (%s): %q", msg,
+                      b->path ? b->path : sts__ar_label(b->a, 0), strlen(b->path ? b->path : sts__ar_label(b->a, 0)));
 }
 STSDEF sts_result sts_probe(const sts_registry *r, const sts_input *in, const sts_options *opts,
                             sts_probe_result *results, size_t nresults, size_t *winner, sts_error *err) {
