@@ -674,8 +674,12 @@ static void check_dataset(const char *dir, const dr_batch *bt, uint64_t samples)
         assert_memory_equal(v, c->data, (size_t)c->nbytes);
         if (kv) {
             uint32_t task = 0, row = 0;
-            assert_true(dr_kv_parse(c->key, c->key_len, &task, &row));
-            dr_check_kv_view(c, task, row);
+            if (dr_kv_parse(c->key, c->key_len, &task, &row)) dr_check_kv_view(c, task, row);
+            else {  /* a lastWin duplicate "dup_K": the last shard's copy */
+                assert_memory_equal(c->key, "dup_", 4);
+                assert_int_equal(c->file, info.files - 1);
+                assert_int_equal(d->file, info.files - 1);
+            }
         } else {
             dr_check_batch_cell(bt, sts_dataset_file(ds, c->file), c);
         }
@@ -694,6 +698,18 @@ static void check_dataset(const char *dir, const dr_batch *bt, uint64_t samples)
 static void test_golden_dataset(void **state) {
     (void)state;
     check_dataset(g_kv, NULL, 6);
+    {   /* lastWin: earlier shards hold tensors no key names (the losers' copies) */
+        char dir[512];
+        dr_kv kv;
+        dr_fresh(dir, sizeof dir, "lastwin");
+        memset(&kv, 0, sizeof kv);
+        kv.tasks = 3;
+        kv.rows = 2;
+        kv.last_win = 1;
+        kv.dup_every = 2;
+        dr_write_kv(dir, &kv);
+        check_dataset(dir, NULL, 10);
+    }
     check_dataset(g_batch, &g_bt, 8);
     check_dataset(g_batch_ix, &g_bt_ix, 8);
     {   /* batch keys are "<shard>/<column>" */
@@ -993,7 +1009,7 @@ static void test_probe_unsupported(void **state) {
     in = ta_in_path(dir, 0);
     /* a folder that is neither a checkpoint nor a dataset: every built-in's reason */
     tu_err_check("empty folder", sts_archive_open(NULL, &in, NULL, &a, &e), &e, STS_ERR_UNSUPPORTED, STS_RULE_PROBE,
-                 dir, "safetensors: a folder, not a file", "sharded: a folder without model.safetensors.index.json",
+                 "safetensors: a folder, not a file", "sharded: a folder without model.safetensors.index.json",
                  "dataset: a folder without dataset_manifest.json", "npy: a folder, not a file", NULL);
     assert_null(a);
     tu_err_check("sts_probe", sts_probe(NULL, &in, NULL, res, 4, &win, &e), &e, STS_ERR_UNSUPPORTED, STS_RULE_PROBE,
@@ -1002,6 +1018,19 @@ static void test_probe_unsupported(void **state) {
     assert_int_equal(res[0].supported, 0);
     assert_int_equal(res[2].supported, 0);
     assert_string_equal(res[3].reason, "a folder, not a file");
+    {   /* a long path: every built-in's name and reason still in the message's 255 characters */
+        char up[512], deep[512];
+        tf_join(up, sizeof up, dir, "a-rather-long-folder-name-for-the-models");
+        mkdir(up, 0755);
+        tf_join(deep, sizeof deep, up, "meta-llama-3.1-8b-instruct-and-more-words-to-make-it-longer");
+        mkdir(deep, 0755);
+        assert_true(strlen(deep) > 120);
+        in = ta_in_path(deep, 0);
+        tu_err_check("long path", sts_archive_open(NULL, &in, NULL, &a, &e), &e, STS_ERR_UNSUPPORTED, STS_RULE_PROBE,
+                     "safetensors: a folder, not a file", "sharded: a folder without model.safetensors.index.json",
+                     "dataset: a folder without dataset_manifest.json", "npy: a folder, not a file", NULL);
+        in = ta_in_path(dir, 0);
+    }
     {   /* callers' providers that all decline: each one's name and reason */
         static const uint8_t bytes[3] = { 1, 2, 3 };
         sts_registry *r = registry(0);
@@ -1015,12 +1044,12 @@ static void test_probe_unsupported(void **state) {
         add(r, "f3", "prov-three", &p3);
         in = ta_in_bytes(bytes, 3);
         tu_err_check("none", sts_archive_open(r, &in, NULL, &a, &e), &e, STS_ERR_UNSUPPORTED, STS_RULE_PROBE,
-                     "<memory>", "prov-one: one says no (3 bytes)", "f2: two says no (3 bytes)", "prov-three: rrrr", NULL);
+                     "prov-one: one says no (3 bytes)", "f2: two says no (3 bytes)", "prov-three: rrrr", NULL);
         assert_int_equal(p1.opens + p2.opens + p3.opens, 0);
         sts_registry_free(r);
         r = registry(0);  /* empty */
         tu_err_check("empty registry", sts_archive_open(r, &in, NULL, &a, &e), &e, STS_ERR_UNSUPPORTED, STS_RULE_PROBE,
-                     "the registry is empty", NULL);
+                     "the registry is empty", "<memory>", NULL);
         sts_registry_free(r);
     }
     {   /* registry misuse */
