@@ -28,6 +28,7 @@
          6  writer: reference-identical single-file writer                >>writer
          7  codec: dtype conversions, truncation and RNE, SIMD             >>codec
                CRC-32C, the shards' checksum                              >>crc32c
+               SHA-256, the digest of files and tensors                   >>sha256
          8a dataset common: names, schema columns, the manifest reader    >>dataset_common
          8  dataset write                                                 >>dataset_write
                write options, typed and as strings                        >>ds_options
@@ -618,6 +619,31 @@ STSDEF int sts_convert_supported(sts_dtype dst, sts_dtype src);
 /* The instruction set the SIMD kernels use on this machine: "avx512bw", "avx2+f16c", "sse2",
    "neon" or "scalar". */
 STSDEF const char *sts_convert_isa(void);
+
+/* ---- SHA-256 ---------------------------------------------------------------------------------
+   FIPS 180-4. The digest of a whole safetensors file is its oid in the Hugging Face Hub's LFS
+   listing. The x86 SHA extensions (SHA-NI) are used where the CPU has them, portable code
+   otherwise (STS_NO_SIMD: always); both give the same digests. Feed the bytes in any pieces:
+   init, update as often as needed, final. sts_sha256_final leaves *s initialised again, ready for
+   the next message. An sts_sha256 is a plain value (put it on the stack; copy it to fork a digest)
+   used by one thread at a time. update's data may be NULL when len is 0. */
+typedef struct sts_sha256 {
+    uint32_t h[8];      /* the chaining value */
+    uint64_t len;       /* bytes taken so far */
+    uint8_t buf[64];    /* a block waiting for its last bytes */
+    size_t fill;        /* bytes in buf */
+    int use_hw;         /* set by init: 1 when the SHA extensions run */
+} sts_sha256;
+STSDEF void sts_sha256_init(sts_sha256 *s);
+STSDEF void sts_sha256_update(sts_sha256 *s, const void *data, size_t len);
+STSDEF void sts_sha256_final(sts_sha256 *s, uint8_t digest[32]);
+/* One call: the digest of len bytes in memory. (Not named sts_sha256: C gives a typedef and a
+   function one name space, and that name is the state's.) */
+STSDEF void sts_sha256_memory(const void *data, size_t len, uint8_t digest[32]);
+STSDEF void sts_sha256_hex(const uint8_t digest[32], char hex[65]);              /* lowercase, NUL-terminated */
+/* 1 if hex holds exactly len = 64 hex digits (either case), digest then filled; else 0, digest untouched. */
+STSDEF int sts_sha256_parse_hex(const char *hex, size_t len, uint8_t digest[32]);
+STSDEF const char *sts_sha256_isa(void);  /* "sha-ni" or "scalar": what sts_sha256_init picks here */
 
 #ifndef STS_NO_STDIO
 /* ---- dataset write (layer 8) ------------------------------------------------------------------
@@ -4588,7 +4614,8 @@ STSDEF sts_result sts_write_path(const char *path, const sts_tensor_spec *specs,
    (F32 <-> F16, F32 <-> BF16) have kernels: a scalar twin plus SSE2, AVX2+F16C and AVX-512 (F+BW)
    versions picked at run time (per-function target attributes, no -m flags needed), and NEON on
    little-endian AArch64. All give the same bits; the tests check it exhaustively. Also CRC-32C
-   (>>crc32c), the shards' checksum: SSE4.2 + PCLMUL lanes, or a portable table loop.
+   (>>crc32c), the shards' checksum: SSE4.2 + PCLMUL lanes, or a portable table loop; and SHA-256
+   (>>sha256), the digest of files and tensors: the SHA extensions, or a portable loop.
    Thread safety: the only state is the CPU-feature word, computed on first use and kept with
    relaxed atomic loads/stores (two threads may both compute it; they store the same value).
    May call: util, dtype.
@@ -4930,6 +4957,17 @@ STS__PRIVATE int sts__cpu_detect(void) {
 }
 /* Features beside the level, for the checksums: SSE4.2 (crc32) with PCLMULQDQ. */
 #define STS__CPU_CRC 16
+/* and for SHA-256: the SHA extensions (cpuid leaf 7, EBX bit 29; clang 14's
+   __builtin_cpu_supports has no name for them), with the SSSE3 / SSE4.1 shuffles and blends. */
+#define STS__CPU_SHA 32
+STS__PRIVATE int sts__cpu_sha(void) {
+    unsigned a, b, c, d;
+    __asm__ __volatile__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0u), "c"(0u));
+    if (a < 7u || !__builtin_cpu_supports("ssse3") || !__builtin_cpu_supports("sse4.1")) return 0;
+    __asm__ __volatile__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7u), "c"(0u));
+    (void)a; (void)c; (void)d;
+    return (int)(b >> 29 & 1u);
+}
 /* 0 = not yet known, else (level | features) + 1; only touched through __atomic */
 static int sts__cpu_word;
 STS__PRIVATE int sts__cpu_all(void) {
@@ -4937,6 +4975,7 @@ STS__PRIVATE int sts__cpu_all(void) {
     if (!v) {
         v = sts__cpu_detect();
         if (__builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("pclmul")) v |= STS__CPU_CRC;
+        if (sts__cpu_sha()) v |= STS__CPU_SHA;
         v += 1;
         __atomic_store_n(&sts__cpu_word, v, __ATOMIC_RELAXED);
     }
@@ -5427,6 +5466,208 @@ STS__PRIVATE uint32_t sts__crc32c_zeros(uint32_t crc, uint64_t n) {
     }
     return crc;
 }
+
+/* >>sha256 ---- SHA-256 (FIPS 180-4): the digest of files and tensors ----
+   The Hugging Face Hub lists a safetensors file's SHA-256 as its LFS oid. Whole 64-byte blocks
+   are compressed straight from the caller's bytes, a partial one waits in the state's buffer. With
+   the SHA extensions (chosen at run time) the rounds run two per _mm_sha256rnds2_epu32 and the
+   message schedule in msg1 / msg2; otherwise a portable loop that assembles big-endian words by
+   shifts, on any host. Both give the same digests (the tests compare them). */
+static const uint32_t sts__sha256_k[64] = {
+    0x428a2f98u, 0x71374491u, 0xb5c0fbcfu, 0xe9b5dba5u, 0x3956c25bu, 0x59f111f1u, 0x923f82a4u, 0xab1c5ed5u,
+    0xd807aa98u, 0x12835b01u, 0x243185beu, 0x550c7dc3u, 0x72be5d74u, 0x80deb1feu, 0x9bdc06a7u, 0xc19bf174u,
+    0xe49b69c1u, 0xefbe4786u, 0x0fc19dc6u, 0x240ca1ccu, 0x2de92c6fu, 0x4a7484aau, 0x5cb0a9dcu, 0x76f988dau,
+    0x983e5152u, 0xa831c66du, 0xb00327c8u, 0xbf597fc7u, 0xc6e00bf3u, 0xd5a79147u, 0x06ca6351u, 0x14292967u,
+    0x27b70a85u, 0x2e1b2138u, 0x4d2c6dfcu, 0x53380d13u, 0x650a7354u, 0x766a0abbu, 0x81c2c92eu, 0x92722c85u,
+    0xa2bfe8a1u, 0xa81a664bu, 0xc24b8b70u, 0xc76c51a3u, 0xd192e819u, 0xd6990624u, 0xf40e3585u, 0x106aa070u,
+    0x19a4c116u, 0x1e376c08u, 0x2748774cu, 0x34b0bcb5u, 0x391c0cb3u, 0x4ed8aa4au, 0x5b9cca4fu, 0x682e6ff3u,
+    0x748f82eeu, 0x78a5636fu, 0x84c87814u, 0x8cc70208u, 0x90befffau, 0xa4506cebu, 0xbef9a3f7u, 0xc67178f2u,
+};
+STS__PRIVATE uint32_t sts__sha_ld32(const uint8_t *p) {  /* big-endian */
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+STS__PRIVATE void sts__sha_st32(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+#define STS__SHA_ROR(x, n) ((x) >> (n) | (x) << (32 - (n)))
+/* one round: t1 goes into d (the next e) and into h (the next a); the caller renames the eight */
+#define STS__SHA_ROUND(a, b, c, d, e, f, g, h, i) do { \
+        uint32_t t1_ = h + (STS__SHA_ROR(e, 6) ^ STS__SHA_ROR(e, 11) ^ STS__SHA_ROR(e, 25)) + \
+                       (g ^ (e & (f ^ g))) + sts__sha256_k[i] + w[i]; \
+        d += t1_; \
+        h = t1_ + (STS__SHA_ROR(a, 2) ^ STS__SHA_ROR(a, 13) ^ STS__SHA_ROR(a, 22)) + ((a & b) | (c & (a | b))); \
+    } while (0)
+STS__PRIVATE void sts__sha256_blocks_sw(uint32_t st[8], const uint8_t *p, size_t blocks) {
+    uint32_t w[64];
+    for (; blocks; blocks--, p += 64) {
+        uint32_t a = st[0], b = st[1], c = st[2], d = st[3], e = st[4], f = st[5], g = st[6], h = st[7];
+        int i;
+        for (i = 0; i < 16; i++) w[i] = sts__sha_ld32(p + 4 * i);
+        for (i = 16; i < 64; i++) {
+            uint32_t x = w[i - 15], y = w[i - 2];
+            w[i] = w[i - 16] + w[i - 7] + (STS__SHA_ROR(x, 7) ^ STS__SHA_ROR(x, 18) ^ (x >> 3)) +
+                   (STS__SHA_ROR(y, 17) ^ STS__SHA_ROR(y, 19) ^ (y >> 10));
+        }
+        for (i = 0; i < 64; i += 8) {
+            STS__SHA_ROUND(a, b, c, d, e, f, g, h, i);
+            STS__SHA_ROUND(h, a, b, c, d, e, f, g, i + 1);
+            STS__SHA_ROUND(g, h, a, b, c, d, e, f, i + 2);
+            STS__SHA_ROUND(f, g, h, a, b, c, d, e, i + 3);
+            STS__SHA_ROUND(e, f, g, h, a, b, c, d, i + 4);
+            STS__SHA_ROUND(d, e, f, g, h, a, b, c, i + 5);
+            STS__SHA_ROUND(c, d, e, f, g, h, a, b, i + 6);
+            STS__SHA_ROUND(b, c, d, e, f, g, h, a, i + 7);
+        }
+        st[0] += a; st[1] += b; st[2] += c; st[3] += d;
+        st[4] += e; st[5] += f; st[6] += g; st[7] += h;
+    }
+}
+#ifdef STS__X86_DYN
+/* The SHA extensions keep the eight words in two registers, ABEF and CDGH, A and C in the top
+   lanes. sha256rnds2 runs two rounds on them with W + K of those rounds in its low two lanes and
+   returns the new ABEF; two rounds later the old ABEF is the new CDGH, so two calls with the
+   registers swapped make four rounds and leave each register in its role. The schedule: msg1
+   adds sigma0 of the next word to four words 16 back, and msg2 finishes four new words from that
+   plus the words 7 back with sigma1 of the words 2 back (two of them just made). */
+__attribute__((target("sha,sse4.1"))) STS__PRIVATE void sts__sha256_blocks_hw(uint32_t st[8], const uint8_t *p,
+        size_t blocks) {
+    const __m128i swap = _mm_set_epi8(12, 13, 14, 15, 8, 9, 10, 11, 4, 5, 6, 7, 0, 1, 2, 3);  /* BE words */
+    __m128i abef = _mm_set_epi32((int)st[0], (int)st[1], (int)st[4], (int)st[5]);
+    __m128i cdgh = _mm_set_epi32((int)st[2], (int)st[3], (int)st[6], (int)st[7]);
+    uint32_t out[8];
+    for (; blocks; blocks--, p += 64) {
+        const __m128i abef0 = abef, cdgh0 = cdgh;
+        __m128i m0 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(const void *)p), swap);
+        __m128i m1 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(const void *)(p + 16)), swap);
+        __m128i m2 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(const void *)(p + 32)), swap);
+        __m128i m3 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(const void *)(p + 48)), swap);
+        int i;
+        for (i = 0; i < 16; i++) {  /* four rounds with the words in m0, then the next four words */
+            __m128i wk = _mm_add_epi32(m0, _mm_loadu_si128((const __m128i *)(const void *)(sts__sha256_k + 4 * i)));
+            __m128i next;
+            cdgh = _mm_sha256rnds2_epu32(cdgh, abef, wk);
+            abef = _mm_sha256rnds2_epu32(abef, cdgh, _mm_shuffle_epi32(wk, 0x0e));
+            if (i < 12) {
+                next = _mm_add_epi32(_mm_sha256msg1_epu32(m0, m1), _mm_alignr_epi8(m3, m2, 4));
+                next = _mm_sha256msg2_epu32(next, m3);
+            } else {
+                next = m0;  /* not needed */
+            }
+            m0 = m1; m1 = m2; m2 = m3; m3 = next;
+        }
+        abef = _mm_add_epi32(abef, abef0);
+        cdgh = _mm_add_epi32(cdgh, cdgh0);
+    }
+    _mm_storeu_si128((__m128i *)(void *)out, abef);        /* F E B A */
+    _mm_storeu_si128((__m128i *)(void *)(out + 4), cdgh);  /* H G D C */
+    st[0] = out[3]; st[1] = out[2]; st[4] = out[1]; st[5] = out[0];
+    st[2] = out[7]; st[3] = out[6]; st[6] = out[5]; st[7] = out[4];
+}
+#endif
+STS__PRIVATE int sts__sha256_have_hw(void) {
+#ifdef STS__X86_DYN
+    return (sts__cpu_features() & STS__CPU_SHA) != 0;
+#else
+    return 0;
+#endif
+}
+STS__PRIVATE void sts__sha256_blocks(sts_sha256 *s, const uint8_t *p, size_t blocks) {
+#ifdef STS__X86_DYN
+    if (s->use_hw && sts__sha256_have_hw()) { sts__sha256_blocks_hw(s->h, p, blocks); return; }
+#endif
+    sts__sha256_blocks_sw(s->h, p, blocks);
+}
+/* With use_hw 0 the portable loop runs (the tests compare the two). */
+STS__PRIVATE void sts__sha256_init_with(sts_sha256 *s, int use_hw) {
+    static const uint32_t iv[8] = {
+        0x6a09e667u, 0xbb67ae85u, 0x3c6ef372u, 0xa54ff53au, 0x510e527fu, 0x9b05688cu, 0x1f83d9abu, 0x5be0cd19u,
+    };
+    memcpy(s->h, iv, sizeof iv);
+    s->len = 0;
+    memset(s->buf, 0, sizeof s->buf);
+    s->fill = 0;
+    s->use_hw = use_hw && sts__sha256_have_hw();
+}
+STSDEF void sts_sha256_init(sts_sha256 *s) { sts__sha256_init_with(s, 1); }
+STSDEF void sts_sha256_update(sts_sha256 *s, const void *data, size_t len) {
+    const uint8_t *p = (const uint8_t *)data;
+    STS_ASSERT(s && (p || !len) && s->fill < 64);
+    if (!len) return;
+    s->len += (uint64_t)len;
+    if (s->fill) {  /* top up the waiting block first */
+        size_t k = 64 - s->fill < len ? 64 - s->fill : len;
+        memcpy(s->buf + s->fill, p, k);
+        s->fill += k;
+        p += k;
+        len -= k;
+        if (s->fill < 64) return;
+        sts__sha256_blocks(s, s->buf, 1);
+        s->fill = 0;
+    }
+    if (len >= 64) {
+        sts__sha256_blocks(s, p, len / 64);
+        p += len - len % 64;
+        len %= 64;
+    }
+    if (len) {
+        memcpy(s->buf, p, len);
+        s->fill = len;
+    }
+}
+STSDEF void sts_sha256_final(sts_sha256 *s, uint8_t digest[32]) {
+    uint64_t bits = s->len << 3;  /* the message length in bits, mod 2^64 */
+    size_t at = s->fill;
+    int i;
+    STS_ASSERT(at < 64);
+    s->buf[at++] = 0x80;
+    if (at > 56) {  /* no room for the length: it goes into one more block */
+        memset(s->buf + at, 0, 64 - at);
+        sts__sha256_blocks(s, s->buf, 1);
+        at = 0;
+    }
+    memset(s->buf + at, 0, 56 - at);
+    for (i = 0; i < 8; i++) s->buf[56 + i] = (uint8_t)(bits >> (56 - 8 * i));
+    sts__sha256_blocks(s, s->buf, 1);
+    for (i = 0; i < 8; i++) sts__sha_st32(digest + 4 * i, s->h[i]);
+    sts__sha256_init_with(s, s->use_hw);
+}
+STSDEF void sts_sha256_memory(const void *data, size_t len, uint8_t digest[32]) {
+    sts_sha256 s;
+    sts_sha256_init(&s);
+    sts_sha256_update(&s, data, len);
+    sts_sha256_final(&s, digest);
+}
+STSDEF void sts_sha256_hex(const uint8_t digest[32], char hex[65]) {
+    static const char digits[] = "0123456789abcdef";
+    int i;
+    for (i = 0; i < 32; i++) {
+        hex[2 * i] = digits[digest[i] >> 4];
+        hex[2 * i + 1] = digits[digest[i] & 15];
+    }
+    hex[64] = 0;
+}
+STS__PRIVATE int sts__sha_nibble(char ch) {
+    if (ch >= '0' && ch <= '9') return ch - '0';
+    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
+    return -1;
+}
+STSDEF int sts_sha256_parse_hex(const char *hex, size_t len, uint8_t digest[32]) {
+    uint8_t d[32];
+    int i;
+    if (!hex || len != 64) return 0;
+    for (i = 0; i < 32; i++) {
+        int hi = sts__sha_nibble(hex[2 * i]), lo = sts__sha_nibble(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0) return 0;
+        d[i] = (uint8_t)(hi << 4 | lo);
+    }
+    memcpy(digest, d, sizeof d);
+    return 1;
+}
+STSDEF const char *sts_sha256_isa(void) { return sts__sha256_have_hw() ? "sha-ni" : "scalar"; }
 
 /* ==============================================================================================
    >>dataset_common  8a. dataset common
@@ -11654,7 +11895,7 @@ STSDEF sts_result sts_archive_file_sha256(const sts_archive *a, size_t file, uin
     if (!a || !digest || file >= a->nfiles)
         return sts__failx(err, STS_RULE_ARGUMENT, "sts_archive_file_sha256 needs an archive, a file and a digest");
     if ((r = sts__ar_part(a, file, &p, err)) != STS_OK) return r;
-    if (p->base) { sts_sha256(p->base, (size_t)p->size, digest); return STS_OK; }
+    if (p->base) { sts_sha256_memory(p->base, (size_t)p->size, digest); return STS_OK; }
     {
         size_t cap = (size_t)4 << 20;
         uint64_t at = 0;
