@@ -12619,13 +12619,19 @@ STS__PRIVATE sts_result sts__ds_ar_open(void *user, sts_builder *b, sts_error *e
     else sc = NULL;
     while (r == STS_OK && (r = sts_scan_next(sc, &cells, &ncells, err)) == STS_OK && cells) {
         const char *fn = sts_dataset_file(ds, cells->file), *key, *inner;
-        size_t fl = strlen(fn), il;
-        char *kc = sts__ar_strdup(a, cells->key, cells->key_len);
+        size_t fl = strlen(fn), il, kl = cells->key_len;
+        /* batch mode: the scan gives the column, the key is "<shard>/<column>" */
+        int prefix = !info.kv && !(kl > fl && memcmp(cells->key, fn, fl) == 0 && cells->key[fl] == '/');
+        char *kc = (char *)sts__ar_alloc(a, (prefix ? fl + 1 : 0) + kl + 1);
         if (!kc) { r = sts__nomem(err, "a key"); break; }
+        if (prefix) { memcpy(kc, fn, fl); kc[fl] = '/'; }
+        memcpy(kc + (prefix ? fl + 1 : 0), cells->key, kl);
+        kl += prefix ? fl + 1 : 0;
+        kc[kl] = 0;
         key = inner = kc;
-        il = cells->key_len;
-        if (!info.kv && il > fl && memcmp(key, fn, fl) == 0 && key[fl] == '/') { inner = key + fl + 1; il -= fl + 1; }
-        r = sts__ar_add_ent(a, key, cells->key_len, inner, il, cells->file, err);
+        il = kl;
+        if (!info.kv) { inner = key + fl + 1; il -= fl + 1; }
+        r = sts__ar_add_ent(a, key, kl, inner, il, cells->file, err);
         if (r == STS_OK) a->total += cells->nbytes;
     }
     sts_scan_close(sc);
