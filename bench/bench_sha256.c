@@ -116,7 +116,10 @@ int main(int argc, char **argv) {
     t_sw = (double *)calloc((size_t)runs, sizeof(double));
     t_mem = (double *)calloc((size_t)runs, sizeof(double));
     ratio = (double *)calloc((size_t)runs, sizeof(double));
-    if (!buf || !t_ours || !t_ssl || !t_map || !t_sw || !t_mem || !ratio) { fprintf(stderr, "bench_sha256: out of memory\n"); return 2; }
+    if (!buf || !t_ours || !t_ssl || !t_map || !t_sw || !t_mem || !ratio) {
+        fprintf(stderr, "bench_sha256: out of memory\n");
+        return 2;
+    }
 
     /* the file: pseudo-random bytes, written once, then read once so it is in the page cache */
     if ((size_t)snprintf(path, sizeof path, "%s/sts-bench-sha256-XXXXXX", dir) >= sizeof path) return 2;
@@ -146,9 +149,15 @@ int main(int argc, char **argv) {
         if (memcmp(d, d_ours, 32) != 0) { fprintf(stderr, "ours: the digest changed between runs\n"); bad = 1; }
         if (have_openssl) {
             t_ssl[r] = hash_openssl(d_ref);
-            if (t_ssl[r] < 0) { fprintf(stderr, "openssl dgst failed or is missing: no comparison\n"); have_openssl = 0; }
-            else if (memcmp(d_ref, d_ours, 32) != 0) { fprintf(stderr, "openssl's digest differs from ours\n"); bad = 1; }
-            else ratio[r] = t_ssl[r] / t_ours[r];
+            if (t_ssl[r] < 0) {
+                fprintf(stderr, "openssl dgst failed or is missing: no comparison\n");
+                have_openssl = 0;
+            } else if (memcmp(d_ref, d_ours, 32) != 0) {
+                fprintf(stderr, "openssl's digest differs from ours\n");
+                bad = 1;
+            } else {
+                ratio[r] = t_ssl[r] / t_ours[r];
+            }
         }
         printf("  round %d: ours %.3f GB/s", r + 1, gbs(bytes, t_ours[r]));
         if (have_openssl) printf(", openssl %.3f GB/s, ratio %.3f", gbs(bytes, t_ssl[r]), ratio[r]);
@@ -191,7 +200,8 @@ int main(int argc, char **argv) {
     sw = bench_summarize(t_sw, (size_t)runs);
     sm = bench_summarize(t_mem, (size_t)runs);
     sts_sha256_hex(d_ours, hex);
-    printf("digest %s (%s)\n", hex, bad ? "MISMATCH" : have_openssl ? "ours = mmap = portable = openssl" : "ours = mmap = portable");
+    printf("digest %s (%s)\n", hex,
+           bad ? "MISMATCH" : have_openssl ? "ours = mmap = portable = openssl" : "ours = mmap = portable");
     printf("sha256 whole file, ours (%s, read 1 MiB):  %.3f GB/s median (%.3f .. %.3f)\n", sts_sha256_isa(),
            gbs(bytes, so.median), gbs(bytes, so.max), gbs(bytes, so.min));
     if (have_openssl) {
