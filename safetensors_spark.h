@@ -11895,6 +11895,39 @@ STSDEF sts_result sts_archive_file_sha256(const sts_archive *a, size_t file, uin
     if (!a || !digest || file >= a->nfiles)
         return sts__failx(err, STS_RULE_ARGUMENT, "sts_archive_file_sha256 needs an archive, a file and a digest");
     if ((r = sts__ar_part(a, file, &p, err)) != STS_OK) return r;
+#ifndef STS_NO_STDIO
+    if (a->files[file].path_size) {  /* a file on disk: read in 1 MiB pieces (measured faster than its mapping) */
+        sts_archive *w = (sts_archive *)(uintptr_t)a;
+        const char *path = a->files[file].path;
+        size_t cap = (size_t)1 << 20;
+        uint64_t at = 0, size;
+        int fd, e = 0;
+        uint8_t *buf;
+        if ((r = sts__open_regular(path, &fd, &size, err)) != STS_OK) return r;
+        if (size != p->size) {
+            sts__close_fd(fd);
+            return sts__failx(err, STS_RULE_IO, "%q changed size while open (%U bytes, now %U)", path, strlen(path),
+                              p->size, size);
+        }
+        if (!(buf = (uint8_t *)sts__alloc(&a->mem, cap))) {
+            sts__close_fd(fd);
+            return sts__nomem(err, "a read buffer");
+        }
+        sts_sha256_init(&sha);
+        while (at < size && !e) {
+            size_t n = size - at < cap ? (size_t)(size - at) : cap;
+            if ((e = sts__pread_all(fd, buf, n, at)) == 0) sts_sha256_update(&sha, buf, n);
+            STS__AR_ADD(&w->st_reads, 1);
+            STS__AR_ADD(&w->st_bytes, n);
+            at += n;
+        }
+        sts__free(&a->mem, buf, cap);
+        sts__close_fd(fd);
+        if (e) return sts__fail_errno(err, e, "read", path);
+        sts_sha256_final(&sha, digest);
+        return STS_OK;
+    }
+#endif
     if (p->base) { sts_sha256_memory(p->base, (size_t)p->size, digest); return STS_OK; }
     {
         size_t cap = (size_t)4 << 20;
