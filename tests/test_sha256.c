@@ -175,7 +175,8 @@ static void test_every_length(void **state) {
             if (memcmp(got, want, 32) != 0) TU_FAIL("length %zu, %s path, one update", n, hw ? "default" : "portable");
             for (rep = 0; rep < 4; rep++) {
                 digest_pieces(hw, buf, n, &r, got);
-                if (memcmp(got, want, 32) != 0) TU_FAIL("length %zu, %s path, in pieces", n, hw ? "default" : "portable");
+                if (memcmp(got, want, 32) != 0)
+                    TU_FAIL("length %zu, %s path, in pieces", n, hw ? "default" : "portable");
             }
         }
         sts_sha256_memory(buf, n, got);
@@ -195,7 +196,8 @@ static void test_hw_matches_portable(void **state) {
     sts_sha256_init(&s);
     assert_int_equal(s.use_hw, have_hw());
     if (!have_hw()) {
-        print_message("note: this CPU has no SHA extensions (SHA-NI); only the portable path is tested\n");
+        print_message("note: no SHA-NI path here (a CPU without the SHA extensions, or STS_NO_SIMD); "
+                      "only the portable path is tested\n");
         free(buf);
         skip();
         return;
@@ -298,7 +300,8 @@ static void test_hex(void **state) {
         for (i = 0; i < 64; i++) {
             memcpy(bad, hex, 65);
             bad[i] = bads[k];
-            if (sts_sha256_parse_hex(bad, 64, back) != 0) TU_FAIL("bad character %#x at %d accepted", (unsigned char)bads[k], i);
+            if (sts_sha256_parse_hex(bad, 64, back) != 0)
+                TU_FAIL("bad character %#x at %d accepted", (unsigned char)bads[k], i);
         }
     }
     assert_memory_equal(back, keep, 32);  /* untouched by every refusal */
