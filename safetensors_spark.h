@@ -11747,7 +11747,7 @@ STS__PRIVATE sts_result sts__ar_desc_part(const sts_archive *a, const sts_tensor
 STS__PRIVATE const char *sts__ar_no_view(const sts_archive *a, const sts_tensor_desc *d, const sts__arpart *p) {
     if (!p->base) return a->has_src ? "its bytes come through a callback source, not a mapping"
                                      : "its file is read with pread, not mapped";
-    if (d->big_endian != sts__host_big_endian())
+    if (d->big_endian != sts__host_big_endian() && (d->type->swap > 1 || !d->type->plain))  /* bytes have no order */
         return d->big_endian ? "its bytes are big-endian and this host is little-endian"
                              : "its bytes are little-endian and this host is big-endian";
     if (d->type->align > 1 && (uintptr_t)(p->base + d->offset) % d->type->align)
