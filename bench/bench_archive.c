@@ -367,12 +367,15 @@ static void run_shards(const sts_registry *reg, unsigned nsh, unsigned per, int 
     unsigned s, k;
     int r, warm = 2;
     series t_idx, t_open, t_find, t_all, t_one, t_every, pr_open, pr_find, pr_all;
+    series f_idx, f_open, f_find, f_all, f_one, f_every;
     sts_archive_stats st_open, st_find, st_all;
     sts_error err;
     FILE *fp;
     memset(&t_idx, 0, sizeof t_idx); memset(&t_open, 0, sizeof t_open); memset(&t_find, 0, sizeof t_find);
     memset(&t_all, 0, sizeof t_all); memset(&t_one, 0, sizeof t_one); memset(&t_every, 0, sizeof t_every);
     memset(&pr_open, 0, sizeof pr_open); memset(&pr_find, 0, sizeof pr_find); memset(&pr_all, 0, sizeof pr_all);
+    memset(&f_idx, 0, sizeof f_idx); memset(&f_open, 0, sizeof f_open); memset(&f_find, 0, sizeof f_find);
+    memset(&f_all, 0, sizeof f_all); memset(&f_one, 0, sizeof f_one); memset(&f_every, 0, sizeof f_every);
     memset(&st_open, 0, sizeof st_open); st_find = st_all = st_open;
     tf_join(dir, sizeof dir, root, "sharded");
     strncat(dir, tag, sizeof dir - strlen(dir) - 1);
@@ -418,12 +421,14 @@ static void run_shards(const sts_registry *reg, unsigned nsh, unsigned per, int 
         const sts_tensor_desc *d;
         sts_archive_stats s1, s2, s3;
         double t0, ti, to, tf, ta, t1, te;
+        long g0, gi, go, gf, ga, g1, ge;
         check_stop();
         {   /* the baseline: the index file read whole */
             int fd;
             struct stat sb;
             char *buf;
             size_t got = 0;
+            g0 = minflt();
             t0 = tu_now();
             if ((fd = open(ipath, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &sb) != 0) die("open the index", NULL);
             buf = (char *)xmalloc((size_t)sb.st_size + 1);
@@ -436,24 +441,31 @@ static void run_shards(const sts_registry *reg, unsigned nsh, unsigned per, int 
             close(fd);
             buf[got] = 0;
             ti = tu_now() - t0;
+            gi = minflt() - g0;
             bench_sink += (uint8_t)buf[got / 2];
             free(buf);
         }
+        g0 = minflt();
         t0 = tu_now();
         archive_open(reg, dir, &a);
         to = tu_now() - t0;
+        go = minflt() - g0;
         s1 = sts_archive_get_stats(a);
+        g0 = minflt();
         t0 = tu_now();
         if (sts_archive_find(a, mid_name, strlen(mid_name), &d, &err) != STS_OK) die("sts_archive_find", &err);
         tf = tu_now() - t0;
+        gf = minflt() - g0;
         bench_sink += d->offset;
         s2 = sts_archive_get_stats(a);
+        g0 = minflt();
         t0 = tu_now();
         for (i = 0; i < sts_archive_count(a); i++) {
             if (sts_archive_at(a, i, &d, &err) != STS_OK) die("sts_archive_at", &err);
             bench_sink += d->offset + d->nbytes;
         }
         ta = tu_now() - t0;
+        ga = minflt() - g0;
         s3 = sts_archive_get_stats(a);
         if (sts_archive_count(a) != total || sts_archive_files(a) != nsh ||
             strcmp(sts_archive_format(a), "safetensors-sharded") != 0 || sts_archive_total_bytes(a) != total_bytes)
@@ -464,12 +476,15 @@ static void run_shards(const sts_registry *reg, unsigned nsh, unsigned per, int 
             const sts_tensor *x;
             shard_name(name, sizeof name, nsh / 2, nsh);
             tf_join(path, sizeof path, dir, name);
+            g0 = minflt();
             t0 = tu_now();
             if (sts_open(path, NULL, &f, &err) != STS_OK) die("sts_open", &err);
             if (!(x = sts_find(f, mid_name, strlen(mid_name)))) die("sts_find", NULL);
             t1 = tu_now() - t0;
+            g1 = minflt() - g0;
             bench_sink += sts_tensor_file_offset(f, x);
             sts_close(f);
+            g0 = minflt();
             t0 = tu_now();
             for (s = 0; s < nsh; s++) {
                 shard_name(name, sizeof name, s, nsh);
@@ -481,6 +496,7 @@ static void run_shards(const sts_registry *reg, unsigned nsh, unsigned per, int 
                 }
             }
             te = tu_now() - t0;
+            ge = minflt() - g0;
             for (s = 0; s < nsh; s++) sts_close(all[s]);
             free(all);
         }
@@ -491,26 +507,29 @@ static void run_shards(const sts_registry *reg, unsigned nsh, unsigned per, int 
             die("shards: the counters changed between repetitions", NULL);
         put(&t_idx, ti); put(&t_open, to); put(&t_find, tf); put(&t_all, ta); put(&t_one, t1); put(&t_every, te);
         put(&pr_open, to / ti); put(&pr_find, tf / t1); put(&pr_all, ta / te);
+        put(&f_idx, (double)gi); put(&f_open, (double)go); put(&f_find, (double)gf);
+        put(&f_all, (double)ga); put(&f_one, (double)g1); put(&f_every, (double)ge);
     }
-    printf("| step | archive median (best) | files_opened / reads / bytes_read after it | baseline median (best) | archive / baseline, paired median |\n"
-           "|---|---:|---|---:|---:|\n");
-    printf("| sts_archive_open of the folder | %.1f us (%.1f) | %llu / %llu / %llu | read the index whole: %.1f us (%.1f) | **%.2fx** |\n",
+    printf("| step | archive median (best) | files_opened / reads / bytes_read after it | baseline median (best) | archive / baseline, paired median | page faults: archive / baseline |\n"
+           "|---|---:|---|---:|---:|---:|\n");
+    printf("| sts_archive_open of the folder | %.1f us (%.1f) | %llu / %llu / %llu | read the index whole: %.1f us (%.1f) | **%.2fx** | %.0f / %.0f |\n",
            med(&t_open) * 1e6, stats(&t_open).min * 1e6, (unsigned long long)st_open.files_opened,
            (unsigned long long)st_open.reads, (unsigned long long)st_open.bytes_read, med(&t_idx) * 1e6,
-           stats(&t_idx).min * 1e6, med(&pr_open));
-    printf("| then sts_archive_find of one tensor | %.1f us (%.1f) | %llu / %llu / %llu | sts_open of its shard + sts_find: %.1f us (%.1f) | %.2fx |\n",
+           stats(&t_idx).min * 1e6, med(&pr_open), med(&f_open), med(&f_idx));
+    printf("| then sts_archive_find of one tensor | %.1f us (%.1f) | %llu / %llu / %llu | sts_open of its shard + sts_find: %.1f us (%.1f) | %.2fx | %.0f / %.0f |\n",
            med(&t_find) * 1e6, stats(&t_find).min * 1e6, (unsigned long long)st_find.files_opened,
            (unsigned long long)st_find.reads, (unsigned long long)st_find.bytes_read, med(&t_one) * 1e6,
-           stats(&t_one).min * 1e6, med(&pr_find));
-    printf("| then sts_archive_at of all %zu tensors | %.1f us (%.1f) | %llu / %llu / %llu | sts_open of all %u shards + sts_at: %.1f us (%.1f) | %.2fx |\n",
+           stats(&t_one).min * 1e6, med(&pr_find), med(&f_find), med(&f_one));
+    printf("| then sts_archive_at of all %zu tensors | %.1f us (%.1f) | %llu / %llu / %llu | sts_open of all %u shards + sts_at: %.1f us (%.1f) | %.2fx | %.0f / %.0f |\n",
            total, med(&t_all) * 1e6, stats(&t_all).min * 1e6, (unsigned long long)st_all.files_opened,
            (unsigned long long)st_all.reads, (unsigned long long)st_all.bytes_read, nsh, med(&t_every) * 1e6,
-           stats(&t_every).min * 1e6, med(&pr_all));
+           stats(&t_every).min * 1e6, med(&pr_all), med(&f_all), med(&f_every));
     printf("open read the index and no shard: %s; one find opened one shard: %s; all tensors: %llu files (1 + %u)\n",
            st_open.files_opened == 1 ? "yes" : "NO", st_find.files_opened == 2 ? "yes" : "NO",
            (unsigned long long)st_all.files_opened, nsh);
     drop(&t_idx); drop(&t_open); drop(&t_find); drop(&t_all); drop(&t_one); drop(&t_every);
     drop(&pr_open); drop(&pr_find); drop(&pr_all);
+    drop(&f_idx); drop(&f_open); drop(&f_find); drop(&f_all); drop(&f_one); drop(&f_every);
     free(wm);
     free(allnames);
     if (!keep) tf_rmtree(dir);
