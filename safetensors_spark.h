@@ -11288,6 +11288,8 @@ struct sts_archive {
     const sts_file *direct;         /* one safetensors file: names, lookups and counts are its own, and
                                        file 0's descriptors are built on first use (open stays sts_open's cost) */
     uint64_t st_opened, st_reads, st_bytes;
+    char *text;                     /* a sharded index's JSON text (names point into it), or NULL */
+    size_t text_size;
 };
 
 struct sts_builder {
@@ -11405,6 +11407,7 @@ STSDEF void sts_archive_close(sts_archive *a) {
     sts__free(&a->mem, a->ents, a->ents_cap * sizeof *a->ents);
     sts__free(&a->mem, a->order, a->nents * sizeof *a->order);
     sts__index_free(&a->mem, &a->ix);
+    sts__free(&a->mem, a->text, a->text_size);
     for (b = a->blocks; b; b = next) { next = b->next; sts__free(&a->mem, b, b->size); }
     sts__free(&a->mem, a, sizeof *a);
 }
@@ -12542,15 +12545,9 @@ STS__PRIVATE sts_result sts__sh_open(void *user, sts_builder *b, sts_error *err)
     r = sts__jdoc_parse(&d, text, len, &a->mem, label, STS_RULE_SHARDED_INDEX, err);
     if (r != STS_OK) { sts__free(&a->mem, text, len + 1); return r; }
     /* the text stays: names point into it (or into unescaped copies) */
-    {
-        char *keep = (char *)sts__ar_alloc(a, len + 1);
-        if (!keep) { r = sts__nomem(err, "the index"); goto done; }
-        memcpy(keep, text, len + 1);
-        sts__free(&a->mem, text, len + 1);
-        text = keep;
-        len = (size_t)-1;  /* freed with the archive */
-        d.text = (const uint8_t *)keep;
-    }
+    a->text = text;  /* freed with the archive, not copied */
+    a->text_size = len + 1;
+    len = (size_t)-1;
     if (d.tok[0].type != '{') { r = sts__failx(err, STS_RULE_SHARDED_INDEX, "%q is not a JSON object", label,
                                                 strlen(label)); goto done; }
     wm = sts__jdoc_get(&d, 0, "weight_map");
@@ -12582,8 +12579,9 @@ STS__PRIVATE sts_result sts__sh_open(void *user, sts_builder *b, sts_error *err)
                           label, strlen(label));
             goto done;
         }
-        if (!(nb = (char *)sts__ar_alloc(a, d.tok[k].len + 1)) ||
-            !(fb = (char *)sts__ar_alloc(a, d.tok[k + 1].len + 1))) {
+        nb = fb = NULL;  /* a buffer only for an escaped string: the others are read in place */
+        if ((d.tok[k].esc && !(nb = (char *)sts__ar_alloc(a, d.tok[k].len + 1))) ||
+            (d.tok[k + 1].esc && !(fb = (char *)sts__ar_alloc(a, d.tok[k + 1].len + 1)))) {
             r = sts__nomem(err, "a name");
             goto done;
         }
@@ -12646,7 +12644,7 @@ STS__PRIVATE sts_result sts__ds_ar_open(void *user, sts_builder *b, sts_error *e
     sts_dataset *ds;
     sts_read_config cfg;
     sts_scan_spec spec;
-    sts_scan *sc;
+    sts_scan *sc = NULL;             /* sts_scan_open leaves it unset when it fails */
     sts_dataset_info info;
     const sts_view *cells;
     size_t ncells, i;
