@@ -12663,7 +12663,6 @@ STS__PRIVATE sts_result sts__ds_ar_open(void *user, sts_builder *b, sts_error *e
     }
     memset(&spec, 0, sizeof spec);
     spec.long_form = 1;
-    sc = NULL;  /* sts_scan_open leaves it alone when it fails */
     if (r == STS_OK) r = sts_scan_open(ds, &spec, &sc, err);
     while (r == STS_OK && (r = sts_scan_next(sc, &cells, &ncells, err)) == STS_OK && cells) {
         const char *fn = sts_dataset_file(ds, cells->file), *key, *inner;
