@@ -1,0 +1,17 @@
+# Dequantisation of ggml block types (layer 7, >>dequant: sts_dequantize).
+#   test-unit / test-asan / test-valgrind   tests/test_dequant.c: geometry and arguments, blocks
+#                       packed here from chosen quants against their exact values, and every
+#                       SIMD level against the scalar decoders on random blocks (quick level under
+#                       the sanitizers)
+#   test-dequant-numpy  tests/check_dequant_numpy.py: each decoder, on every level, against a
+#                       reference written in numpy from the block layouts, bit for bit
+
+
+$(BUILD)/dequant/libsts_dequant.so: tests/dequant_shlib.c $(HEADER)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c99 -O2 -fPIC -shared $(STS_WARN) -o $@ $<
+
+.PHONY: test-dequant-numpy
+test-dequant-numpy: $(BUILD)/dequant/libsts_dequant.so
+	$(PYTHON) tests/check_dequant_numpy.py $(BUILD)/dequant/libsts_dequant.so
+TEST_STEPS += test-dequant-numpy
