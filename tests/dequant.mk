@@ -5,7 +5,7 @@
 #                       the sanitizers)
 #   test-dequant-numpy  tests/check_dequant_numpy.py: each decoder, on every level, against a
 #                       reference written in numpy from the block layouts, bit for bit
-
+UNIT_SRCS += tests/test_dequant.c
 
 $(BUILD)/dequant/libsts_dequant.so: tests/dequant_shlib.c $(HEADER)
 	@mkdir -p $(dir $@)
