@@ -5706,8 +5706,8 @@ static const sts__dq_type sts__dq_types[STS__DQ_COUNT] = {
     { "Q8_0", 32, 34 }, { "Q4_0", 32, 18 }, { "Q4_1", 32, 20 }, { "Q5_0", 32, 22 }, { "Q5_1", 32, 24 },
     { "Q2_K", 256, 84 }, { "Q3_K", 256, 110 }, { "Q4_K", 256, 144 }, { "Q5_K", 256, 176 }, { "Q6_K", 256, 210 },
 };
-/* n blocks from b into y (n x elems floats); nt: non-temporal stores where the kernel has them */
-typedef void (*sts__dq_fn)(float *y, const uint8_t *b, size_t n, int nt);
+/* n blocks from b into y (n x elems floats) */
+typedef void (*sts__dq_fn)(float *y, const uint8_t *b, size_t n);
 
 STS__PRIVATE float sts__dq_f16(const uint8_t *p) {   /* a little-endian fp16, exactly */
     uint32_t u = sts__f16_to_f32(sts__le16(p));
@@ -5718,8 +5718,7 @@ STS__PRIVATE float sts__dq_f16(const uint8_t *p) {   /* a little-endian fp16, ex
 STS__PRIVATE int sts__dq_s8(uint32_t v) { return (int)(v & 0x7fu) - (int)(v & 0x80u); }  /* a byte as int8 */
 
 /* Q8_0 (34 bytes): d, 32 int8 quants. y = d * q. */
-STS__PRIVATE void sts__dq_q8_0_c(float *y, const uint8_t *b, size_t n, int nt) {
-    (void)nt;
+STS__PRIVATE void sts__dq_q8_0_c(float *y, const uint8_t *b, size_t n) {
     int l;
     for (; n; n--, b += 34, y += 32) {
         const float d = sts__dq_f16(b);
@@ -5727,8 +5726,7 @@ STS__PRIVATE void sts__dq_q8_0_c(float *y, const uint8_t *b, size_t n, int nt) {
     }
 }
 /* Q4_0 (18): d, 16 bytes; byte l holds element l (low nibble) and l + 16 (high). y = d * (q - 8). */
-STS__PRIVATE void sts__dq_q4_0_c(float *y, const uint8_t *b, size_t n, int nt) {
-    (void)nt;
+STS__PRIVATE void sts__dq_q4_0_c(float *y, const uint8_t *b, size_t n) {
     int l;
     for (; n; n--, b += 18, y += 32) {
         const float d = sts__dq_f16(b);
@@ -5739,8 +5737,7 @@ STS__PRIVATE void sts__dq_q4_0_c(float *y, const uint8_t *b, size_t n, int nt) {
     }
 }
 /* Q4_1 (20): d, m, 16 bytes as Q4_0. y = d * q + m. */
-STS__PRIVATE void sts__dq_q4_1_c(float *y, const uint8_t *b, size_t n, int nt) {
-    (void)nt;
+STS__PRIVATE void sts__dq_q4_1_c(float *y, const uint8_t *b, size_t n) {
     int l;
     for (; n; n--, b += 20, y += 32) {
         const float d = sts__dq_f16(b), m = sts__dq_f16(b + 2);
@@ -5752,8 +5749,7 @@ STS__PRIVATE void sts__dq_q4_1_c(float *y, const uint8_t *b, size_t n, int nt) {
 }
 /* Q5_0 (22): d, a 32-bit word of fifth bits (bit j for element j), 16 nibble bytes as Q4_0.
    y = d * (q - 16). */
-STS__PRIVATE void sts__dq_q5_0_c(float *y, const uint8_t *b, size_t n, int nt) {
-    (void)nt;
+STS__PRIVATE void sts__dq_q5_0_c(float *y, const uint8_t *b, size_t n) {
     int l;
     for (; n; n--, b += 22, y += 32) {
         const float d = sts__dq_f16(b);
@@ -5765,8 +5761,7 @@ STS__PRIVATE void sts__dq_q5_0_c(float *y, const uint8_t *b, size_t n, int nt) {
     }
 }
 /* Q5_1 (24): d, m, the fifth bits, 16 nibble bytes. y = d * q + m. */
-STS__PRIVATE void sts__dq_q5_1_c(float *y, const uint8_t *b, size_t n, int nt) {
-    (void)nt;
+STS__PRIVATE void sts__dq_q5_1_c(float *y, const uint8_t *b, size_t n) {
     int l;
     for (; n; n--, b += 24, y += 32) {
         const float d = sts__dq_f16(b), m = sts__dq_f16(b + 2);
@@ -5782,8 +5777,7 @@ STS__PRIVATE void sts__dq_q5_1_c(float *y, const uint8_t *b, size_t n, int nt) {
    2 ((s % 8) / 2). */
 /* Q2_K (84): 16 scale bytes (low nibble scale, high nibble min), 64 quant bytes, d, dmin.
    y = (d * sc) * q - dmin * mn. */
-STS__PRIVATE void sts__dq_q2_k_c(float *y, const uint8_t *b, size_t n, int nt) {
-    (void)nt;
+STS__PRIVATE void sts__dq_q2_k_c(float *y, const uint8_t *b, size_t n) {
     int s, l;
     for (; n; n--, b += 84) {
         const float d = sts__dq_f16(b + 80), dmin = sts__dq_f16(b + 82);
@@ -5805,8 +5799,7 @@ STS__PRIVATE int sts__dq_q3_scale(const uint8_t *sc, int i) {
 /* Q3_K (110): 32 bytes of high bits (element 16 (s % 2) + l of sub-block s at bit s / 2 of byte
    16 (s % 2) + l), 64 bytes of 2-bit fields, 12 bytes of 6-bit scales, d. The quant is the field
    minus 4 where the high bit is clear. y = (d * sc) * q. */
-STS__PRIVATE void sts__dq_q3_k_c(float *y, const uint8_t *b, size_t n, int nt) {
-    (void)nt;
+STS__PRIVATE void sts__dq_q3_k_c(float *y, const uint8_t *b, size_t n) {
     int s, l;
     for (; n; n--, b += 110) {
         const float d = sts__dq_f16(b + 108);
@@ -5830,8 +5823,7 @@ STS__PRIVATE void sts__dq_k4_scales(const uint8_t *p, int j, uint32_t *sc, uint3
 }
 /* Q4_K (144): d, dmin, 12 scale bytes, 128 quant bytes: sub-blocks 2c and 2c + 1 are the low and
    high nibbles of bytes 32c .. 32c + 31. y = (d * sc) * q - dmin * mn. */
-STS__PRIVATE void sts__dq_q4_k_c(float *y, const uint8_t *b, size_t n, int nt) {
-    (void)nt;
+STS__PRIVATE void sts__dq_q4_k_c(float *y, const uint8_t *b, size_t n) {
     int s, l;
     for (; n; n--, b += 144) {
         const float d = sts__dq_f16(b), dmin = sts__dq_f16(b + 2);
@@ -5849,8 +5841,7 @@ STS__PRIVATE void sts__dq_q4_k_c(float *y, const uint8_t *b, size_t n, int nt) {
 }
 /* Q5_K (176): as Q4_K with 32 bytes of fifth bits before the nibbles: element l of sub-block s has
    bit s of byte l. */
-STS__PRIVATE void sts__dq_q5_k_c(float *y, const uint8_t *b, size_t n, int nt) {
-    (void)nt;
+STS__PRIVATE void sts__dq_q5_k_c(float *y, const uint8_t *b, size_t n) {
     int s, l;
     for (; n; n--, b += 176) {
         const float d = sts__dq_f16(b), dmin = sts__dq_f16(b + 2);
@@ -5869,8 +5860,7 @@ STS__PRIVATE void sts__dq_q5_k_c(float *y, const uint8_t *b, size_t n, int nt) {
 /* Q6_K (210): 128 bytes of low nibbles, 64 of 2-bit high parts, 16 int8 scales, d. In half h
    (128 elements), quarter k (32): low nibbles from bytes 64h + 32 (k % 2) + l (high nibble for
    k >= 2), high parts from byte 32h + l at bit 2k. y = (d * sc) * (q - 32). */
-STS__PRIVATE void sts__dq_q6_k_c(float *y, const uint8_t *b, size_t n, int nt) {
-    (void)nt;
+STS__PRIVATE void sts__dq_q6_k_c(float *y, const uint8_t *b, size_t n) {
     int s, l;
     for (; n; n--, b += 210) {
         const float d = sts__dq_f16(b + 208);
@@ -5890,9 +5880,9 @@ STS__PRIVATE void sts__dq_q6_k_c(float *y, const uint8_t *b, size_t n, int nt) {
    are loaded (vpmovzxbd / vpmovsxbd from memory, eight bytes at a time), so every field is
    extracted with 32-bit shifts and masks, then converted, multiplied and stored: the scalar
    decoders' operations in the same order, one separate multiply and add or subtract (the target
-   has no FMA). A sub-block's scale and minimum are computed as scalars, as the twins do. Outputs
-   of STS_CONVERT_NT_BYTES and more go out with non-temporal stores where dst is 16-byte aligned
-   (glibc's large blocks are 16 bytes past a page: two 16-byte streams per vector then). ---- */
+   has no FMA). A sub-block's scale and minimum are computed as scalars, as the twins do. Plain
+   stores only: unlike sts_convert's kernels these read a quarter of what they write or less, and
+   non-temporal stores measured slower (bench/RESULTS.md, issue 14). ---- */
 STS__VEC STS__TARGET_AVX2 __m256i sts__dq_u8x8(const uint8_t *p) {
     return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
 }
@@ -5902,55 +5892,47 @@ STS__VEC STS__TARGET_AVX2 __m256i sts__dq_s8x8(const uint8_t *p) {
 STS__VEC STS__TARGET_AVX2 float sts__dq_f16c(const uint8_t *p) {   /* vcvtph2ps: sts__f16_to_f32's bits */
     return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128((int)sts__le16(p))));
 }
-STS__VEC STS__TARGET_AVX2 void sts__dq_st(float *y, __m256 v, int nt) {
-    if (nt) {
-        _mm_stream_ps(y, _mm256_castps256_ps128(v));
-        _mm_stream_ps(y + 4, _mm256_extractf128_ps(v, 1));
-    } else {
-        _mm256_storeu_ps(y, v);
-    }
-}
 /* y[0..7] = d * q, d * q + m, d * q - m (q in 32-bit lanes) */
-STS__VEC STS__TARGET_AVX2 void sts__dq_mul(float *y, __m256 d, __m256i q, int nt) {
-    sts__dq_st(y, _mm256_mul_ps(d, _mm256_cvtepi32_ps(q)), nt);
+STS__VEC STS__TARGET_AVX2 void sts__dq_mul(float *y, __m256 d, __m256i q) {
+    _mm256_storeu_ps(y, _mm256_mul_ps(d, _mm256_cvtepi32_ps(q)));
 }
-STS__VEC STS__TARGET_AVX2 void sts__dq_mul_add(float *y, __m256 d, __m256i q, __m256 m, int nt) {
-    sts__dq_st(y, _mm256_add_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(q)), m), nt);
+STS__VEC STS__TARGET_AVX2 void sts__dq_mul_add(float *y, __m256 d, __m256i q, __m256 m) {
+    _mm256_storeu_ps(y, _mm256_add_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(q)), m));
 }
-STS__VEC STS__TARGET_AVX2 void sts__dq_mul_sub(float *y, __m256 d, __m256i q, __m256 m, int nt) {
-    sts__dq_st(y, _mm256_sub_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(q)), m), nt);
+STS__VEC STS__TARGET_AVX2 void sts__dq_mul_sub(float *y, __m256 d, __m256i q, __m256 m) {
+    _mm256_storeu_ps(y, _mm256_sub_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(q)), m));
 }
 #define STS__DQ_SRL(x, n) _mm256_srl_epi32((x), _mm_cvtsi32_si128(n))   /* a shift by a run-time count */
 
-STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q8_0_avx2(float *y, const uint8_t *b, size_t n, int nt) {
+STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q8_0_avx2(float *y, const uint8_t *b, size_t n) {
     int k;
     for (; n; n--, b += 34, y += 32) {
         const __m256 d = _mm256_set1_ps(sts__dq_f16c(b));
         for (k = 0; k < 4; k++)
-            sts__dq_mul(y + 8 * k, d, sts__dq_s8x8(b + 2 + 8 * k), nt);
+            sts__dq_mul(y + 8 * k, d, sts__dq_s8x8(b + 2 + 8 * k));
     }
 }
-STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q4_0_avx2(float *y, const uint8_t *b, size_t n, int nt) {
+STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q4_0_avx2(float *y, const uint8_t *b, size_t n) {
     const __m256i k15 = _mm256_set1_epi32(15), k8 = _mm256_set1_epi32(8);
     int k;
     for (; n; n--, b += 18, y += 32) {
         const __m256 d = _mm256_set1_ps(sts__dq_f16c(b));
         for (k = 0; k < 2; k++) {
             const __m256i x = sts__dq_u8x8(b + 2 + 8 * k);
-            sts__dq_mul(y + 8 * k, d, _mm256_sub_epi32(_mm256_and_si256(x, k15), k8), nt);
-            sts__dq_mul(y + 16 + 8 * k, d, _mm256_sub_epi32(_mm256_srli_epi32(x, 4), k8), nt);
+            sts__dq_mul(y + 8 * k, d, _mm256_sub_epi32(_mm256_and_si256(x, k15), k8));
+            sts__dq_mul(y + 16 + 8 * k, d, _mm256_sub_epi32(_mm256_srli_epi32(x, 4), k8));
         }
     }
 }
-STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q4_1_avx2(float *y, const uint8_t *b, size_t n, int nt) {
+STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q4_1_avx2(float *y, const uint8_t *b, size_t n) {
     const __m256i k15 = _mm256_set1_epi32(15);
     int k;
     for (; n; n--, b += 20, y += 32) {
         const __m256 d = _mm256_set1_ps(sts__dq_f16c(b)), m = _mm256_set1_ps(sts__dq_f16c(b + 2));
         for (k = 0; k < 2; k++) {
             const __m256i x = sts__dq_u8x8(b + 4 + 8 * k);
-            sts__dq_mul_add(y + 8 * k, d, _mm256_and_si256(x, k15), m, nt);
-            sts__dq_mul_add(y + 16 + 8 * k, d, _mm256_srli_epi32(x, 4), m, nt);
+            sts__dq_mul_add(y + 8 * k, d, _mm256_and_si256(x, k15), m);
+            sts__dq_mul_add(y + 16 + 8 * k, d, _mm256_srli_epi32(x, 4), m);
         }
     }
 }
@@ -5960,7 +5942,7 @@ STS__VEC STS__TARGET_AVX2 __m256i sts__dq_bit4(__m256i qh, int e0) {
     return _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(qh, _mm256_add_epi32(lane, _mm256_set1_epi32(e0))),
                                               _mm256_set1_epi32(1)), 4);
 }
-STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q5_0_avx2(float *y, const uint8_t *b, size_t n, int nt) {
+STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q5_0_avx2(float *y, const uint8_t *b, size_t n) {
     const __m256i k15 = _mm256_set1_epi32(15), k16 = _mm256_set1_epi32(16);
     int k;
     for (; n; n--, b += 22, y += 32) {
@@ -5969,13 +5951,13 @@ STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q5_0_avx2(float *y, const uint8_t *b,
         for (k = 0; k < 2; k++) {
             const __m256i x = sts__dq_u8x8(b + 6 + 8 * k);
             sts__dq_mul(y + 8 * k, d, _mm256_sub_epi32(_mm256_or_si256(_mm256_and_si256(x, k15),
-                                                                      sts__dq_bit4(qh, 8 * k)), k16), nt);
+                                                                      sts__dq_bit4(qh, 8 * k)), k16));
             sts__dq_mul(y + 16 + 8 * k, d, _mm256_sub_epi32(_mm256_or_si256(_mm256_srli_epi32(x, 4),
-                                                                           sts__dq_bit4(qh, 16 + 8 * k)), k16), nt);
+                                                                           sts__dq_bit4(qh, 16 + 8 * k)), k16));
         }
     }
 }
-STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q5_1_avx2(float *y, const uint8_t *b, size_t n, int nt) {
+STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q5_1_avx2(float *y, const uint8_t *b, size_t n) {
     const __m256i k15 = _mm256_set1_epi32(15);
     int k;
     for (; n; n--, b += 24, y += 32) {
@@ -5985,12 +5967,12 @@ STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q5_1_avx2(float *y, const uint8_t *b,
             const __m256i x = sts__dq_u8x8(b + 8 + 8 * k);
             const __m256i lo = _mm256_or_si256(_mm256_and_si256(x, k15), sts__dq_bit4(qh, 8 * k));
             const __m256i hi = _mm256_or_si256(_mm256_srli_epi32(x, 4), sts__dq_bit4(qh, 16 + 8 * k));
-            sts__dq_mul_add(y + 8 * k, d, lo, m, nt);
-            sts__dq_mul_add(y + 16 + 8 * k, d, hi, m, nt);
+            sts__dq_mul_add(y + 8 * k, d, lo, m);
+            sts__dq_mul_add(y + 16 + 8 * k, d, hi, m);
         }
     }
 }
-STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q2_k_avx2(float *y, const uint8_t *b, size_t n, int nt) {
+STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q2_k_avx2(float *y, const uint8_t *b, size_t n) {
     const __m256i k3 = _mm256_set1_epi32(3);
     int s, k;
     for (; n; n--, b += 84) {
@@ -6000,11 +5982,11 @@ STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q2_k_avx2(float *y, const uint8_t *b,
             const int sh = 2 * ((s & 7) >> 1);
             const __m256 dl = _mm256_set1_ps(d * (float)(b[s] & 15u)), ml = _mm256_set1_ps(dmin * (float)(b[s] >> 4));
             for (k = 0; k < 2; k++)
-                sts__dq_mul_sub(y + 8 * k, dl, _mm256_and_si256(STS__DQ_SRL(sts__dq_u8x8(q + 8 * k), sh), k3), ml, nt);
+                sts__dq_mul_sub(y + 8 * k, dl, _mm256_and_si256(STS__DQ_SRL(sts__dq_u8x8(q + 8 * k), sh), k3), ml);
         }
     }
 }
-STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q3_k_avx2(float *y, const uint8_t *b, size_t n, int nt) {
+STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q3_k_avx2(float *y, const uint8_t *b, size_t n) {
     const __m256i k3 = _mm256_set1_epi32(3), k1 = _mm256_set1_epi32(1), k4 = _mm256_set1_epi32(4);
     int s, k;
     for (; n; n--, b += 110) {
@@ -6016,12 +5998,12 @@ STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q3_k_avx2(float *y, const uint8_t *b,
             for (k = 0; k < 2; k++) {   /* field + 4 * high bit - 4 */
                 const __m256i lo = _mm256_and_si256(STS__DQ_SRL(sts__dq_u8x8(q + 8 * k), sh), k3);
                 const __m256i hi = _mm256_and_si256(STS__DQ_SRL(sts__dq_u8x8(hm + 8 * k), hb), k1);
-                sts__dq_mul(y + 8 * k, dl, _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 2)), k4), nt);
+                sts__dq_mul(y + 8 * k, dl, _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 2)), k4));
             }
         }
     }
 }
-STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q4_k_avx2(float *y, const uint8_t *b, size_t n, int nt) {
+STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q4_k_avx2(float *y, const uint8_t *b, size_t n) {
     const __m256i k15 = _mm256_set1_epi32(15);
     int c, k;
     for (; n; n--, b += 144, y += 256) {
@@ -6037,13 +6019,13 @@ STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q4_k_avx2(float *y, const uint8_t *b,
             ml1 = _mm256_set1_ps(dmin * (float)mn);
             for (k = 0; k < 4; k++) {
                 const __m256i x = sts__dq_u8x8(b + 16 + 32 * c + 8 * k);
-                sts__dq_mul_sub(y + 64 * c + 8 * k, dl0, _mm256_and_si256(x, k15), ml0, nt);
-                sts__dq_mul_sub(y + 64 * c + 32 + 8 * k, dl1, _mm256_srli_epi32(x, 4), ml1, nt);
+                sts__dq_mul_sub(y + 64 * c + 8 * k, dl0, _mm256_and_si256(x, k15), ml0);
+                sts__dq_mul_sub(y + 64 * c + 32 + 8 * k, dl1, _mm256_srli_epi32(x, 4), ml1);
             }
         }
     }
 }
-STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q5_k_avx2(float *y, const uint8_t *b, size_t n, int nt) {
+STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q5_k_avx2(float *y, const uint8_t *b, size_t n) {
     const __m256i k15 = _mm256_set1_epi32(15), k16 = _mm256_set1_epi32(16);
     int c, k;
     for (; n; n--, b += 176, y += 256) {
@@ -6061,13 +6043,13 @@ STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q5_k_avx2(float *y, const uint8_t *b,
                 const __m256i x = sts__dq_u8x8(b + 48 + 32 * c + 8 * k), h = sts__dq_u8x8(b + 16 + 8 * k);
                 const __m256i h0 = _mm256_and_si256(_mm256_slli_epi32(STS__DQ_SRL(h, 2 * c), 4), k16);
                 const __m256i h1 = _mm256_and_si256(_mm256_slli_epi32(STS__DQ_SRL(h, 2 * c + 1), 4), k16);
-                sts__dq_mul_sub(y + 64 * c + 8 * k, dl0, _mm256_or_si256(_mm256_and_si256(x, k15), h0), ml0, nt);
-                sts__dq_mul_sub(y + 64 * c + 32 + 8 * k, dl1, _mm256_or_si256(_mm256_srli_epi32(x, 4), h1), ml1, nt);
+                sts__dq_mul_sub(y + 64 * c + 8 * k, dl0, _mm256_or_si256(_mm256_and_si256(x, k15), h0), ml0);
+                sts__dq_mul_sub(y + 64 * c + 32 + 8 * k, dl1, _mm256_or_si256(_mm256_srli_epi32(x, 4), h1), ml1);
             }
         }
     }
 }
-STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q6_k_avx2(float *y, const uint8_t *b, size_t n, int nt) {
+STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q6_k_avx2(float *y, const uint8_t *b, size_t n) {
     const __m256i k15 = _mm256_set1_epi32(15), k48 = _mm256_set1_epi32(48), k32 = _mm256_set1_epi32(32);
     int h, g;
     for (; n; n--, b += 210, y += 256) {
@@ -6079,13 +6061,13 @@ STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q6_k_avx2(float *y, const uint8_t *b,
                 const int s = 8 * h + (g >> 1);                 /* the scale of quarter 0 */
                 float *o = y + 128 * h + 8 * g;
                 sts__dq_mul(o, _mm256_set1_ps(d * (float)sts__dq_s8(b[192 + s])), _mm256_sub_epi32(_mm256_or_si256(
-                    _mm256_and_si256(l0, k15), _mm256_and_si256(_mm256_slli_epi32(qh, 4), k48)), k32), nt);
+                    _mm256_and_si256(l0, k15), _mm256_and_si256(_mm256_slli_epi32(qh, 4), k48)), k32));
                 sts__dq_mul(o + 32, _mm256_set1_ps(d * (float)sts__dq_s8(b[194 + s])), _mm256_sub_epi32(_mm256_or_si256(
-                    _mm256_and_si256(l1, k15), _mm256_and_si256(_mm256_slli_epi32(qh, 2), k48)), k32), nt);
+                    _mm256_and_si256(l1, k15), _mm256_and_si256(_mm256_slli_epi32(qh, 2), k48)), k32));
                 sts__dq_mul(o + 64, _mm256_set1_ps(d * (float)sts__dq_s8(b[196 + s])), _mm256_sub_epi32(_mm256_or_si256(
-                    _mm256_srli_epi32(l0, 4), _mm256_and_si256(qh, k48)), k32), nt);
+                    _mm256_srli_epi32(l0, 4), _mm256_and_si256(qh, k48)), k32));
                 sts__dq_mul(o + 96, _mm256_set1_ps(d * (float)sts__dq_s8(b[198 + s])), _mm256_sub_epi32(_mm256_or_si256(
-                    _mm256_srli_epi32(l1, 4), _mm256_and_si256(_mm256_srli_epi32(qh, 2), k48)), k32), nt);
+                    _mm256_srli_epi32(l1, 4), _mm256_and_si256(_mm256_srli_epi32(qh, 2), k48)), k32));
             }
     }
 }
@@ -6116,14 +6098,7 @@ STS__PRIVATE sts_result sts__dequantize_at(float *dst, const void *src, const ch
     int t = sts__dq_find(type_name);
     if (t < 0) return STS_ERR_UNSUPPORTED;
     if (count % sts__dq_types[t].elems != 0 || (count && (!dst || !src))) return STS_ERR_INVALID_ARGUMENT;
-    if (count) {
-        /* large outputs bypass the caches; the SIMD kernels' streams need 16-byte alignment */
-        int nt = count >= STS_CONVERT_NT_BYTES / 4 && (uintptr_t)dst % 16 == 0;
-        sts__dq_kernel_at(t, isa)(dst, (const uint8_t *)src, count / sts__dq_types[t].elems, nt);
-#ifdef STS__X86_DYN
-        if (nt && isa >= STS__ISA_AVX2) _mm_sfence();
-#endif
-    }
+    if (count) sts__dq_kernel_at(t, isa)(dst, (const uint8_t *)src, count / sts__dq_types[t].elems);
     return STS_OK;
 }
 STSDEF sts_result sts_dequantize(float *dst, const void *src, const char *type_name, size_t count) {

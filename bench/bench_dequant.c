@@ -71,9 +71,8 @@ int main(int argc, char **argv) {
     nlev = best > STS__ISA_SCALAR && sts__dq_kernel_at(0, best) != sts__dq_kernel_at(0, STS__ISA_SCALAR) ? 2 : 1;
     bench_print_build(stdout);
     printf("bench_dequant: isa %s (sts_convert_isa), output %zu MiB per type (%zu elements), hot case %zu KiB,\n"
-           "               %d rounds, buffers at page + %zu bytes, non-temporal stores from %zu MiB of output\n",
-           sts_convert_isa(), out_bytes >> 20, count, hot_count * 4 >> 10, rounds, offset,
-           (size_t)(STS_CONVERT_NT_BYTES >> 20));
+           "               %d rounds, buffers at page + %zu bytes\n",
+           sts_convert_isa(), out_bytes >> 20, count, hot_count * 4 >> 10, rounds, offset);
     for (i = 0; i < 3; i++)
         if (posix_memalign(&mem[i], 4096, out_bytes + 4096) != 0) { fprintf(stderr, "bench_dequant: out of memory\n"); return 2; }
     out = (float *)(void *)((uint8_t *)mem[0] + offset);

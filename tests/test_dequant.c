@@ -8,7 +8,7 @@
         rounded once to F32): the decoders' element order and every field's position;
      4. every SIMD level against the scalar decoders, bit for bit, on random bytes (Inf and NaN
         scales included: NaN matches any NaN), at many block counts, source and output offsets;
-     5. large outputs (the non-temporal stores), aligned to 16 bytes and not, against scalar.
+     5. large outputs (STS_CONVERT_NT_BYTES and more) at two alignments, against scalar.
    The numpy cross-check (tests/check_dequant_numpy.py) is the independent reference on random
    blocks; this program runs under ASan + UBSan and valgrind too. STS_TEST_LEVEL=quick shrinks
    the counts. */
@@ -291,7 +291,7 @@ static void test_simd_matches_scalar(void **state) {
     }
 }
 
-/* ---- 5. large outputs: non-temporal stores (dst 16-byte aligned), and plain ones (not) ---- */
+/* ---- 5. large outputs (sts_convert's non-temporal size) through sts_dequantize ---- */
 static void test_large(void **state) {
     const size_t n = STS_CONVERT_NT_BYTES / 4 + 256;   /* a whole number of blocks of every type */
     float *want = (float *)malloc(n * 4), *buf = (float *)malloc(n * 4 + 64);
@@ -305,7 +305,7 @@ static void test_large(void **state) {
         if (tu_quick() && t != 0 && t != 7) continue;   /* Q8_0 and Q4_K under the sanitizers */
         for (i = 0; i < bytes; i++) src[i] = (uint8_t)tu_next(&rng);
         assert_int_equal(sts__dequantize_at(want, src, geoms[t].name, n, STS__ISA_SCALAR), STS_OK);
-        for (off = 0; off < 2; off++) {   /* floats past a 16-byte boundary: 0 (streams), 1 (no streams) */
+        for (off = 0; off < 2; off++) {   /* floats past a 16-byte boundary */
             float *dst = (float *)(void *)((uint8_t *)buf + (16 - (uintptr_t)buf % 16) % 16) + off;
             assert_int_equal(sts_dequantize(dst, src, geoms[t].name, n), STS_OK);
             if (!same_bits(dst, want, n, &at))
