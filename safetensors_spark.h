@@ -653,9 +653,9 @@ STSDEF const char *sts_sha256_isa(void);  /* "sha-ni" or "scalar": what sts_sha2
    whatever the host; dst receives count floats (host order). Each value is the exact product of
    its fp16 scale and small integers; the types with a minimum subtract or add it once, rounded
    once to nearest even: y = d * q (Q8_0, Q4_0, Q5_0, Q3_K, Q6_K), d * q + m (Q4_1, Q5_1),
-   d * q - m (Q2_K, Q4_K, Q5_K). SIMD kernels (AVX2 chosen at run time; NEON on little-endian
-   AArch64) give the scalar code's exact bits; a NaN scale gives NaNs whose payload may differ
-   between paths. No alignment needed;
+   d * q - m (Q2_K, Q4_K, Q5_K). SIMD kernels (SSE2, AVX2 + F16C chosen at run time; NEON on
+   little-endian AArch64) give the scalar code's exact bits; a NaN scale gives NaNs whose payload
+   may differ between paths. No alignment needed;
    dst and src must not overlap. count 0 is a no-op (the pointers may then be NULL).
    STS_ERR_UNSUPPORTED for any other type name (or NULL), STS_ERR_INVALID_ARGUMENT for a count not
    a whole number of blocks, or a NULL pointer with count > 0. */
@@ -4636,7 +4636,7 @@ STSDEF sts_result sts_write_path(const char *path, const sts_tensor_spec *specs,
    little-endian AArch64. All give the same bits; the tests check it exhaustively. Also CRC-32C
    (>>crc32c), the shards' checksum: SSE4.2 + PCLMUL lanes, or a portable table loop; SHA-256
    (>>sha256), the digest of files and tensors: the SHA extensions, or a portable loop; and the
-   dequantisation of ggml's block types to F32 (>>dequant): AVX2 or NEON kernels, scalar twins.
+   dequantisation of ggml's block types to F32 (>>dequant): SSE2, AVX2 or NEON kernels, or scalar.
    Thread safety: the only state is the CPU-feature word, computed on first use and kept with
    relaxed atomic loads/stores (two threads may both compute it; they store the same value).
    May call: util, dtype.
@@ -5698,9 +5698,9 @@ STSDEF const char *sts_sha256_isa(void) { return sts__sha256_have_hw() ? "sha-ni
    values that times the quant (exact again: at most 11 + 8 + 6 significant bits), and the types
    with a minimum subtract or add it in one more operation, the only one that rounds. A fused
    multiply-add gives those bits too (its product is exact), so contraction cannot change them.
-   The SIMD kernels (AVX2 + F16C chosen at run time, NEON on little-endian AArch64) do the same
-   operations lane by lane; the scalar decoders are their twins and run elsewhere (SSE2-only x86,
-   STS_NO_SIMD, other CPUs); the tests compare every level with them. */
+   The SIMD kernels (SSE2 and AVX2 + F16C chosen at run time, NEON on little-endian AArch64) do
+   the same operations lane by lane; the scalar decoders are their twins and run elsewhere
+   (STS_NO_SIMD, other CPUs); the tests compare every level with them. */
 enum { STS__DQ_Q8_0, STS__DQ_Q4_0, STS__DQ_Q4_1, STS__DQ_Q5_0, STS__DQ_Q5_1, STS__DQ_Q2_K, STS__DQ_Q3_K,
        STS__DQ_Q4_K, STS__DQ_Q5_K, STS__DQ_Q6_K, STS__DQ_COUNT };
 typedef struct sts__dq_type { const char *name; uint32_t elems, bytes; } sts__dq_type;
@@ -5876,6 +5876,134 @@ STS__PRIVATE void sts__dq_q6_k_c(float *y, const uint8_t *b, size_t n) {
         }
     }
 }
+
+#ifdef STS__SSE2
+/* ---- SSE2 (the x86-64 baseline, for CPUs without AVX2): sixteen quants a byte vector as in
+   the NEON kernels, byte shifts made of 16-bit shifts and a mask, int8 widened by unpacking
+   with itself and arithmetic shifts. The scales come from the scalar helpers. ---- */
+STS__VEC void sts__dq_sse16(float *y, __m128 d, __m128i q, __m128 m, int mode) {   /* as sts__dq_neon16 */
+    const __m128i lo = _mm_srai_epi16(_mm_unpacklo_epi8(q, q), 8), hi = _mm_srai_epi16(_mm_unpackhi_epi8(q, q), 8);
+    __m128i w[4];
+    int k;
+    w[0] = _mm_srai_epi32(_mm_unpacklo_epi16(lo, lo), 16);
+    w[1] = _mm_srai_epi32(_mm_unpackhi_epi16(lo, lo), 16);
+    w[2] = _mm_srai_epi32(_mm_unpacklo_epi16(hi, hi), 16);
+    w[3] = _mm_srai_epi32(_mm_unpackhi_epi16(hi, hi), 16);
+    for (k = 0; k < 4; k++) {
+        __m128 v = _mm_mul_ps(d, _mm_cvtepi32_ps(w[k]));
+        if (mode == 1) v = _mm_add_ps(v, m);
+        else if (mode == 2) v = _mm_sub_ps(v, m);
+        _mm_storeu_ps(y + 4 * k, v);
+    }
+}
+STS__VEC __m128i sts__dq_sse_ld(const uint8_t *p) { return _mm_loadu_si128((const __m128i *)(const void *)p); }
+STS__VEC __m128i sts__dq_sse_shr(__m128i v, int n) {   /* v >> n in each byte */
+    return _mm_and_si128(_mm_srl_epi16(v, _mm_cvtsi32_si128(n)), _mm_set1_epi8((char)(0xff >> n)));
+}
+STS__VEC __m128i sts__dq_sse_bit4(uint32_t qh, int e0) {   /* as sts__dq_neon_bit4 */
+    const __m128i bit = _mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, (char)-128, 1, 2, 4, 8, 16, 32, 64, (char)-128);
+    const __m128i bytes = _mm_unpacklo_epi64(_mm_set1_epi8((char)(qh >> e0 & 255u)),
+                                             _mm_set1_epi8((char)(qh >> (e0 + 8) & 255u)));
+    return _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(bytes, bit), bit), _mm_set1_epi8(16));
+}
+STS__PRIVATE void sts__dq_q8_0_sse2(float *y, const uint8_t *b, size_t n) {
+    const __m128 z = _mm_setzero_ps();
+    for (; n; n--, b += 34, y += 32) {
+        const __m128 d = _mm_set1_ps(sts__dq_f16(b));
+        sts__dq_sse16(y, d, sts__dq_sse_ld(b + 2), z, 0);
+        sts__dq_sse16(y + 16, d, sts__dq_sse_ld(b + 18), z, 0);
+    }
+}
+STS__INLINE void sts__dq_q45_sse2(float *y, const uint8_t *b, size_t n, size_t bytes, int qs, int five, int mode) {
+    const __m128i bias = _mm_set1_epi8((char)(mode ? 0 : five ? 16 : 8)), k15 = _mm_set1_epi8(15);
+    for (; n; n--, b += bytes, y += 32) {
+        const __m128 d = _mm_set1_ps(sts__dq_f16(b)), m = _mm_set1_ps(mode ? sts__dq_f16(b + 2) : 0.0f);
+        const __m128i v = sts__dq_sse_ld(b + qs);
+        __m128i lo = _mm_and_si128(v, k15), hi = sts__dq_sse_shr(v, 4);
+        if (five) {
+            const uint32_t qh = sts__le32(b + qs - 4);
+            lo = _mm_or_si128(lo, sts__dq_sse_bit4(qh, 0));
+            hi = _mm_or_si128(hi, sts__dq_sse_bit4(qh, 16));
+        }
+        sts__dq_sse16(y, d, _mm_sub_epi8(lo, bias), m, mode);
+        sts__dq_sse16(y + 16, d, _mm_sub_epi8(hi, bias), m, mode);
+    }
+}
+STS__PRIVATE void sts__dq_q4_0_sse2(float *y, const uint8_t *b, size_t n) { sts__dq_q45_sse2(y, b, n, 18, 2, 0, 0); }
+STS__PRIVATE void sts__dq_q4_1_sse2(float *y, const uint8_t *b, size_t n) { sts__dq_q45_sse2(y, b, n, 20, 4, 0, 1); }
+STS__PRIVATE void sts__dq_q5_0_sse2(float *y, const uint8_t *b, size_t n) { sts__dq_q45_sse2(y, b, n, 22, 6, 1, 0); }
+STS__PRIVATE void sts__dq_q5_1_sse2(float *y, const uint8_t *b, size_t n) { sts__dq_q45_sse2(y, b, n, 24, 8, 1, 1); }
+STS__PRIVATE void sts__dq_q2_k_sse2(float *y, const uint8_t *b, size_t n) {
+    const __m128i k3 = _mm_set1_epi8(3);
+    int s;
+    for (; n; n--, b += 84) {
+        const float d = sts__dq_f16(b + 80), dmin = sts__dq_f16(b + 82);
+        for (s = 0; s < 16; s++, y += 16) {
+            const __m128i q = sts__dq_sse_ld(b + 16 + 32 * (s >> 3) + 16 * (s & 1));
+            const __m128i f = _mm_and_si128(sts__dq_sse_shr(q, 2 * ((s & 7) >> 1)), k3);
+            sts__dq_sse16(y, _mm_set1_ps(d * (float)(b[s] & 15u)), f, _mm_set1_ps(dmin * (float)(b[s] >> 4)), 2);
+        }
+    }
+}
+STS__PRIVATE void sts__dq_q3_k_sse2(float *y, const uint8_t *b, size_t n) {
+    const __m128i k3 = _mm_set1_epi8(3), k1 = _mm_set1_epi8(1), k4 = _mm_set1_epi8(4);
+    const __m128 z = _mm_setzero_ps();
+    int s;
+    for (; n; n--, b += 110) {
+        const float d = sts__dq_f16(b + 108);
+        for (s = 0; s < 16; s++, y += 16) {
+            const __m128i q = sts__dq_sse_ld(b + 32 + 32 * (s >> 3) + 16 * (s & 1));
+            const __m128i hm = sts__dq_sse_ld(b + 16 * (s & 1));
+            const __m128i lo = _mm_and_si128(sts__dq_sse_shr(q, 2 * ((s & 7) >> 1)), k3);
+            const __m128i hi = _mm_and_si128(sts__dq_sse_shr(hm, s >> 1), k1);
+            sts__dq_sse16(y, _mm_set1_ps(d * (float)sts__dq_q3_scale(b + 96, s)),
+                          _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 2)), k4), z, 0);   /* bytes <= 7: no carry */
+        }
+    }
+}
+STS__INLINE void sts__dq_k45_sse2(float *y, const uint8_t *b, size_t n, size_t bytes, int qs, int five) {
+    const __m128i k15 = _mm_set1_epi8(15), k1 = _mm_set1_epi8(1);
+    int s, u;
+    for (; n; n--, b += bytes) {
+        const float d = sts__dq_f16(b), dmin = sts__dq_f16(b + 2);
+        for (s = 0; s < 8; s++, y += 32) {
+            uint32_t sc, mn;
+            __m128 dl, ml;
+            sts__dq_k4_scales(b + 4, s, &sc, &mn);
+            dl = _mm_set1_ps(d * (float)sc);
+            ml = _mm_set1_ps(dmin * (float)mn);
+            for (u = 0; u < 2; u++) {
+                const __m128i v = sts__dq_sse_ld(b + qs + 32 * (s >> 1) + 16 * u);
+                __m128i q = (s & 1) ? sts__dq_sse_shr(v, 4) : _mm_and_si128(v, k15);
+                if (five) {   /* bit s of the qh byte, to bit 4: 0 or 16 */
+                    const __m128i h = _mm_and_si128(sts__dq_sse_shr(sts__dq_sse_ld(b + 16 + 16 * u), s), k1);
+                    q = _mm_or_si128(q, _mm_slli_epi16(h, 4));
+                }
+                sts__dq_sse16(y + 16 * u, dl, q, ml, 2);
+            }
+        }
+    }
+}
+STS__PRIVATE void sts__dq_q4_k_sse2(float *y, const uint8_t *b, size_t n) { sts__dq_k45_sse2(y, b, n, 144, 16, 0); }
+STS__PRIVATE void sts__dq_q5_k_sse2(float *y, const uint8_t *b, size_t n) { sts__dq_k45_sse2(y, b, n, 176, 48, 1); }
+STS__PRIVATE void sts__dq_q6_k_sse2(float *y, const uint8_t *b, size_t n) {
+    const __m128i k15 = _mm_set1_epi8(15), k3 = _mm_set1_epi8(3), k32 = _mm_set1_epi8(32);
+    const __m128 z = _mm_setzero_ps();
+    int s;
+    for (; n; n--, b += 210) {
+        const float d = sts__dq_f16(b + 208);
+        for (s = 0; s < 16; s++, y += 16) {
+            const int h = s >> 3, k = (s & 7) >> 1, l0 = 16 * (s & 1);
+            const __m128i ql = sts__dq_sse_ld(b + 64 * h + 32 * (k & 1) + l0);
+            const __m128i qh = sts__dq_sse_ld(b + 128 + 32 * h + l0);
+            const __m128i lo = (k >> 1) ? sts__dq_sse_shr(ql, 4) : _mm_and_si128(ql, k15);
+            const __m128i hi = _mm_slli_epi16(_mm_and_si128(sts__dq_sse_shr(qh, 2 * k), k3), 4);   /* <= 48: no carry */
+            sts__dq_sse16(y, _mm_set1_ps(d * (float)sts__dq_s8(b[192 + s])), _mm_sub_epi8(_mm_or_si128(lo, hi), k32), z,
+                          0);
+        }
+    }
+}
+#endif /* STS__SSE2 */
 
 #ifdef STS__X86_DYN
 /* ---- AVX2 + F16C: eight elements a vector. The quant bytes are widened to 32-bit lanes as they
@@ -6213,12 +6341,24 @@ STS__PRIVATE sts__dq_fn sts__dq_kernel_at(int t, int isa) {
     static const sts__dq_fn avx2[STS__DQ_COUNT] = {
         sts__dq_q8_0_avx2, sts__dq_q4_0_avx2, sts__dq_q4_1_avx2, sts__dq_q5_0_avx2, sts__dq_q5_1_avx2,
         sts__dq_q2_k_avx2, sts__dq_q3_k_avx2, sts__dq_q4_k_avx2, sts__dq_q5_k_avx2, sts__dq_q6_k_avx2 };
-    if (isa >= STS__ISA_AVX2) return avx2[t];
+#endif
+#ifdef STS__SSE2
+    static const sts__dq_fn sse2[STS__DQ_COUNT] = {
+        sts__dq_q8_0_sse2, sts__dq_q4_0_sse2, sts__dq_q4_1_sse2, sts__dq_q5_0_sse2, sts__dq_q5_1_sse2,
+        sts__dq_q2_k_sse2, sts__dq_q3_k_sse2, sts__dq_q4_k_sse2, sts__dq_q5_k_sse2, sts__dq_q6_k_sse2 };
 #endif
 #ifdef STS__NEON
     static const sts__dq_fn neon[STS__DQ_COUNT] = {
         sts__dq_q8_0_neon, sts__dq_q4_0_neon, sts__dq_q4_1_neon, sts__dq_q5_0_neon, sts__dq_q5_1_neon,
         sts__dq_q2_k_neon, sts__dq_q3_k_neon, sts__dq_q4_k_neon, sts__dq_q5_k_neon, sts__dq_q6_k_neon };
+#endif
+#ifdef STS__X86_DYN
+    if (isa >= STS__ISA_AVX2) return avx2[t];
+#endif
+#ifdef STS__SSE2
+    if (isa >= STS__ISA_BASE) return sse2[t];
+#endif
+#ifdef STS__NEON
     if (isa >= STS__ISA_BASE) return neon[t];
 #endif
     (void)isa;
