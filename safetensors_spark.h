@@ -6011,8 +6011,8 @@ STS__PRIVATE void sts__dq_q6_k_sse2(float *y, const uint8_t *b, size_t n) {
    extracted with 32-bit shifts and masks, then converted, multiplied and stored: the scalar
    decoders' operations in the same order, one separate multiply and add or subtract (the target
    has no FMA). A sub-block's scale and minimum are computed as scalars, as the twins do. Plain
-   stores only: unlike sts_convert's kernels these read a quarter of what they write or less, and
-   non-temporal stores measured slower (bench/RESULTS.md, issue 14). ---- */
+   stores only: unlike sts_convert's kernels these read about a quarter of what they write or
+   less, and non-temporal stores measured slower (bench/RESULTS.md, issue 14). ---- */
 STS__VEC STS__TARGET_AVX2 __m256i sts__dq_u8x8(const uint8_t *p) {
     return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
 }
