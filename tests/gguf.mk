@@ -1,0 +1,10 @@
+# GGUF (issue 14): the provider of the archive that reads GGUF v2/v3 files in both byte orders.
+# tests/gguf/make_corpus.py writes the corpus (valid and invalid files, every rule broken, every
+# structural boundary cut, each with its verdict in both modes) into build/gguf/corpus before the
+# test programs are built; tests/test_gguf.c checks every file opened four ways (plain, ASan+UBSan
+# and valgrind through the generic rules).
+GGUF_CORPUS := $(BUILD)/gguf/corpus
+$(GGUF_CORPUS)/cases.tsv: tests/gguf/make_corpus.py $(HEADER)
+	@$(PYTHON) tests/gguf/make_corpus.py $(GGUF_CORPUS)
+UNIT_SRCS += tests/test_gguf.c
+$(BUILD)/unit/test_gguf $(BUILD)/asan/test_gguf $(BUILD)/vg/test_gguf: $(GGUF_CORPUS)/cases.tsv
