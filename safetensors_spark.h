@@ -12146,7 +12146,10 @@ STS__PRIVATE void sts__ar_reason(sts_probe_result *o, int supported, int confide
 STS__PRIVATE sts_result sts__ar_about(sts_error *err, sts_result r, const char *what, const char *name) {
     if (err && r != STS_OK) {
         sts_error e = *err;
-        sts__fail_code(err, e.code, e.rule, e.offset, "%s %q: %s", what, name, strlen(name), e.message);
+        const char *id = sts_rule_id(e.rule), *text = e.message;
+        size_t n = strlen(id);
+        if (strncmp(text, id, n) == 0 && text[n] == ':' && text[n + 1] == ' ') text += n + 2;  /* said once */
+        sts__fail_code(err, e.code, e.rule, e.offset, "%s %q: %s", what, name, strlen(name), text);
     }
     return r;
 }
@@ -12466,6 +12469,17 @@ STS__PRIVATE char *sts__ar_dirname(sts_archive *a, const char *path) {
 }
 typedef struct sts__shname { const char *name; size_t len; uint64_t hash; } sts__shname;
 
+/* A number token "-digits" that fits int64_t. */
+STS__PRIVATE int sts__jdoc_neg(const sts__jdoc *d, uint32_t t, int64_t *v) {
+    const sts__jtok *tk = &d->tok[t];
+    uint64_t x;
+    int big;
+    if (tk->len < 2 || sts__dec_u64(d->text + tk->at + 1, d->text + tk->at + tk->len, &x, &big) != tk->len - 1 || big ||
+        x > (uint64_t)INT64_MAX + 1)
+        return 0;
+    *v = x == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)x;
+    return 1;
+}
 /* ---- provider: sharded checkpoints (model.safetensors.index.json, _tensor_index.json) ---- */
 static const char sts__hf_index[] = "model.safetensors.index.json";
 static const char sts__our_index[] = "_tensor_index.json";
@@ -12517,6 +12531,7 @@ STS__PRIVATE sts_result sts__sh_meta(sts_archive *a, const sts__jdoc *d, uint32_
         break;
     case '0':
         if (sts__jdoc_u64(d, k + 1, &m.u)) m.type = STS_META_UINT;
+        else if (vt->len > 1 && d->text[vt->at] == '-' && sts__jdoc_neg(d, k + 1, &m.i)) m.type = STS_META_INT;
         else {
             char num[64];
             size_t n = vt->len < sizeof num - 1 ? vt->len : sizeof num - 1;
@@ -12706,13 +12721,19 @@ STS__PRIVATE sts_result sts__ds_ar_open(void *user, sts_builder *b, sts_error *e
     else sc = NULL;
     while (r == STS_OK && (r = sts_scan_next(sc, &cells, &ncells, err)) == STS_OK && cells) {
         const char *fn = sts_dataset_file(ds, cells->file), *key, *inner;
-        size_t fl = strlen(fn), il;
-        char *kc = sts__ar_strdup(a, cells->key, cells->key_len);
+        size_t fl = strlen(fn), il, kl = cells->key_len;
+        /* batch mode: the scan gives the column, the key is "<shard>/<column>" */
+        int prefix = !info.kv && !(kl > fl && memcmp(cells->key, fn, fl) == 0 && cells->key[fl] == '/');
+        char *kc = (char *)sts__ar_alloc(a, (prefix ? fl + 1 : 0) + kl + 1);
         if (!kc) { r = sts__nomem(err, "a key"); break; }
+        if (prefix) { memcpy(kc, fn, fl); kc[fl] = '/'; }
+        memcpy(kc + (prefix ? fl + 1 : 0), cells->key, kl);
+        kl += prefix ? fl + 1 : 0;
+        kc[kl] = 0;
         key = inner = kc;
-        il = cells->key_len;
-        if (!info.kv && il > fl && memcmp(key, fn, fl) == 0 && key[fl] == '/') { inner = key + fl + 1; il -= fl + 1; }
-        r = sts__ar_add_ent(a, key, cells->key_len, inner, il, cells->file, err);
+        il = kl;
+        if (!info.kv) { inner = key + fl + 1; il -= fl + 1; }
+        r = sts__ar_add_ent(a, key, kl, inner, il, cells->file, err);
         if (r == STS_OK) a->total += cells->nbytes;
     }
     sts_scan_close(sc);

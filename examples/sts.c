@@ -430,32 +430,205 @@ static sts_result open_dataset(const char *path, sts_dataset **ds, sts_error *in
     }
     return r;
 }
+
+/* ---- sources: the archive ------------------------------------------------------------------------
+   verify, inspect, dump and get read any source the archive (layer 10) opens: a safetensors file, a
+   sharded checkpoint (its index file, or the folder holding it), one of our datasets, a .npy file,
+   and whatever providers come later. Two kinds of source keep the reader they had before the
+   archive, so that what sts prints for them stays as it was: a safetensors file, whose header size
+   and data offsets only the file reader knows (inspect) and whose messages get phrases as the
+   dataset reader does; and a folder of ours (one holding dataset_manifest.json or _tensor_index.json,
+   whatever state they are in, or one that no provider claims, such as a plain folder of safetensors
+   files), whose summary, key lookups, hints and verdicts are the dataset reader's. For a file, the
+   probe decides, reading its first 4 KiB. */
+typedef enum reader { READ_ARCHIVE, READ_FILE, READ_DATASET } reader;
+static int holds(const char *dir, const char *name) {  /* an entry of that name, of any kind */
+    struct stat st;
+    char *p = path_join(dir, name);
+    int r = p && lstat(p, &st) == 0;
+    free(p);
+    return r;
+}
+static reader which_reader(const char *path) {
+    sts_input in;
+    sts_error e;
+    size_t win = (size_t)-1;
+    int dir = is_dir(path);
+    if (dir && (holds(path, "dataset_manifest.json") || holds(path, "_tensor_index.json"))) return READ_DATASET;
+    memset(&in, 0, sizeof in);
+    in.path = path;
+    /* no provider, or no source: the reader it had before gives its verdict, as before */
+    if (sts_probe(NULL, &in, NULL, NULL, 0, &win, &e) != STS_OK || win == (size_t)-1) return dir ? READ_DATASET : READ_FILE;
+    if (!dir && strcmp(sts_registry_at(NULL, win)->format, "safetensors") == 0) return READ_FILE;
+    return READ_ARCHIVE;
+}
+static sts_result archive_open(const char *path, const sts_options *o, sts_archive **a, sts_error *e) {
+    sts_input in;
+    memset(&in, 0, sizeof in);
+    in.path = path;
+    return sts_archive_open(NULL, &in, o, a, e);
+}
+static const char *nz(const char *s) { return s ? s : "?"; }  /* the accessors give NULL only for a NULL archive */
+static const char *base_name(const char *path) {
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+/* n units of `unit` bytes (2, 4 or 8), each byte-reversed in place: big-endian to little-endian. */
+static void swap_units(uint8_t *p, size_t n, unsigned unit) {
+    size_t i;
+    unsigned b;
+    for (i = 0; i < n; i++, p += unit)
+        for (b = 0; b < unit / 2; b++) { uint8_t x = p[b]; p[b] = p[unit - 1 - b]; p[unit - 1 - b] = x; }
+}
+static int host_is_big_endian(void) {
+    const uint16_t one = 1;
+    return *(const uint8_t *)&one == 0;
+}
+/* A tensor's bytes in little-endian order (what the codecs and the safetensors format use), through
+   sts_archive_materialize: a view of the mapping when there is one, else one copy (swapped to the
+   host's order by the archive). *owned gets what the caller frees (NULL for a view). */
+typedef struct le_factory { void *mem; uint64_t nbytes; } le_factory;
+static void *le_allocate(void *user, const sts_tensor_desc *d, const sts_type *type, uint64_t nbytes) {
+    le_factory *f = (le_factory *)user;
+    (void)d; (void)type;
+    if (nbytes > (uint64_t)((size_t)-1 >> 1)) return NULL;
+    f->nbytes = nbytes;
+    return f->mem = malloc(nbytes ? (size_t)nbytes : 1);
+}
+static int le_wrap(void *user, const sts_tensor_desc *d, const void *view) { (void)user; (void)d; (void)view; return 1; }
+static sts_result tensor_le_bytes(const sts_archive *a, const sts_tensor_desc *d, const uint8_t **bytes, uint8_t **owned, sts_error *e) {
+    le_factory lf;
+    sts_factory f;
+    sts_materialized m;
+    sts_result r;
+    unsigned unit = d->type->swap;
+    memset(&lf, 0, sizeof lf);
+    memset(&f, 0, sizeof f);
+    f.allocate = le_allocate;
+    f.wrap = le_wrap;
+    f.user = &lf;
+    *bytes = NULL;
+    *owned = NULL;
+    if ((r = sts_archive_materialize(a, d, &f, NULL, &m, e)) != STS_OK) { free(lf.mem); return r; }
+    *bytes = (const uint8_t *)m.data;
+    if (!m.wrapped) *owned = (uint8_t *)m.data;
+    if (host_is_big_endian() && d->type->plain && unit > 1) {  /* host order is big-endian here: back to little */
+        if (m.wrapped) {
+            if (!(*owned = (uint8_t *)malloc(m.nbytes ? (size_t)m.nbytes : 1))) {
+                e->code = STS_ERR_NOMEM;
+                e->rule = STS_RULE_ALLOC;
+                e->offset = STS_OFFSET_UNKNOWN;
+                snprintf(e->message, sizeof e->message, "%s: out of memory copying tensor bytes", sts_rule_id(STS_RULE_ALLOC));
+                return STS_ERR_NOMEM;
+            }
+            memcpy(*owned, m.data, (size_t)m.nbytes);
+            *bytes = *owned;
+        }
+        swap_units(*owned, (size_t)(m.nbytes / unit), unit);
+    }
+    return STS_OK;
+}
+
 /* ---- verify ----------------------------------------------------------------------------------- */
+/* One source: its archive opened (every descriptor touched, so every shard is opened and validated)
+   and, with want, file 0's SHA-256 compared. Prints the line; 0 valid, EXIT_INVALID not, EXIT_USAGE
+   when --sha256 was given for a source that is not one file. */
+static int verify_one(const char *path, const sts_options *o, const uint8_t *want) {
+    sts_archive *a;
+    sts_error e;
+    const sts_tensor_desc *d;
+    size_t i, n;
+    if (archive_open(path, o, &a, &e) != STS_OK) {
+        if (e.rule == STS_RULE_PROBE) {  /* no provider claims it (a folder without an index or a manifest): the
+                                            safetensors parser's verdict, as before the archive */
+            sts_options ho = *o;
+            sts_file *f;
+            sts_error fe;
+            ho.header_only = 1;
+            if (sts_open(path, &ho, &f, &fe) == STS_OK) sts_close(f);
+            else e = fe;
+        }
+        printf("%s\tERR\t%s\t%s\n", path, sts_result_name(e.code), e.message);
+        return EXIT_INVALID;
+    }
+    if (want && (sts_archive_files(a) != 1 || strcmp(nz(sts_archive_file(a, 0)), path) != 0)) {
+        if (sts_archive_files(a) != 1)
+            fprintf(stderr, "%s: --sha256 applies to one file; %s is a %s archive of %zu files (give --sha256 HEX before each of its files)\n",
+                    prog_cmd, path, nz(sts_archive_format(a)), sts_archive_files(a));
+        else
+            fprintf(stderr, "%s: --sha256 applies to one file; the tensors of %s are in %s (give --sha256 HEX %s)\n",
+                    prog_cmd, path, nz(sts_archive_file(a, 0)), nz(sts_archive_file(a, 0)));
+        fprintf(stderr, "(try: %s --help)\n", prog_cmd);
+        sts_archive_close(a);
+        return EXIT_USAGE;
+    }
+    n = sts_archive_count(a);
+    for (i = 0; i < n; i++)
+        if (sts_archive_at(a, i, &d, &e) != STS_OK) {
+            printf("%s\tERR\t%s\t%s\n", path, sts_result_name(e.code), e.message);
+            sts_archive_close(a);
+            return EXIT_INVALID;
+        }
+    if (want) {
+        uint8_t got[32];
+        char hg[65], hw[65];
+        if (sts_archive_file_sha256(a, 0, got, &e) != STS_OK) {
+            printf("%s\tERR\t%s\t%s\n", path, sts_result_name(e.code), e.message);
+            sts_archive_close(a);
+            return EXIT_INVALID;
+        }
+        if (memcmp(got, want, 32) != 0) {
+            sts_sha256_hex(got, hg);
+            sts_sha256_hex(want, hw);
+            printf("%s\tERR\t%s\t%s: ", path, sts_result_name(STS_ERR_CHECKSUM), sts_rule_id(STS_RULE_SHA256));
+            put_name(stdout, path, strlen(path), 1);
+            printf(" has SHA-256 %s, not %s\n", hg, hw);
+            sts_archive_close(a);
+            return EXIT_INVALID;
+        }
+    }
+    printf("%s\tOK\t%zu\n", path, n);
+    sts_archive_close(a);
+    return 0;
+}
 static int cmd_verify(int argc, char **argv) {
     sts_options o;
-    int i, files = 0, bad = 0, opts_done = 0;
+    uint8_t want[32];
+    int i, files = 0, bad = 0, opts_done = 0, pending = 0;
     memset(&o, 0, sizeof o);
-    o.header_only = 1; /* validation needs the 8 + N header bytes and the file size only */
     for (i = 1; i < argc; i++) {
         if (!opts_done && strcmp(argv[i], "--") == 0) { opts_done = 1; continue; }
         if (!opts_done && strcmp(argv[i], "--strict") == 0) { o.strict = 1; continue; }
+        if (!opts_done && strcmp(argv[i], "--sha256") == 0) {  /* for the FILE after it */
+            if (pending) return usage_error("%s", "--sha256 HEX is for the FILE after it, and two came before one FILE");
+            if (i + 1 >= argc) return usage_error("%s", "--sha256 needs 64 hex digits, then the FILE they are the SHA-256 of");
+            if (!sts_sha256_parse_hex(argv[i + 1], strlen(argv[i + 1]), want))
+                return usage_error("--sha256 takes a SHA-256 digest, 64 hex digits, got %s", argv[i + 1]);
+            pending = 1;
+            i++;
+            continue;
+        }
         if (!opts_done && argv[i][0] == '-' && argv[i][1]) return usage_error("unknown option %s", argv[i]);
         files++;
+        pending = 0;
     }
+    if (pending) return usage_error("%s", "--sha256 HEX needs the FILE it is the SHA-256 of after it");
     if (!files) return usage_error("%s", "no files given; usage: sts verify [--strict] FILE...");
     opts_done = 0;
     for (i = 1; i < argc; i++) {
-        sts_file *f;
-        sts_error e;
+        int r;
         if (!opts_done && strcmp(argv[i], "--") == 0) { opts_done = 1; continue; }
-        if (!opts_done && argv[i][0] == '-' && argv[i][1]) continue;
-        if (sts_open(argv[i], &o, &f, &e) == STS_OK) {
-            printf("%s\tOK\t%zu\n", argv[i], sts_count(f));
-            sts_close(f);
-        } else {
-            printf("%s\tERR\t%s\t%s\n", argv[i], sts_result_name(e.code), e.message);
-            bad = 1;
+        if (!opts_done && strcmp(argv[i], "--sha256") == 0) {
+            sts_sha256_parse_hex(argv[i + 1], strlen(argv[i + 1]), want);
+            pending = 1;
+            i++;
+            continue;
         }
+        if (!opts_done && argv[i][0] == '-' && argv[i][1]) continue;
+        r = verify_one(argv[i], &o, pending ? want : NULL);
+        pending = 0;
+        if (r == EXIT_USAGE) return r;
+        if (r) bad = 1;
     }
     return bad ? EXIT_INVALID : 0;
 }
@@ -474,6 +647,15 @@ static int cmd_rules(int argc, char **argv) {
 }
 
 /* ---- inspect ---------------------------------------------------------------------------------- */
+/* A shape for a table cell: "[2, 3]", cut with ", ...]" past about 40 characters. */
+#define SHAPE_CELL 64
+static void shape_cell(char shape[SHAPE_CELL], const uint64_t *dims, uint32_t rank) {
+    int n = 0;
+    uint32_t d;
+    n += snprintf(shape + n, SHAPE_CELL - (size_t)n, "[");
+    for (d = 0; d < rank && n < SHAPE_CELL - 24; d++) n += snprintf(shape + n, SHAPE_CELL - (size_t)n, d ? ", %llu" : "%llu", (unsigned long long)dims[d]);
+    snprintf(shape + n, SHAPE_CELL - (size_t)n, d < rank ? ", ...]" : "]");
+}
 static void inspect_file_text(const char *path, const sts_file *f) {
     size_t i;
     printf("%s: %llu bytes, header %llu bytes, %zu tensors\n", path, (unsigned long long)sts_file_size(f),
@@ -481,13 +663,9 @@ static void inspect_file_text(const char *path, const sts_file *f) {
     printf("%-40s %-11s %-18s %12s  %s\n", "name", "dtype", "shape", "bytes", "data_offsets");
     for (i = 0; i < sts_count(f); i++) {
         const sts_tensor *t = sts_at(f, i);
-        char shape[64];
-        int n = 0;
-        uint32_t d;
+        char shape[SHAPE_CELL];
         size_t w;
-        n += snprintf(shape + n, sizeof shape - (size_t)n, "[");
-        for (d = 0; d < t->rank && n < (int)sizeof shape - 24; d++) n += snprintf(shape + n, sizeof shape - (size_t)n, d ? ", %llu" : "%llu", (unsigned long long)t->shape[d]);
-        snprintf(shape + n, sizeof shape - (size_t)n, d < t->rank ? ", ...]" : "]");
+        shape_cell(shape, t->shape, t->rank);
         w = put_name(stdout, t->name, t->name_len, 0);
         printf("%*s %-11s %-18s %12llu  [%llu, %llu]\n", w < 40 ? (int)(40 - w) : 0, "", sts_dtype_name(t->dtype), shape,
                (unsigned long long)sts_tensor_nbytes(t), (unsigned long long)t->begin, (unsigned long long)t->end);
@@ -630,20 +808,216 @@ static int inspect_dataset(const char *dir, int json) {
     sts_dataset_close(ds);
     return 0;
 }
+/* An archive's typed metadata value: JSON (strings quoted, numbers, true/false, arrays; a NaN or an
+   infinity is null) or text (the same, arrays cut after 16 items). */
+static const char *meta_type_name(sts_meta_type t) {
+    switch (t) {
+    case STS_META_STRING: return "string";
+    case STS_META_UINT: return "uint";
+    case STS_META_INT: return "int";
+    case STS_META_FLOAT: return "float";
+    case STS_META_BOOL: return "bool";
+    case STS_META_ARRAY: return "array";
+    }
+    return "?";
+}
+static void put_double(FILE *o, double x, int json) {
+    char b[32];
+    int p;
+    if (x != x || x > 1.7976931348623157e308 || x < -1.7976931348623157e308) {
+        fputs(json ? "null" : x != x ? "nan" : x > 0 ? "inf" : "-inf", o);
+        return;
+    }
+    for (p = 1; p < 17; p++) {  /* the fewest digits that read back */
+        snprintf(b, sizeof b, "%.*g", p, x);
+        if (strtod(b, NULL) == x) break;
+    }
+    if (p == 17) snprintf(b, sizeof b, "%.17g", x);
+    fputs(b, o);
+    if (!strpbrk(b, ".en")) fputs(".0", o);  /* a float reads as one */
+}
+static void put_meta_value(FILE *o, const sts_meta *m, int json, int depth) {
+    uint64_t k, shown;
+    switch (m->type) {
+    case STS_META_STRING: put_name(o, m->str, m->str_len, 1); break;
+    case STS_META_UINT: fprintf(o, "%llu", (unsigned long long)m->u); break;
+    case STS_META_INT: fprintf(o, "%lld", (long long)m->i); break;
+    case STS_META_FLOAT: put_double(o, m->f, json); break;
+    case STS_META_BOOL: fputs(m->u ? "true" : "false", o); break;
+    case STS_META_ARRAY:
+        shown = json || m->count <= 16 ? m->count : 16;
+        fputc('[', o);
+        for (k = 0; k < shown; k++) {
+            if (k) fputs(", ", o);
+            if (depth < 32) put_meta_value(o, &m->items[k], json, depth + 1);
+            else fputs(json ? "null" : "...", o);
+        }
+        if (shown < m->count) fprintf(o, ", ... %llu items", (unsigned long long)m->count);
+        fputc(']', o);
+        break;
+    }
+}
+static int inspect_archive(const char *path, int json) {
+    sts_archive *a;
+    sts_error e;
+    const sts_tensor_desc **ds;
+    size_t i, n, files;
+    uint64_t sum = 0;
+    if (archive_open(path, NULL, &a, &e) != STS_OK) return fail(&e, path);
+    n = sts_archive_count(a);
+    files = sts_archive_files(a);
+    if (!(ds = (const sts_tensor_desc **)malloc((n ? n : 1) * sizeof *ds))) { sts_archive_close(a); return out_of_memory(); }
+    for (i = 0; i < n; i++) {  /* every descriptor first: a shard that does not open is an error, not half a table */
+        if (sts_archive_at(a, i, &ds[i], &e) != STS_OK) { free(ds); sts_archive_close(a); return fail(&e, path); }
+        sum += ds[i]->nbytes;
+    }
+    if (json) {
+        printf("{\"path\": ");
+        put_name(stdout, path, strlen(path), 1);
+        printf(", \"format\": ");
+        put_name(stdout, nz(sts_archive_format(a)), strlen(nz(sts_archive_format(a))), 1);
+        printf(", \"provider\": ");
+        put_name(stdout, nz(sts_archive_provider(a)), strlen(nz(sts_archive_provider(a))), 1);
+        printf(", \"version\": %u, \"total_bytes\": %llu, \"files\": [", (unsigned)sts_archive_version(a),
+               (unsigned long long)sts_archive_total_bytes(a));
+        for (i = 0; i < files; i++) {
+            if (i) printf(", ");
+            put_name(stdout, nz(sts_archive_file(a, i)), strlen(nz(sts_archive_file(a, i))), 1);
+        }
+        printf("], \"tensors\": [");
+        for (i = 0; i < n; i++) {
+            const sts_tensor_desc *d = ds[i];
+            printf(i ? ",\n  {\"name\": " : "\n  {\"name\": ");
+            put_name(stdout, d->name, d->name_len, 1);
+            printf(", \"type\": ");
+            put_name(stdout, d->type->name, strlen(d->type->name), 1);
+            printf(", \"shape\": ");
+            put_shape(stdout, d->shape, d->rank);
+            if (d->rank && memcmp(d->shape, d->format_shape, d->rank * sizeof *d->shape) != 0) {
+                printf(", \"format_shape\": ");
+                put_shape(stdout, d->format_shape, d->rank);
+            }
+            printf(", \"bytes\": %llu, \"file\": %zu, \"offset\": %llu, \"byte_order\": \"%s\"}", (unsigned long long)d->nbytes,
+                   d->file, (unsigned long long)d->offset, d->big_endian ? "big" : "little");
+        }
+        printf("%s], \"metadata\": {", n ? "\n" : "");
+        for (i = 0; i < sts_archive_meta_count(a); i++) {
+            const sts_meta *m = sts_archive_meta_at(a, i);
+            if (i) printf(", ");
+            put_name(stdout, m->key ? m->key : "", m->key ? m->key_len : 0, 1);
+            printf(": ");
+            put_meta_value(stdout, m, 1, 0);
+        }
+        printf("}}\n");
+    } else {
+        printf("%s: %s (provider %s", path, nz(sts_archive_format(a)), nz(sts_archive_provider(a)));
+        if (sts_archive_version(a)) printf(", version %u", (unsigned)sts_archive_version(a));
+        printf("), %zu tensor%s, %llu bytes", n, n == 1 ? "" : "s", (unsigned long long)sum);
+        if (sts_archive_total_bytes(a) != sum) printf(" (the archive says %llu)", (unsigned long long)sts_archive_total_bytes(a));
+        printf(", %zu file%s\n", files, files == 1 ? "" : "s");
+        printf("%-40s %-11s %-18s %12s  %4s %12s  %s\n", "name", "type", "shape", "bytes", "file", "offset", "order");
+        for (i = 0; i < n; i++) {
+            const sts_tensor_desc *d = ds[i];
+            char shape[SHAPE_CELL];
+            size_t w;
+            shape_cell(shape, d->shape, d->rank);
+            w = put_name(stdout, d->name, d->name_len, 0);
+            printf("%*s %-11s %-18s %12llu  %4zu %12llu  %s\n", w < 40 ? (int)(40 - w) : 0, "", d->type->name, shape,
+                   (unsigned long long)d->nbytes, d->file, (unsigned long long)d->offset, d->big_endian ? "big-endian" : "little-endian");
+        }
+        printf("files:\n");
+        for (i = 0; i < files; i++) printf("  %4zu  %s\n", i, nz(sts_archive_file(a, i)));
+        if (sts_archive_meta_count(a)) {
+            printf("metadata:\n");
+            for (i = 0; i < sts_archive_meta_count(a); i++) {
+                const sts_meta *m = sts_archive_meta_at(a, i);
+                printf("  ");
+                put_name(stdout, m->key ? m->key : "", m->key ? m->key_len : 0, 0);
+                printf(" = ");
+                put_meta_value(stdout, m, 0, 0);
+                printf(" (%s)\n", meta_type_name(m->type));
+            }
+        }
+    }
+    free(ds);
+    sts_archive_close(a);
+    return 0;
+}
+/* Every registered provider's verdict on the source, and the winner (the most confident; the first
+   registered on a tie). Exit 1 when no provider supports it. */
+static int inspect_probe(const char *path, int json) {
+    sts_input in;
+    sts_error e;
+    size_t i, n = sts_registry_count(NULL), win = (size_t)-1;
+    sts_probe_result *res = (sts_probe_result *)calloc(n ? n : 1, sizeof *res);
+    if (!res) return out_of_memory();
+    memset(&in, 0, sizeof in);
+    in.path = path;
+    if (sts_probe(NULL, &in, NULL, res, n, &win, &e) != STS_OK && e.rule != STS_RULE_PROBE) { free(res); return fail(&e, path); }
+    if (json) {
+        printf("{\"path\": ");
+        put_name(stdout, path, strlen(path), 1);
+        printf(", \"providers\": [");
+    }
+    for (i = 0; i < n; i++) {
+        const sts_provider *p = sts_registry_at(NULL, i);
+        const char *name = p->name ? p->name : p->format;
+        if (json) {
+            printf(i ? ",\n  {\"provider\": " : "\n  {\"provider\": ");
+            put_name(stdout, name, strlen(name), 1);
+            printf(", \"format\": ");
+            put_name(stdout, p->format, strlen(p->format), 1);
+            printf(", \"supported\": %s, \"confidence\": %d, \"version\": %u, \"reason\": ", res[i].supported ? "true" : "false",
+                   res[i].confidence, (unsigned)res[i].version);
+            put_name(stdout, res[i].reason, strlen(res[i].reason), 1);
+            printf("}");
+        } else {
+            put_name(stdout, name, strlen(name), 0);
+            printf("\t");
+            put_name(stdout, p->format, strlen(p->format), 0);
+            printf("\t%s\t%d\t%u\t", res[i].supported ? "supported" : "unsupported", res[i].confidence, (unsigned)res[i].version);
+            put_name(stdout, res[i].reason, strlen(res[i].reason), 0);
+            printf("\n");
+        }
+    }
+    if (json) {
+        printf("%s], \"winner\": ", n ? "\n" : "");
+        if (win == (size_t)-1) printf("null");
+        else {
+            const sts_provider *p = sts_registry_at(NULL, win);
+            put_name(stdout, p->name ? p->name : p->format, strlen(p->name ? p->name : p->format), 1);
+        }
+        printf("}\n");
+    } else if (win == (size_t)-1) printf("winner\t-\n");
+    else {
+        const sts_provider *p = sts_registry_at(NULL, win);
+        printf("winner\t");
+        put_name(stdout, p->name ? p->name : p->format, strlen(p->name ? p->name : p->format), 0);
+        printf("\n");
+    }
+    free(res);
+    return win == (size_t)-1 ? EXIT_INVALID : 0;
+}
 static int cmd_inspect(int argc, char **argv) {
     const char *path = NULL;
-    int i, json = 0, opts_done = 0;
+    int i, json = 0, probe = 0, opts_done = 0;
     sts_file *f;
     sts_error e;
     for (i = 1; i < argc; i++) {
         if (!opts_done && strcmp(argv[i], "--") == 0) { opts_done = 1; continue; }
         if (!opts_done && strcmp(argv[i], "--json") == 0) json = 1;
+        else if (!opts_done && strcmp(argv[i], "--probe") == 0) probe = 1;
         else if (!opts_done && argv[i][0] == '-' && argv[i][1]) return usage_error("unknown option %s", argv[i]);
         else if (path) return usage_error("one FILE or DIR, got another: %s", argv[i]);
         else path = argv[i];
     }
     if (!path) return usage_error("%s", "which FILE or DIR?");
-    if (is_dir(path)) return inspect_dataset(path, json);
+    if (probe) return inspect_probe(path, json);
+    switch (which_reader(path)) {
+    case READ_DATASET: return inspect_dataset(path, json);
+    case READ_ARCHIVE: return inspect_archive(path, json);
+    case READ_FILE: break;
+    }
     if (sts_open(path, NULL, &f, &e) != STS_OK) return fail(&e, path);
     if (json) inspect_file_json(f);
     else inspect_file_text(path, f);
@@ -752,32 +1126,61 @@ static void dump_rec(const dump_ctx *c, const uint64_t *shape, uint32_t rank, ui
     }
     printf("]");
 }
-static int dump_tensor(const sts_file *f, const sts_tensor *t, uint64_t edge) {
-    uint64_t numel = sts_tensor_numel(t), shape[65];
+/* One tensor of the archive: its name, type and shape, then its values decoded from its little-endian
+   bytes. A type the codecs do not know (blocks of a quantised format) is not supported: said on
+   standard error, *unsupported set, and the other tensors still shown. 0, or EXIT_INVALID when its
+   bytes cannot be had. */
+static int dump_tensor(const sts_archive *a, const sts_tensor_desc *t, uint64_t edge, int *unsupported) {
+    uint64_t numel = t->numel, shape[65];
     uint32_t d, rank = t->rank;
-    uint8_t *v = NULL;
+    uint8_t *v = NULL, *owned = NULL;
+    sts_dtype dt = t->type->dtype;
+    sts_error e;
     dump_ctx c;
     put_name(stdout, t->name, t->name_len, 0);
-    printf(": %s ", sts_dtype_name(t->dtype));
+    printf(": %s ", t->type->name);
     put_shape(stdout, t->shape, t->rank);
     printf("\n");
-    c.raw = (const uint8_t *)sts_data(f, t);
-    c.dt = t->dtype;
+    if (!t->type->plain || dt == STS_DTYPE_COUNT) {
+        fflush(stdout);
+        fprintf(stderr, "%s: ", prog_cmd);
+        put_name(stderr, t->name, t->name_len, 0);
+        if (!t->type->plain)
+            fprintf(stderr, ": %s is a block type (%u elements in %u bytes): not supported (dump decodes number types)\n",
+                    t->type->name, (unsigned)t->type->block_elems, (unsigned)t->type->block_bytes);
+        else
+            fprintf(stderr, ": %s has no safetensors dtype: not supported (dump decodes through the codecs)\n", t->type->name);
+        *unsupported = 1;
+        return 0;
+    }
+    c.raw = NULL;
+    c.dt = dt;
     c.v = NULL;
     for (d = 0; d < rank && d < 64; d++) shape[d] = t->shape[d];
-    if (t->dtype == STS_DTYPE_C64) {  /* a trailing axis of 2: (re, im) */
+    if (dt == STS_DTYPE_C64) {  /* a trailing axis of 2: (re, im) */
         if (rank >= 64) { printf("(rank %u complex values: too many axes to show)\n", rank); return 0; }
         printf("(complex values: shown as interleaved re, im)\n");
         shape[rank++] = 2;
         numel *= 2;
         c.dt = STS_DTYPE_F32;
     }
-    if (t->dtype != STS_DTYPE_I64 && t->dtype != STS_DTYPE_U64) {  /* decoded through the codecs */
-        if (numel > ((uint64_t)1 << 31)) { printf("(%llu elements: too many to decode here)\n", (unsigned long long)numel); return 0; }
-        if (!(v = (uint8_t *)malloc((size_t)(numel ? numel : 1) * 8))) { fprintf(stderr, "sts dump: out of memory\n"); return EXIT_INVALID; }
-        if (sts_convert(v, STS_DTYPE_F64, c.raw, t->dtype, (size_t)(t->dtype == STS_DTYPE_C64 ? numel / 2 : numel), STS_ROUND_NEAREST_EVEN) != STS_OK) {
-            printf("(%s values cannot be decoded)\n", sts_dtype_name(t->dtype));
+    if (dt != STS_DTYPE_I64 && dt != STS_DTYPE_U64 && numel > ((uint64_t)1 << 31)) {
+        printf("(%llu elements: too many to decode here)\n", (unsigned long long)numel);
+        return 0;
+    }
+    if (tensor_le_bytes(a, t, &c.raw, &owned, &e) != STS_OK) {
+        fflush(stdout);
+        fprintf(stderr, "%s: ", prog_cmd);
+        put_name(stderr, t->name, t->name_len, 0);
+        fprintf(stderr, ": %s: %s\n", sts_result_name(e.code), e.message);
+        return EXIT_INVALID;
+    }
+    if (dt != STS_DTYPE_I64 && dt != STS_DTYPE_U64) {  /* decoded through the codecs */
+        if (!(v = (uint8_t *)malloc((size_t)(numel ? numel : 1) * 8))) { free(owned); fprintf(stderr, "sts dump: out of memory\n"); return EXIT_INVALID; }
+        if (sts_convert(v, STS_DTYPE_F64, c.raw, dt, (size_t)(dt == STS_DTYPE_C64 ? numel / 2 : numel), STS_ROUND_NEAREST_EVEN) != STS_OK) {
+            printf("(%s values cannot be decoded)\n", t->type->name);
             free(v);
+            free(owned);
             return 0;
         }
         c.v = v;
@@ -787,13 +1190,15 @@ static int dump_tensor(const sts_file *f, const sts_tensor *t, uint64_t edge) {
     else dump_rec(&c, shape, rank, 0, 0, edge, 0);
     printf("\n");
     free(v);
+    free(owned);
     return 0;
 }
 static int cmd_dump(int argc, char **argv) {
     const char *path = NULL;
     uint64_t limit = 3;
-    int i, names = 0, rc = 0, opts_done = 0;
-    sts_file *f;
+    int i, names = 0, rc = 0, opts_done = 0, unsupported = 0;
+    sts_archive *a;
+    const sts_tensor_desc *t;
     sts_error e;
     for (i = 1; i < argc; i++) {
         if (!opts_done && strcmp(argv[i], "--") == 0) { opts_done = 1; continue; }
@@ -805,27 +1210,123 @@ static int cmd_dump(int argc, char **argv) {
         else names++;
     }
     if (!path) return usage_error("%s", "which FILE?");
-    if (sts_open(path, NULL, &f, &e) != STS_OK) return fail(&e, path);
+    if (archive_open(path, NULL, &a, &e) != STS_OK) return fail(&e, path);
     if (!names) {
         size_t k;
-        for (k = 0; k < sts_count(f) && !rc; k++) rc = dump_tensor(f, sts_at(f, k), limit);
+        for (k = 0; k < sts_archive_count(a) && !rc; k++) {
+            if (sts_archive_at(a, k, &t, &e) != STS_OK) { rc = fail(&e, path); break; }
+            rc = dump_tensor(a, t, limit, &unsupported);
+        }
     } else {
         int seen_path = 0;
         opts_done = 0;
         for (i = 1; i < argc && !rc; i++) {
-            const sts_tensor *t;
             if (!opts_done && strcmp(argv[i], "--") == 0) { opts_done = 1; continue; }
             if (!opts_done && strcmp(argv[i], "--limit") == 0) { i++; continue; }
             if (!seen_path) { seen_path = 1; continue; }
-            if (!(t = sts_find(f, argv[i], strlen(argv[i])))) { fprintf(stderr, "sts dump: %s has no tensor %s\n", path, argv[i]); rc = EXIT_INVALID; break; }
-            rc = dump_tensor(f, t, limit);
+            if (sts_archive_find(a, argv[i], strlen(argv[i]), &t, &e) != STS_OK) {
+                if (e.code == STS_ERR_NOT_FOUND && e.rule == STS_RULE_NOT_FOUND) fprintf(stderr, "sts dump: %s has no tensor %s\n", path, argv[i]);
+                else fail(&e, path);
+                rc = EXIT_INVALID;
+                break;
+            }
+            rc = dump_tensor(a, t, limit, &unsupported);
         }
     }
-    sts_close(f);
-    return rc;
+    sts_archive_close(a);
+    return rc ? rc : unsupported ? EXIT_INVALID : 0;
 }
 
 /* ---- get -------------------------------------------------------------------------------------- */
+/* The inputs of an archive: the source itself, every file of the archive and, for a folder, every
+   file in it (an index the archive read is one of them). 0, or -1 when out of memory. */
+static int inputs_add_archive(input_set *s, const char *path, const sts_archive *a) {
+    size_t i;
+    if (inputs_add(s, path)) return -1;
+    for (i = 0; i < sts_archive_files(a); i++)
+        if (inputs_add(s, sts_archive_file(a, i))) return -1;
+    if (is_dir(path)) {
+        DIR *d = opendir(path);
+        struct dirent *de;
+        int r = 0;
+        while (d && !r && (de = readdir(d)) != NULL) {
+            char *p;
+            if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
+            if (!(p = path_join(path, de->d_name))) { r = -1; break; }
+            if (!is_dir(p)) r = inputs_add(s, p);
+            free(p);
+        }
+        if (d) closedir(d);
+        return r;
+    }
+    return 0;
+}
+/* get from any other archive: the tensor named KEY, streamed through a cursor (a chunk at a time,
+   from the mapping where there is one) in little-endian order, as get writes a safetensors
+   tensor: a big-endian source (a '>' .npy) is swapped on the way. */
+static int get_archive(const char *src, const char *key, const char *out, int npy, int force_tty) {
+    sts_archive *a;
+    const sts_tensor_desc *d;
+    sts_cursor *cur = NULL;
+    sts_error e;
+    input_set in;
+    out_file o;
+    uint8_t *head = NULL, *buf = NULL;
+    size_t head_len = 0, len;
+    const void *chunk;
+    unsigned unit;
+    int code;
+    sts_result r;
+    if (archive_open(src, NULL, &a, &e) != STS_OK) return fail(&e, src);
+    if (sts_archive_find(a, key, strlen(key), &d, &e) != STS_OK) { sts_archive_close(a); return fail(&e, key); }
+    unit = d->big_endian && d->type->plain ? d->type->swap : 0;
+    if (d->big_endian && !d->type->plain) {
+        fprintf(stderr, "%s: %s: %s blocks stored big-endian are not swapped: not supported\n", prog_cmd, key, d->type->name);
+        sts_archive_close(a);
+        return EXIT_INVALID;
+    }
+    if (npy) {
+        char *msg = NULL;
+        if (d->type->dtype == STS_DTYPE_COUNT) {
+            fprintf(stderr, "%s: %s: type %s has no NumPy type (write its raw bytes without --npy)\n", prog_cmd, out, d->type->name);
+            sts_archive_close(a);
+            return EXIT_INVALID;
+        }
+        if (!(head = npy_header(d->type->dtype, d->rank, d->shape, &head_len, &msg))) {
+            if (msg) fprintf(stderr, "%s: %s: %s\n", prog_cmd, out, msg);
+            free(msg);
+            sts_archive_close(a);
+            return msg ? EXIT_INVALID : out_of_memory();
+        }
+    }
+    if (unit > 1 && !(buf = (uint8_t *)malloc((size_t)1 << 20))) { free(head); sts_archive_close(a); return out_of_memory(); }
+    memset(&in, 0, sizeof in);
+    if (inputs_add_archive(&in, src, a)) { free(head); free(buf); inputs_free(&in); sts_archive_close(a); return out_of_memory(); }
+    code = out_open(&o, out ? out : "-", &in, force_tty, npy ? "a .npy file is" : "the tensor's raw bytes are");
+    inputs_free(&in);
+    if (code) { free(head); free(buf); sts_archive_close(a); return code; }
+    if (head) out_write(&o, head, head_len);
+    free(head);
+    r = sts_cursor_open(a, d, 0, d->nbytes, (size_t)1 << 20, NULL, &cur, &e);
+    while (r == STS_OK && (r = sts_cursor_next(cur, &chunk, &len, &e)) == STS_OK && len) {
+        if (unit > 1) {  /* every chunk but the last is 1 MiB, a whole number of units; so is the last */
+            memcpy(buf, chunk, len);
+            swap_units(buf, len / unit, unit);
+            chunk = buf;
+        }
+        out_write(&o, chunk, len);
+    }
+    sts_cursor_close(cur);
+    free(buf);
+    if (r != STS_OK) { out_abort(&o); sts_archive_close(a); return fail(&e, key); }
+    if ((code = out_commit(&o)) != 0) { sts_archive_close(a); return code; }
+    fprintf(stderr, "%s: %s ", key, d->type->name);
+    put_shape(stderr, d->shape, d->rank);
+    fprintf(stderr, ", %llu bytes from %s%s\n", (unsigned long long)d->nbytes, base_name(nz(sts_archive_file(a, d->file))),
+            unit > 1 ? " (big-endian there, written little-endian)" : "");
+    sts_archive_close(a);
+    return 0;
+}
 static int cmd_get(int argc, char **argv) {
     const char *dir = NULL, *key = NULL, *out = NULL;
     int i, npy = 0, literal = 0, force_tty = 0, code, no_index;
@@ -855,6 +1356,7 @@ static int cmd_get(int argc, char **argv) {
     }
     if (!dir || !key) return usage_error("%s", "usage: sts get DIR KEY [-o FILE|-] [--npy] [--force-tty]");
     if (npy && !out) return usage_error("%s", "--npy writes a file: give -o FILE (or -o - for standard output)");
+    if (which_reader(dir) == READ_ARCHIVE) return get_archive(dir, key, out, npy, force_tty);
     if (open_dataset(dir, &ds, &why, &no_index, &e) != STS_OK) return fail(&e, dir);
     if (no_index)
         fprintf(stderr, "%s: %s: the tensor index is unusable (%s); looked up through the shards' headers instead (rebuild it with: sts index %s)\n",
@@ -1596,22 +2098,38 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
-    { "verify", cmd_verify, "sts verify [--strict] FILE...",
+    { "verify", cmd_verify, "sts verify [--strict] [--sha256 HEX] FILE...",
       "Validate each file as the Hugging Face reference does (with --strict, also what the format\n"
-      "text forbids). Reads only the 8 + N header bytes. One line per file:\n"
+      "text forbids). FILE is any source the archive opens (sts inspect --probe says which): a\n"
+      "safetensors file, a sharded checkpoint (model.safetensors.index.json or its folder: every\n"
+      "shard is validated), a dataset folder, a .npy file. Reads the headers only, unless --sha256.\n"
+      "One line per FILE (N_TENSORS: all of its tensors, every shard's):\n"
       "  FILE<TAB>OK<TAB>N_TENSORS\n"
       "  FILE<TAB>ERR<TAB>RESULT_NAME<TAB>message\n"
+      "  --sha256 HEX   the FILE after it must also have this SHA-256 (64 hex digits, either case;\n"
+      "                 the Hugging Face Hub lists it as the file's LFS oid), else ERR CHECKSUM. It\n"
+      "                 is for one file, not a sharded checkpoint or a dataset; give it again before\n"
+      "                 each FILE to check.\n"
       "Exit 0 if every file is valid, 1 if any is not, 2 on usage errors." },
-    { "inspect", cmd_inspect, "sts inspect [--json] FILE|DIR",
-      "A file: a table of its tensors (name, dtype, shape, bytes, data offsets) and its metadata.\n"
-      "A dataset folder: the manifest summary, the schema and per-shard counts.\n"
-      "--json prints the same as one JSON object." },
+    { "inspect", cmd_inspect, "sts inspect [--json] [--probe] FILE|DIR",
+      "A safetensors file: a table of its tensors (name, dtype, shape, bytes, data offsets) and its\n"
+      "metadata. A dataset folder: the manifest summary, the schema and per-shard counts. Any other\n"
+      "source the archive opens (a .npy file, a sharded checkpoint's index or its folder): its format,\n"
+      "provider, version, tensor count and bytes, files and typed metadata, and a table of its\n"
+      "tensors (name, type, shape, bytes, file, offset, byte order).\n"
+      "--json prints the same as one JSON object.\n"
+      "--probe prints every provider's verdict on the source instead, one line each, then the one\n"
+      "chosen (the most confident; - and exit 1 when none supports the source):\n"
+      "  PROVIDER<TAB>FORMAT<TAB>supported|unsupported<TAB>CONFIDENCE<TAB>VERSION<TAB>reason\n"
+      "  winner<TAB>PROVIDER" },
     { "dump", cmd_dump, "sts dump [--limit N] FILE [NAME...]",
       "Decode tensor values through the codecs and print them (all tensors, or the named ones).\n"
       "Each value is written as numpy's repr writes it: the fewest digits that read back to the\n"
       "same value of its own dtype (F16 and BF16 too); integers exactly. An axis longer than 2N\n"
       "shows its first and last N values (--limit N, numpy's edgeitems, default 3). -- ends the\n"
-      "options." },
+      "options. FILE is any source the archive opens: a safetensors or .npy file, a sharded\n"
+      "checkpoint (its index or folder), a dataset folder. A type without a dtype (quantised\n"
+      "blocks) is not supported: said on standard error, the other tensors shown, exit 1." },
     { "get", cmd_get, "sts get DIR KEY [-o FILE|-] [--npy] [--force-tty]",
       "Look KEY up in a dataset (through its tensor index, else its headers) and write the tensor's\n"
       "raw bytes to FILE or standard output, or, with --npy, a .npy file numpy loads. KV datasets\n"
@@ -1623,7 +2141,10 @@ static const command commands[] = {
       "  --force-tty              write binary to standard output even when it is a terminal\n"
       "Options go before or after DIR and KEY. -- makes the arguments after it DIR and KEY even when\n"
       "they begin with '-' (a KEY like -40__x), and options may still follow them. An unusable tensor\n"
-      "index is reported and the lookup goes through the shards' headers." },
+      "index is reported and the lookup goes through the shards' headers.\n"
+      "DIR may also be a safetensors file, or any other source the archive opens: a .npy file (KEY:\n"
+      "its name, w for w.npy) or a sharded checkpoint's index or folder (KEY: a tensor name). The\n"
+      "bytes are written little-endian, as safetensors holds them (a big-endian .npy is swapped)." },
     { "pack", cmd_pack, "sts pack OUT_DIR --column NAME=FILE.npy ... (--batch-size N | --keys FILE | --name-col COL) [options]",
       "Build a dataset from .npy files, one per column, whose first axis is rows.\n"
       "  --batch-size N               batch mode: N rows per file\n"

@@ -20,7 +20,8 @@
 # too, one after the other; what a case creates (out, out.safetensors, ...) is removed after it,
 # so no case sees another's output and any subset can run alone. A case that changes a setup
 # folder (index, pack --overwrite) gets a copy of its own from a setup step. Helpers on PATH:
-# fxedit (make_fixtures.py --edit), on_tty (runs a command with its standard output on a
+# fxedit (make_fixtures.py --edit), fxread (make_fixtures.py --read: a tensor's bytes as Python's
+# standard library reads them), on_tty (runs a command with its standard output on a
 # pseudo-terminal) and readme_tour (compiles and runs README.md's API-tour programs, as C or C++). A case that could block (a FIFO) runs its command under `timeout`, so a hang
 # fails the case (exit 124) instead of stopping the suite.
 set -u
@@ -41,6 +42,8 @@ mkdir -p "$W/bin" "$W/run" "$W/raw"
 ln -s "$STS" "$W/bin/sts"
 printf '#!/bin/sh\nexec "%s" "%s" --edit "$@"\n' "$PYTHON" "$ROOT/tests/cli/make_fixtures.py" > "$W/bin/fxedit"
 chmod +x "$W/bin/fxedit"
+printf '#!/bin/sh\nexec "%s" "%s" --read "$@"\n' "$PYTHON" "$ROOT/tests/cli/make_fixtures.py" > "$W/bin/fxread"
+chmod +x "$W/bin/fxread"
 printf '#!/bin/sh\nexec "%s" "%s" "$@"\n' "$PYTHON" "$ROOT/tests/cli/on_tty.py" > "$W/bin/on_tty"
 chmod +x "$W/bin/on_tty"
 printf '#!/bin/sh\nexec bash "%s" "%s" "$@"\n' "$ROOT/tests/cli/readme_tour.sh" "$ROOT/README.md" > "$W/bin/readme_tour"

@@ -7,6 +7,7 @@ writes and reads .npy files). Every file is a few hundred bytes at most.
 
     python3 tests/cli/make_fixtures.py OUT_DIR
     python3 tests/cli/make_fixtures.py --edit OPERATION FILE [ARG...]
+    python3 tests/cli/make_fixtures.py --read FILE [NAME]
 
 --edit damages a file of a dataset in place, keeping every size unchanged (the setup steps of
 tests/cli/cases.txt use it):
@@ -16,7 +17,13 @@ tests/cli/cases.txt use it):
     bump-total-bytes MANIFEST    add 1 to the manifest's total_bytes
     swap-index-offsets INDEX K1 K2   swap two tensors' data_offsets in _tensor_index.json (the
                                  index then disagrees with the shard's header about both)
+
+--read writes a tensor's bytes to standard output, little-endian (as safetensors holds them), read
+with the standard library alone, for comparing with what sts get wrote: a .npy file's array (a
+big-endian one swapped), tensor NAME of a safetensors file, or tensor NAME of a sharded checkpoint
+(FILE: its model.safetensors.index.json, whose weight_map names the shard).
 """
+import ast
 import json
 import os
 import struct
@@ -148,6 +155,24 @@ def main(out):
     safetensors(p("nometa.safetensors"), [("only", "F64", (3,), pack("d", [1, 2, 3]))])
     safetensors(p("no_tensors.safetensors"), [], metadata={"k": "v"})
 
+    # ---- a sharded checkpoint as transformers' save_pretrained lays it out: two shards and
+    # model.safetensors.index.json; ckpt_bad's second shard lacks a tensor its index gives it ----
+    shards = [("model-00001-of-00002.safetensors", [
+                  ("embed.weight", "F32", (4, 2), pack("f", [0.5 * i - 1 for i in range(8)])),
+                  ("layers.0.w", "BF16", (2, 2), bytes([0x80, 0x3f, 0x00, 0x40, 0x40, 0x40, 0x80, 0xbf]))]),  # 1, 2, 3, -1
+              ("model-00002-of-00002.safetensors", [
+                  ("layers.1.w", "F16", (3,), pack("e", [0.25, -2.0, 1024.0])),
+                  ("lm_head.bias", "I32", (2,), pack("i", [-7, 2**31 - 1]))])]
+    for folder, drop in (("ckpt", None), ("ckpt_bad", "lm_head.bias")):
+        os.makedirs(p(folder), exist_ok=True)
+        wm = {}
+        for fn, ts in shards:
+            safetensors(os.path.join(out, folder, fn), [t for t in ts if t[0] != drop], metadata={"format": "pt"})
+            wm.update({t[0]: fn for t in ts})
+        total = sum(len(t[3]) for _, ts in shards for t in ts)
+        with open(os.path.join(out, folder, "model.safetensors.index.json"), "w") as f:
+            json.dump({"metadata": {"total_size": total}, "weight_map": wm}, f, indent=2)
+
 
 def edit(op, path, *args):
     with open(path, "rb") as f:
@@ -175,10 +200,33 @@ def edit(op, path, *args):
         f.write(b)
 
 
+def read_tensor(path, name=None):
+    with open(path, "rb") as f:
+        b = f.read()
+    if b[:6] == b"\x93NUMPY":
+        pre = 10 if b[6] == 1 else 12
+        hlen = struct.unpack("<H", b[8:10])[0] if b[6] == 1 else struct.unpack("<I", b[8:12])[0]
+        descr = ast.literal_eval(b[pre:pre + hlen].decode("latin-1"))["descr"]
+        data = b[pre + hlen:]
+        size = int(descr[2:])
+        unit = size // 2 if descr[1] == "c" else size        # a complex number is two floats
+        if descr[0] == ">" and unit > 1:
+            data = b"".join(data[i:i + unit][::-1] for i in range(0, len(data), unit))
+        return data
+    if path.endswith(".json"):
+        shard = json.loads(b.decode())["weight_map"][name]
+        return read_tensor(os.path.join(os.path.dirname(path), shard), name)
+    n = struct.unpack("<Q", b[:8])[0]
+    begin, end = json.loads(b[8:8 + n].decode())[name]["data_offsets"]
+    return b[8 + n + begin:8 + n + end]
+
+
 if __name__ == "__main__":
     if len(sys.argv) >= 4 and sys.argv[1] == "--edit":
         edit(*sys.argv[2:])
+    elif len(sys.argv) in (3, 4) and sys.argv[1] == "--read":
+        sys.stdout.buffer.write(read_tensor(*sys.argv[2:]))
     elif len(sys.argv) == 2:
         main(sys.argv[1])
     else:
-        sys.exit("usage: make_fixtures.py OUT_DIR | make_fixtures.py --edit OPERATION FILE [ARG...]")
+        sys.exit("usage: make_fixtures.py OUT_DIR | make_fixtures.py --edit OPERATION FILE [ARG...] | make_fixtures.py --read FILE [NAME]")
