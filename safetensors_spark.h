@@ -29,6 +29,7 @@
          7  codec: dtype conversions, truncation and RNE, SIMD             >>codec
                CRC-32C, the shards' checksum                              >>crc32c
                SHA-256, the digest of files and tensors                   >>sha256
+               dequantisation: ggml block types (Q4_K, ...) to F32        >>dequant
          8a dataset common: names, schema columns, the manifest reader    >>dataset_common
          8  dataset write                                                 >>dataset_write
                write options, typed and as strings                        >>ds_options
@@ -698,6 +699,24 @@ STSDEF void sts_sha256_hex(const uint8_t digest[32], char hex[65]);             
 /* 1 if hex holds exactly len = 64 hex digits (either case), digest then filled; else 0, digest untouched. */
 STSDEF int sts_sha256_parse_hex(const char *hex, size_t len, uint8_t digest[32]);
 STSDEF const char *sts_sha256_isa(void);  /* "sha-ni" or "scalar": what sts_sha256_init picks here */
+
+/* ---- dequantisation of ggml block types ------------------------------------------------------
+   The block-quantised tensors of GGUF files, decoded to F32: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 (blocks
+   of 32 elements) and the k-quants Q2_K, Q3_K, Q4_K, Q5_K, Q6_K (super-blocks of 256), named as
+   ggml names them. src holds count / block_elems whole blocks in ggml's layout, little-endian
+   whatever the host; dst receives count floats (host order). Each value is the exact product of
+   its fp16 scale and small integers; the types with a minimum subtract or add it once, rounded
+   once to nearest even: y = d * q (Q8_0, Q4_0, Q5_0, Q3_K, Q6_K), d * q + m (Q4_1, Q5_1),
+   d * q - m (Q2_K, Q4_K, Q5_K). SIMD kernels (AVX2 chosen at run time) give the scalar code's
+   exact bits; a NaN scale gives NaNs whose payload may differ between paths. No alignment needed;
+   dst and src must not overlap. count 0 is a no-op (the pointers may then be NULL).
+   STS_ERR_UNSUPPORTED for any other type name (or NULL), STS_ERR_INVALID_ARGUMENT for a count not
+   a whole number of blocks, or a NULL pointer with count > 0. */
+STSDEF sts_result sts_dequantize(float *dst, const void *src, const char *type_name, size_t count);
+/* 1 for the ten types above, else 0. */
+STSDEF int sts_dequantize_supported(const char *type_name);
+/* 1 and the block geometry (elements and bytes per block) for the ten types; else 0, nothing written. */
+STSDEF int sts_dequantize_block(const char *type_name, uint32_t *block_elems, uint32_t *block_bytes);
 
 #ifndef STS_NO_STDIO
 /* ---- dataset write (layer 8) ------------------------------------------------------------------
@@ -4668,8 +4687,9 @@ STSDEF sts_result sts_write_path(const char *path, const sts_tensor_spec *specs,
    (F32 <-> F16, F32 <-> BF16) have kernels: a scalar twin plus SSE2, AVX2+F16C and AVX-512 (F+BW)
    versions picked at run time (per-function target attributes, no -m flags needed), and NEON on
    little-endian AArch64. All give the same bits; the tests check it exhaustively. Also CRC-32C
-   (>>crc32c), the shards' checksum: SSE4.2 + PCLMUL lanes, or a portable table loop; and SHA-256
-   (>>sha256), the digest of files and tensors: the SHA extensions, or a portable loop.
+   (>>crc32c), the shards' checksum: SSE4.2 + PCLMUL lanes, or a portable table loop; SHA-256
+   (>>sha256), the digest of files and tensors: the SHA extensions, or a portable loop; and the
+   dequantisation of ggml's block types to F32 (>>dequant): AVX2 kernels, or scalar twins.
    Thread safety: the only state is the CPU-feature word, computed on first use and kept with
    relaxed atomic loads/stores (two threads may both compute it; they store the same value).
    May call: util, dtype.
@@ -5722,6 +5742,430 @@ STSDEF int sts_sha256_parse_hex(const char *hex, size_t len, uint8_t digest[32])
     return 1;
 }
 STSDEF const char *sts_sha256_isa(void) { return sts__sha256_have_hw() ? "sha-ni" : "scalar"; }
+
+/* >>dequant ---- ggml block types to F32: the quantised tensors of GGUF files ----
+   Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 (blocks of 32) and Q2_K, Q3_K, Q4_K, Q5_K, Q6_K (super-blocks of
+   256), decoded from ggml's block layouts (ggml-common.h): little-endian fp16 scales, decoded
+   exactly by sts__f16_to_f32, and integer quants. The arithmetic is fixed so that every path gives
+   the same bits: a sub-block's scale is the fp16 scale times a small integer (exact in F32), its
+   values that times the quant (exact again: at most 11 + 8 + 6 significant bits), and the types
+   with a minimum subtract or add it in one more operation, the only one that rounds. A fused
+   multiply-add gives those bits too (its product is exact), so contraction cannot change them.
+   The SIMD kernels (AVX2, chosen at run time) do the same operations lane by lane; the scalar
+   decoders are their twins and run elsewhere (the tests compare them on every level). */
+enum { STS__DQ_Q8_0, STS__DQ_Q4_0, STS__DQ_Q4_1, STS__DQ_Q5_0, STS__DQ_Q5_1, STS__DQ_Q2_K, STS__DQ_Q3_K,
+       STS__DQ_Q4_K, STS__DQ_Q5_K, STS__DQ_Q6_K, STS__DQ_COUNT };
+typedef struct sts__dq_type { const char *name; uint32_t elems, bytes; } sts__dq_type;
+static const sts__dq_type sts__dq_types[STS__DQ_COUNT] = {
+    { "Q8_0", 32, 34 }, { "Q4_0", 32, 18 }, { "Q4_1", 32, 20 }, { "Q5_0", 32, 22 }, { "Q5_1", 32, 24 },
+    { "Q2_K", 256, 84 }, { "Q3_K", 256, 110 }, { "Q4_K", 256, 144 }, { "Q5_K", 256, 176 }, { "Q6_K", 256, 210 },
+};
+/* n blocks from b into y (n x elems floats) */
+typedef void (*sts__dq_fn)(float *y, const uint8_t *b, size_t n);
+
+STS__PRIVATE float sts__dq_f16(const uint8_t *p) {   /* a little-endian fp16, exactly */
+    uint32_t u = sts__f16_to_f32(sts__le16(p));
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+STS__PRIVATE int sts__dq_s8(uint32_t v) { return (int)(v & 0x7fu) - (int)(v & 0x80u); }  /* a byte as int8 */
+
+/* Q8_0 (34 bytes): d, 32 int8 quants. y = d * q. */
+STS__PRIVATE void sts__dq_q8_0_c(float *y, const uint8_t *b, size_t n) {
+    int l;
+    for (; n; n--, b += 34, y += 32) {
+        const float d = sts__dq_f16(b);
+        for (l = 0; l < 32; l++) y[l] = d * (float)sts__dq_s8(b[2 + l]);
+    }
+}
+/* Q4_0 (18): d, 16 bytes; byte l holds element l (low nibble) and l + 16 (high). y = d * (q - 8). */
+STS__PRIVATE void sts__dq_q4_0_c(float *y, const uint8_t *b, size_t n) {
+    int l;
+    for (; n; n--, b += 18, y += 32) {
+        const float d = sts__dq_f16(b);
+        for (l = 0; l < 16; l++) {
+            y[l] = d * (float)((int)(b[2 + l] & 15u) - 8);
+            y[l + 16] = d * (float)((int)(b[2 + l] >> 4) - 8);
+        }
+    }
+}
+/* Q4_1 (20): d, m, 16 bytes as Q4_0. y = d * q + m. */
+STS__PRIVATE void sts__dq_q4_1_c(float *y, const uint8_t *b, size_t n) {
+    int l;
+    for (; n; n--, b += 20, y += 32) {
+        const float d = sts__dq_f16(b), m = sts__dq_f16(b + 2);
+        for (l = 0; l < 16; l++) {
+            y[l] = d * (float)(b[4 + l] & 15u) + m;
+            y[l + 16] = d * (float)(b[4 + l] >> 4) + m;
+        }
+    }
+}
+/* Q5_0 (22): d, a 32-bit word of fifth bits (bit j for element j), 16 nibble bytes as Q4_0.
+   y = d * (q - 16). */
+STS__PRIVATE void sts__dq_q5_0_c(float *y, const uint8_t *b, size_t n) {
+    int l;
+    for (; n; n--, b += 22, y += 32) {
+        const float d = sts__dq_f16(b);
+        const uint32_t qh = sts__le32(b + 2);
+        for (l = 0; l < 16; l++) {
+            y[l] = d * (float)((int)((b[6 + l] & 15u) | (qh >> l & 1u) << 4) - 16);
+            y[l + 16] = d * (float)((int)((uint32_t)(b[6 + l] >> 4) | (qh >> (l + 16) & 1u) << 4) - 16);
+        }
+    }
+}
+/* Q5_1 (24): d, m, the fifth bits, 16 nibble bytes. y = d * q + m. */
+STS__PRIVATE void sts__dq_q5_1_c(float *y, const uint8_t *b, size_t n) {
+    int l;
+    for (; n; n--, b += 24, y += 32) {
+        const float d = sts__dq_f16(b), m = sts__dq_f16(b + 2);
+        const uint32_t qh = sts__le32(b + 4);
+        for (l = 0; l < 16; l++) {
+            y[l] = d * (float)((b[8 + l] & 15u) | (qh >> l & 1u) << 4) + m;
+            y[l + 16] = d * (float)((uint32_t)(b[8 + l] >> 4) | (qh >> (l + 16) & 1u) << 4) + m;
+        }
+    }
+}
+/* The k-quants' sub-block s of 16 (Q2_K, Q3_K, Q6_K): its elements 16s .. 16s + 15 take 2-bit
+   fields from the 32-byte group (s / 8) of the quant bytes, bytes 16 (s % 2) .. + 15, at bit
+   2 ((s % 8) / 2). */
+/* Q2_K (84): 16 scale bytes (low nibble scale, high nibble min), 64 quant bytes, d, dmin.
+   y = (d * sc) * q - dmin * mn. */
+STS__PRIVATE void sts__dq_q2_k_c(float *y, const uint8_t *b, size_t n) {
+    int s, l;
+    for (; n; n--, b += 84) {
+        const float d = sts__dq_f16(b + 80), dmin = sts__dq_f16(b + 82);
+        for (s = 0; s < 16; s++, y += 16) {
+            const uint8_t *q = b + 16 + 32 * (s >> 3) + 16 * (s & 1);
+            const int sh = 2 * ((s & 7) >> 1);
+            const float dl = d * (float)(b[s] & 15u), ml = dmin * (float)(b[s] >> 4);
+            for (l = 0; l < 16; l++) y[l] = dl * (float)(q[l] >> sh & 3) - ml;
+        }
+    }
+}
+/* Q3_K's 6-bit scale i (0..15) from its 12 bytes: the low 4 bits in byte i % 8 (low nibble for
+   i < 8), the high 2 in byte 8 + i % 4 at bit 2 (i / 4); the value is that minus 32. */
+STS__PRIVATE int sts__dq_q3_scale(const uint8_t *sc, int i) {
+    uint32_t lo = i < 8 ? sc[i] & 15u : (uint32_t)(sc[i - 8] >> 4);
+    uint32_t hi = (uint32_t)sc[8 + (i & 3)] >> (2 * (i >> 2)) & 3u;
+    return (int)(lo | hi << 4) - 32;
+}
+/* Q3_K (110): 32 bytes of high bits (element 16 (s % 2) + l of sub-block s at bit s / 2 of byte
+   16 (s % 2) + l), 64 bytes of 2-bit fields, 12 bytes of 6-bit scales, d. The quant is the field
+   minus 4 where the high bit is clear. y = (d * sc) * q. */
+STS__PRIVATE void sts__dq_q3_k_c(float *y, const uint8_t *b, size_t n) {
+    int s, l;
+    for (; n; n--, b += 110) {
+        const float d = sts__dq_f16(b + 108);
+        for (s = 0; s < 16; s++, y += 16) {
+            const uint8_t *q = b + 32 + 32 * (s >> 3) + 16 * (s & 1), *hm = b + 16 * (s & 1);
+            const int sh = 2 * ((s & 7) >> 1), hb = s >> 1;
+            const float dl = d * (float)sts__dq_q3_scale(b + 96, s);
+            for (l = 0; l < 16; l++) y[l] = dl * (float)((int)(q[l] >> sh & 3) - (hm[l] >> hb & 1 ? 0 : 4));
+        }
+    }
+}
+/* Q4_K / Q5_K: 8 sub-blocks of 32 with 6-bit scales and mins packed in 12 bytes: for j < 4 the
+   low 6 bits of bytes j (scale) and j + 4 (min); for j >= 4 byte j + 4's low (scale) and high (min)
+   nibble, with the top two bits of bytes j - 4 (scale) and j (min) above them. */
+STS__PRIVATE void sts__dq_k4_scales(const uint8_t *p, int j, uint32_t *sc, uint32_t *mn) {
+    if (j < 4) { *sc = p[j] & 63u; *mn = p[j + 4] & 63u; }
+    else {
+        *sc = (p[j + 4] & 15u) | (uint32_t)(p[j - 4] >> 6) << 4;
+        *mn = (uint32_t)(p[j + 4] >> 4) | (uint32_t)(p[j] >> 6) << 4;
+    }
+}
+/* Q4_K (144): d, dmin, 12 scale bytes, 128 quant bytes: sub-blocks 2c and 2c + 1 are the low and
+   high nibbles of bytes 32c .. 32c + 31. y = (d * sc) * q - dmin * mn. */
+STS__PRIVATE void sts__dq_q4_k_c(float *y, const uint8_t *b, size_t n) {
+    int s, l;
+    for (; n; n--, b += 144) {
+        const float d = sts__dq_f16(b), dmin = sts__dq_f16(b + 2);
+        for (s = 0; s < 8; s++, y += 32) {
+            const uint8_t *q = b + 16 + 32 * (s >> 1);
+            const int sh = 4 * (s & 1);
+            uint32_t sc, mn;
+            float dl, ml;
+            sts__dq_k4_scales(b + 4, s, &sc, &mn);
+            dl = d * (float)sc;
+            ml = dmin * (float)mn;
+            for (l = 0; l < 32; l++) y[l] = dl * (float)(q[l] >> sh & 15) - ml;
+        }
+    }
+}
+/* Q5_K (176): as Q4_K with 32 bytes of fifth bits before the nibbles: element l of sub-block s has
+   bit s of byte l. */
+STS__PRIVATE void sts__dq_q5_k_c(float *y, const uint8_t *b, size_t n) {
+    int s, l;
+    for (; n; n--, b += 176) {
+        const float d = sts__dq_f16(b), dmin = sts__dq_f16(b + 2);
+        for (s = 0; s < 8; s++, y += 32) {
+            const uint8_t *q = b + 48 + 32 * (s >> 1), *qh = b + 16;
+            const int sh = 4 * (s & 1);
+            uint32_t sc, mn;
+            float dl, ml;
+            sts__dq_k4_scales(b + 4, s, &sc, &mn);
+            dl = d * (float)sc;
+            ml = dmin * (float)mn;
+            for (l = 0; l < 32; l++) y[l] = dl * (float)((q[l] >> sh & 15) | (qh[l] >> s & 1) << 4) - ml;
+        }
+    }
+}
+/* Q6_K (210): 128 bytes of low nibbles, 64 of 2-bit high parts, 16 int8 scales, d. In half h
+   (128 elements), quarter k (32): low nibbles from bytes 64h + 32 (k % 2) + l (high nibble for
+   k >= 2), high parts from byte 32h + l at bit 2k. y = (d * sc) * (q - 32). */
+STS__PRIVATE void sts__dq_q6_k_c(float *y, const uint8_t *b, size_t n) {
+    int s, l;
+    for (; n; n--, b += 210) {
+        const float d = sts__dq_f16(b + 208);
+        for (s = 0; s < 16; s++, y += 16) {
+            const int h = s >> 3, k = (s & 7) >> 1, l0 = 16 * (s & 1);
+            const uint8_t *ql = b + 64 * h + 32 * (k & 1) + l0, *qh = b + 128 + 32 * h + l0;
+            const int shl = 4 * (k >> 1), shh = 2 * k;
+            const float dl = d * (float)sts__dq_s8(b[192 + s]);
+            for (l = 0; l < 16; l++)
+                y[l] = dl * (float)((int)((ql[l] >> shl & 15) | (qh[l] >> shh & 3) << 4) - 32);
+        }
+    }
+}
+
+#ifdef STS__X86_DYN
+/* ---- AVX2 + F16C: eight elements a vector. The quant bytes are widened to 32-bit lanes as they
+   are loaded (vpmovzxbd / vpmovsxbd from memory, eight bytes at a time), so every field is
+   extracted with 32-bit shifts and masks, then converted, multiplied and stored: the scalar
+   decoders' operations in the same order, one separate multiply and add or subtract (the target
+   has no FMA). A sub-block's scale and minimum are computed as scalars, as the twins do. Plain
+   stores only: unlike sts_convert's kernels these read a quarter of what they write or less, and
+   non-temporal stores measured slower (bench/RESULTS.md, issue 14). ---- */
+STS__VEC STS__TARGET_AVX2 __m256i sts__dq_u8x8(const uint8_t *p) {
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
+}
+STS__VEC STS__TARGET_AVX2 __m256i sts__dq_s8x8(const uint8_t *p) {
+    return _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
+}
+STS__VEC STS__TARGET_AVX2 float sts__dq_f16c(const uint8_t *p) {   /* vcvtph2ps: sts__f16_to_f32's bits */
+    return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128((int)sts__le16(p))));
+}
+/* y[0..7] = d * q, d * q + m, d * q - m (q in 32-bit lanes) */
+STS__VEC STS__TARGET_AVX2 void sts__dq_mul(float *y, __m256 d, __m256i q) {
+    _mm256_storeu_ps(y, _mm256_mul_ps(d, _mm256_cvtepi32_ps(q)));
+}
+STS__VEC STS__TARGET_AVX2 void sts__dq_mul_add(float *y, __m256 d, __m256i q, __m256 m) {
+    _mm256_storeu_ps(y, _mm256_add_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(q)), m));
+}
+STS__VEC STS__TARGET_AVX2 void sts__dq_mul_sub(float *y, __m256 d, __m256i q, __m256 m) {
+    _mm256_storeu_ps(y, _mm256_sub_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(q)), m));
+}
+#define STS__DQ_SRL(x, n) _mm256_srl_epi32((x), _mm_cvtsi32_si128(n))   /* a shift by a run-time count */
+
+STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q8_0_avx2(float *y, const uint8_t *b, size_t n) {
+    int k;
+    for (; n; n--, b += 34, y += 32) {
+        const __m256 d = _mm256_set1_ps(sts__dq_f16c(b));
+        for (k = 0; k < 4; k++)
+            sts__dq_mul(y + 8 * k, d, sts__dq_s8x8(b + 2 + 8 * k));
+    }
+}
+STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q4_0_avx2(float *y, const uint8_t *b, size_t n) {
+    const __m256i k15 = _mm256_set1_epi32(15), k8 = _mm256_set1_epi32(8);
+    int k;
+    for (; n; n--, b += 18, y += 32) {
+        const __m256 d = _mm256_set1_ps(sts__dq_f16c(b));
+        for (k = 0; k < 2; k++) {
+            const __m256i x = sts__dq_u8x8(b + 2 + 8 * k);
+            sts__dq_mul(y + 8 * k, d, _mm256_sub_epi32(_mm256_and_si256(x, k15), k8));
+            sts__dq_mul(y + 16 + 8 * k, d, _mm256_sub_epi32(_mm256_srli_epi32(x, 4), k8));
+        }
+    }
+}
+STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q4_1_avx2(float *y, const uint8_t *b, size_t n) {
+    const __m256i k15 = _mm256_set1_epi32(15);
+    int k;
+    for (; n; n--, b += 20, y += 32) {
+        const __m256 d = _mm256_set1_ps(sts__dq_f16c(b)), m = _mm256_set1_ps(sts__dq_f16c(b + 2));
+        for (k = 0; k < 2; k++) {
+            const __m256i x = sts__dq_u8x8(b + 4 + 8 * k);
+            sts__dq_mul_add(y + 8 * k, d, _mm256_and_si256(x, k15), m);
+            sts__dq_mul_add(y + 16 + 8 * k, d, _mm256_srli_epi32(x, 4), m);
+        }
+    }
+}
+/* Q5_0 / Q5_1: the fifth bit of element e is bit e of qh: shifted into place lane by lane */
+STS__VEC STS__TARGET_AVX2 __m256i sts__dq_bit4(__m256i qh, int e0) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(qh, _mm256_add_epi32(lane, _mm256_set1_epi32(e0))),
+                                              _mm256_set1_epi32(1)), 4);
+}
+STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q5_0_avx2(float *y, const uint8_t *b, size_t n) {
+    const __m256i k15 = _mm256_set1_epi32(15), k16 = _mm256_set1_epi32(16);
+    int k;
+    for (; n; n--, b += 22, y += 32) {
+        const __m256 d = _mm256_set1_ps(sts__dq_f16c(b));
+        const __m256i qh = _mm256_set1_epi32((int)sts__le32(b + 2));
+        for (k = 0; k < 2; k++) {
+            const __m256i x = sts__dq_u8x8(b + 6 + 8 * k);
+            sts__dq_mul(y + 8 * k, d, _mm256_sub_epi32(_mm256_or_si256(_mm256_and_si256(x, k15),
+                                                                      sts__dq_bit4(qh, 8 * k)), k16));
+            sts__dq_mul(y + 16 + 8 * k, d, _mm256_sub_epi32(_mm256_or_si256(_mm256_srli_epi32(x, 4),
+                                                                           sts__dq_bit4(qh, 16 + 8 * k)), k16));
+        }
+    }
+}
+STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q5_1_avx2(float *y, const uint8_t *b, size_t n) {
+    const __m256i k15 = _mm256_set1_epi32(15);
+    int k;
+    for (; n; n--, b += 24, y += 32) {
+        const __m256 d = _mm256_set1_ps(sts__dq_f16c(b)), m = _mm256_set1_ps(sts__dq_f16c(b + 2));
+        const __m256i qh = _mm256_set1_epi32((int)sts__le32(b + 4));
+        for (k = 0; k < 2; k++) {
+            const __m256i x = sts__dq_u8x8(b + 8 + 8 * k);
+            const __m256i lo = _mm256_or_si256(_mm256_and_si256(x, k15), sts__dq_bit4(qh, 8 * k));
+            const __m256i hi = _mm256_or_si256(_mm256_srli_epi32(x, 4), sts__dq_bit4(qh, 16 + 8 * k));
+            sts__dq_mul_add(y + 8 * k, d, lo, m);
+            sts__dq_mul_add(y + 16 + 8 * k, d, hi, m);
+        }
+    }
+}
+STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q2_k_avx2(float *y, const uint8_t *b, size_t n) {
+    const __m256i k3 = _mm256_set1_epi32(3);
+    int s, k;
+    for (; n; n--, b += 84) {
+        const float d = sts__dq_f16c(b + 80), dmin = sts__dq_f16c(b + 82);
+        for (s = 0; s < 16; s++, y += 16) {
+            const uint8_t *q = b + 16 + 32 * (s >> 3) + 16 * (s & 1);
+            const int sh = 2 * ((s & 7) >> 1);
+            const __m256 dl = _mm256_set1_ps(d * (float)(b[s] & 15u)), ml = _mm256_set1_ps(dmin * (float)(b[s] >> 4));
+            for (k = 0; k < 2; k++)
+                sts__dq_mul_sub(y + 8 * k, dl, _mm256_and_si256(STS__DQ_SRL(sts__dq_u8x8(q + 8 * k), sh), k3), ml);
+        }
+    }
+}
+STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q3_k_avx2(float *y, const uint8_t *b, size_t n) {
+    const __m256i k3 = _mm256_set1_epi32(3), k1 = _mm256_set1_epi32(1), k4 = _mm256_set1_epi32(4);
+    int s, k;
+    for (; n; n--, b += 110) {
+        const float d = sts__dq_f16c(b + 108);
+        for (s = 0; s < 16; s++, y += 16) {
+            const uint8_t *q = b + 32 + 32 * (s >> 3) + 16 * (s & 1), *hm = b + 16 * (s & 1);
+            const int sh = 2 * ((s & 7) >> 1), hb = s >> 1;
+            const __m256 dl = _mm256_set1_ps(d * (float)sts__dq_q3_scale(b + 96, s));
+            for (k = 0; k < 2; k++) {   /* field + 4 * high bit - 4 */
+                const __m256i lo = _mm256_and_si256(STS__DQ_SRL(sts__dq_u8x8(q + 8 * k), sh), k3);
+                const __m256i hi = _mm256_and_si256(STS__DQ_SRL(sts__dq_u8x8(hm + 8 * k), hb), k1);
+                sts__dq_mul(y + 8 * k, dl, _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 2)), k4));
+            }
+        }
+    }
+}
+STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q4_k_avx2(float *y, const uint8_t *b, size_t n) {
+    const __m256i k15 = _mm256_set1_epi32(15);
+    int c, k;
+    for (; n; n--, b += 144, y += 256) {
+        const float d = sts__dq_f16c(b), dmin = sts__dq_f16c(b + 2);
+        for (c = 0; c < 4; c++) {
+            uint32_t sc, mn;
+            __m256 dl0, ml0, dl1, ml1;
+            sts__dq_k4_scales(b + 4, 2 * c, &sc, &mn);
+            dl0 = _mm256_set1_ps(d * (float)sc);
+            ml0 = _mm256_set1_ps(dmin * (float)mn);
+            sts__dq_k4_scales(b + 4, 2 * c + 1, &sc, &mn);
+            dl1 = _mm256_set1_ps(d * (float)sc);
+            ml1 = _mm256_set1_ps(dmin * (float)mn);
+            for (k = 0; k < 4; k++) {
+                const __m256i x = sts__dq_u8x8(b + 16 + 32 * c + 8 * k);
+                sts__dq_mul_sub(y + 64 * c + 8 * k, dl0, _mm256_and_si256(x, k15), ml0);
+                sts__dq_mul_sub(y + 64 * c + 32 + 8 * k, dl1, _mm256_srli_epi32(x, 4), ml1);
+            }
+        }
+    }
+}
+STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q5_k_avx2(float *y, const uint8_t *b, size_t n) {
+    const __m256i k15 = _mm256_set1_epi32(15), k16 = _mm256_set1_epi32(16);
+    int c, k;
+    for (; n; n--, b += 176, y += 256) {
+        const float d = sts__dq_f16c(b), dmin = sts__dq_f16c(b + 2);
+        for (c = 0; c < 4; c++) {
+            uint32_t sc, mn;
+            __m256 dl0, ml0, dl1, ml1;
+            sts__dq_k4_scales(b + 4, 2 * c, &sc, &mn);
+            dl0 = _mm256_set1_ps(d * (float)sc);
+            ml0 = _mm256_set1_ps(dmin * (float)mn);
+            sts__dq_k4_scales(b + 4, 2 * c + 1, &sc, &mn);
+            dl1 = _mm256_set1_ps(d * (float)sc);
+            ml1 = _mm256_set1_ps(dmin * (float)mn);
+            for (k = 0; k < 4; k++) {
+                const __m256i x = sts__dq_u8x8(b + 48 + 32 * c + 8 * k), h = sts__dq_u8x8(b + 16 + 8 * k);
+                const __m256i h0 = _mm256_and_si256(_mm256_slli_epi32(STS__DQ_SRL(h, 2 * c), 4), k16);
+                const __m256i h1 = _mm256_and_si256(_mm256_slli_epi32(STS__DQ_SRL(h, 2 * c + 1), 4), k16);
+                sts__dq_mul_sub(y + 64 * c + 8 * k, dl0, _mm256_or_si256(_mm256_and_si256(x, k15), h0), ml0);
+                sts__dq_mul_sub(y + 64 * c + 32 + 8 * k, dl1, _mm256_or_si256(_mm256_srli_epi32(x, 4), h1), ml1);
+            }
+        }
+    }
+}
+STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q6_k_avx2(float *y, const uint8_t *b, size_t n) {
+    const __m256i k15 = _mm256_set1_epi32(15), k48 = _mm256_set1_epi32(48), k32 = _mm256_set1_epi32(32);
+    int h, g;
+    for (; n; n--, b += 210, y += 256) {
+        const float d = sts__dq_f16c(b + 208);
+        for (h = 0; h < 2; h++)
+            for (g = 0; g < 4; g++) {   /* lanes 8g .. 8g + 7 of the four quarters of half h */
+                const __m256i l0 = sts__dq_u8x8(b + 64 * h + 8 * g), l1 = sts__dq_u8x8(b + 64 * h + 32 + 8 * g);
+                const __m256i qh = sts__dq_u8x8(b + 128 + 32 * h + 8 * g);
+                const int s = 8 * h + (g >> 1);                 /* the scale of quarter 0 */
+                float *o = y + 128 * h + 8 * g;
+                sts__dq_mul(o, _mm256_set1_ps(d * (float)sts__dq_s8(b[192 + s])), _mm256_sub_epi32(_mm256_or_si256(
+                    _mm256_and_si256(l0, k15), _mm256_and_si256(_mm256_slli_epi32(qh, 4), k48)), k32));
+                sts__dq_mul(o + 32, _mm256_set1_ps(d * (float)sts__dq_s8(b[194 + s])), _mm256_sub_epi32(_mm256_or_si256(
+                    _mm256_and_si256(l1, k15), _mm256_and_si256(_mm256_slli_epi32(qh, 2), k48)), k32));
+                sts__dq_mul(o + 64, _mm256_set1_ps(d * (float)sts__dq_s8(b[196 + s])), _mm256_sub_epi32(_mm256_or_si256(
+                    _mm256_srli_epi32(l0, 4), _mm256_and_si256(qh, k48)), k32));
+                sts__dq_mul(o + 96, _mm256_set1_ps(d * (float)sts__dq_s8(b[198 + s])), _mm256_sub_epi32(_mm256_or_si256(
+                    _mm256_srli_epi32(l1, 4), _mm256_and_si256(_mm256_srli_epi32(qh, 2), k48)), k32));
+            }
+    }
+}
+#endif /* STS__X86_DYN */
+
+/* The decoder of type t at instruction-set level isa or below. */
+STS__PRIVATE sts__dq_fn sts__dq_kernel_at(int t, int isa) {
+    static const sts__dq_fn scalar[STS__DQ_COUNT] = {
+        sts__dq_q8_0_c, sts__dq_q4_0_c, sts__dq_q4_1_c, sts__dq_q5_0_c, sts__dq_q5_1_c,
+        sts__dq_q2_k_c, sts__dq_q3_k_c, sts__dq_q4_k_c, sts__dq_q5_k_c, sts__dq_q6_k_c };
+#ifdef STS__X86_DYN
+    static const sts__dq_fn avx2[STS__DQ_COUNT] = {
+        sts__dq_q8_0_avx2, sts__dq_q4_0_avx2, sts__dq_q4_1_avx2, sts__dq_q5_0_avx2, sts__dq_q5_1_avx2,
+        sts__dq_q2_k_avx2, sts__dq_q3_k_avx2, sts__dq_q4_k_avx2, sts__dq_q5_k_avx2, sts__dq_q6_k_avx2 };
+    if (isa >= STS__ISA_AVX2) return avx2[t];
+#endif
+    (void)isa;
+    return scalar[t];
+}
+STS__PRIVATE int sts__dq_find(const char *name) {
+    int t;
+    if (!name) return -1;
+    for (t = 0; t < STS__DQ_COUNT; t++)
+        if (strcmp(name, sts__dq_types[t].name) == 0) return t;
+    return -1;
+}
+STS__PRIVATE sts_result sts__dequantize_at(float *dst, const void *src, const char *type_name, size_t count, int isa) {
+    int t = sts__dq_find(type_name);
+    if (t < 0) return STS_ERR_UNSUPPORTED;
+    if (count % sts__dq_types[t].elems != 0 || (count && (!dst || !src))) return STS_ERR_INVALID_ARGUMENT;
+    if (count) sts__dq_kernel_at(t, isa)(dst, (const uint8_t *)src, count / sts__dq_types[t].elems);
+    return STS_OK;
+}
+STSDEF sts_result sts_dequantize(float *dst, const void *src, const char *type_name, size_t count) {
+    return sts__dequantize_at(dst, src, type_name, count, sts__isa());
+}
+STSDEF int sts_dequantize_supported(const char *type_name) { return sts__dq_find(type_name) >= 0; }
+STSDEF int sts_dequantize_block(const char *type_name, uint32_t *block_elems, uint32_t *block_bytes) {
+    int t = sts__dq_find(type_name);
+    if (t < 0) return 0;
+    if (block_elems) *block_elems = sts__dq_types[t].elems;
+    if (block_bytes) *block_bytes = sts__dq_types[t].bytes;
+    return 1;
+}
 
 /* ==============================================================================================
    >>dataset_common  8a. dataset common
