@@ -11968,7 +11968,7 @@ STS__PRIVATE sts__names sts__ar_names(const sts_archive *a) {
     k.stride = sizeof(sts__arent);
     k.ptr_off = offsetof(sts__arent, name);
     k.len_off = offsetof(sts__arent, name_len);
-    k.hashes = (const char *)a->ents + offsetof(sts__arent, hash);
+    k.hashes = a->ents ? (const char *)a->ents + offsetof(sts__arent, hash) : NULL;  /* none: no tensors */
     k.hash_stride = sizeof(sts__arent);
     return k;
 }
@@ -12445,6 +12445,9 @@ STSDEF sts_result sts_archive_file_sha256(const sts_archive *a, size_t file, uin
 }
 
 /* ---- materialise through a factory ---- */
+/* Block types whose multi-byte fields can be put in the other byte order (the GGUF provider's table). */
+STS__PRIVATE int sts__gg_can_swap(const sts_type *t);
+STS__PRIVATE void sts__gg_swap_blocks(const sts_type *t, uint8_t *p, size_t n);
 /* n units of `unit` bytes (2, 4 or 8) byte-reversed from src to dst (dst == src allowed). */
 STS__PRIVATE void sts__swap_units(uint8_t *dst, const uint8_t *src, size_t n, unsigned unit) {
     size_t i;
@@ -12465,7 +12468,7 @@ STSDEF sts_result sts_archive_materialize(const sts_archive *a, const sts_tensor
     uint64_t out_bytes, done;
     uint8_t *dst, *scratch = NULL;
     sts_sha256 sha;
-    int host_be = sts__host_big_endian(), conv, hashed = 0, ok;
+    int host_be = sts__host_big_endian(), conv, hashed = 0, ok, dq = 0, swap_blocks;
     sts_result r;
     if (!f || !out) return sts__failx(err, STS_RULE_ARGUMENT, "sts_archive_materialize needs a factory and out");
     if (!o) o = &none;
@@ -12478,7 +12481,12 @@ STSDEF sts_result sts_archive_materialize(const sts_archive *a, const sts_tensor
     tt = d->type;
     out_bytes = d->nbytes;
     if (conv) {
-        if (d->type->dtype == STS_DTYPE_COUNT || !sts_convert_supported(o->target, d->type->dtype))
+        /* a block type the dequantiser decodes: to F32, then through the codecs to the target */
+        dq = d->type->dtype == STS_DTYPE_COUNT && !d->type->plain && sts_dequantize_supported(d->type->name);
+        if (dq && o->target != STS_DTYPE_F32 && !sts_convert_supported(o->target, STS_DTYPE_F32))
+            return sts__failx(err, STS_RULE_UNSUPPORTED, "tensor %q: %s decodes to F32, which does not convert to %s",
+                              d->name, d->name_len, d->type->name, sts_dtype_name(o->target));
+        if (!dq && (d->type->dtype == STS_DTYPE_COUNT || !sts_convert_supported(o->target, d->type->dtype)))
             return sts__failx(err, STS_RULE_UNSUPPORTED, "tensor %q: %s does not convert to %s", d->name, d->name_len,
                               d->type->name, sts_dtype_name(o->target));
         tt = sts_type_of(o->target);
@@ -12489,9 +12497,12 @@ STSDEF sts_result sts_archive_materialize(const sts_archive *a, const sts_tensor
             return sts__failx(err, STS_RULE_UNSUPPORTED, "tensor %q: %U elements of %s do not fit in memory", d->name,
                               d->name_len, d->numel, tt->name);
     }
-    if (d->big_endian != host_be && !d->type->plain && d->type->block_bytes > 1)
-        return sts__failx(err, STS_RULE_UNSUPPORTED, "tensor %q: %s blocks in the other byte order are not swapped",
-                          d->name, d->name_len, d->type->name);
+    /* blocks are swapped field by field: to the host's order for a copy, to little-endian for the decoder */
+    swap_blocks = !d->type->plain && d->type->block_bytes > 1 && (dq ? d->big_endian : d->big_endian != host_be);
+    if (swap_blocks && !sts__gg_can_swap(d->type))
+        return sts__failx(err, STS_RULE_UNSUPPORTED, "tensor %q: %s blocks are not swapped to the other byte order "
+                          "(their layout has multi-byte fields this library does not swap)", d->name, d->name_len,
+                          d->type->name);
     if (!conv && o->zero_copy != STS_ZERO_COPY_NEVER) {
         const char *why = sts__ar_no_view(a, d, p);
         if (!why && f->wrap) {
@@ -12528,14 +12539,57 @@ STSDEF sts_result sts_archive_materialize(const sts_archive *a, const sts_tensor
     r = STS_OK;
     if (!conv) {  /* a copy: straight into dst, hashed there, swapped in place */
         unsigned unit = d->big_endian != host_be ? d->type->swap : 0;
-        size_t step = unit ? piece / unit * unit : piece;
+        size_t step = unit ? piece / unit * unit : swap_blocks ? piece / d->type->block_bytes * d->type->block_bytes
+                                                               : piece;
         for (done = 0; done < d->nbytes && r == STS_OK; done += step) {
             size_t n = d->nbytes - done < step ? (size_t)(d->nbytes - done) : step;
             r = sts__ar_fetch(a, d->file, p, d->offset + done, dst + done, n, err);
             if (r != STS_OK) break;
             if (o->sha256 && !hashed) sts_sha256_update(&sha, dst + done, n);
             if (unit > 1) sts__swap_units(dst + done, dst + done, n / unit, unit);
+            if (swap_blocks) sts__gg_swap_blocks(d->type, dst + done, n / d->type->block_bytes);
         }
+    } else if (dq) {  /* blocks decoded to F32 a piece of whole blocks at a time, then converted when asked */
+        size_t bb = d->type->block_bytes, be = d->type->block_elems, per = piece / bb;
+        size_t tbytes = (size_t)(out_bytes / (d->numel ? d->numel : 1)), fbytes = per * be * 4;
+        uint64_t nblocks = d->nbytes / bb;
+        uint8_t *f32 = NULL;
+        if ((!p->base || d->big_endian) && !(scratch = (uint8_t *)sts__alloc(&a->mem, piece)))
+            r = sts__nomem(err, "a buffer");
+        if (r == STS_OK && o->target != STS_DTYPE_F32 && !(f32 = (uint8_t *)sts__alloc(&a->mem, fbytes)))
+            r = sts__nomem(err, "a buffer");
+        for (done = 0; done < nblocks && r == STS_OK; done += per) {
+            size_t n = nblocks - done < per ? (size_t)(nblocks - done) : per, elems = n * be;
+            const uint8_t *src;
+            uint8_t *to = o->target == STS_DTYPE_F32 ? dst + done * be * 4 : f32;
+            if (p->base) src = p->base + d->offset + done * bb;
+            else {
+                r = sts__ar_fetch(a, d->file, p, d->offset + done * bb, scratch, n * bb, err);
+                if (r != STS_OK) break;
+                src = scratch;
+            }
+            if (o->sha256 && !hashed) sts_sha256_update(&sha, src, n * bb);
+            if (d->big_endian) {
+                if (src != scratch) memcpy(scratch, src, n * bb);
+                sts__gg_swap_blocks(d->type, scratch, n);
+                src = scratch;
+            }
+            if (sts_dequantize((float *)(void *)to, src, d->type->name, elems) != STS_OK) {
+                r = sts__failx(err, STS_RULE_UNSUPPORTED, "tensor %q: the %s decoder refused %z elements", d->name,
+                               d->name_len, d->type->name, elems);
+                break;
+            }
+            if (o->target == STS_DTYPE_F32) continue;
+            if (host_be) sts__swap_units(f32, f32, elems, 4);  /* the codecs read little-endian */
+            r = sts_convert_ex(dst + done * be * tbytes, o->target, f32, STS_DTYPE_F32, elems, o->rounding, err);
+            if (r != STS_OK) break;
+            if (host_be && tt->swap > 1) {
+                uint8_t *q = dst + done * be * tbytes;
+                sts__swap_units(q, q, elems * tbytes / tt->swap, tt->swap);
+            }
+        }
+        sts__free(&a->mem, scratch, piece);
+        sts__free(&a->mem, f32, fbytes);
     } else {  /* a conversion: the stored bytes (mapped, or read into scratch), little-endian, then the codec */
         size_t ebytes = d->type->bits / 8, tbytes = (size_t)(out_bytes / (d->numel ? d->numel : 1));
         size_t per = piece / ebytes;
@@ -13269,6 +13323,10 @@ STS__PRIVATE int sts__gg_swappable(const sts_type *t, const sts__gg_field **fiel
     case 39: *fields = sts__gg_f_none; return 1;                      /* MXFP4: bytes only */
     default: (void)id; return 0;
     }
+}
+STS__PRIVATE int sts__gg_can_swap(const sts_type *t) {
+    const sts__gg_field *f;
+    return sts__gg_swappable(t, &f);
 }
 /* Reverses the multi-byte fields of n blocks of t in place (t swappable). */
 STS__PRIVATE void sts__gg_swap_blocks(const sts_type *t, uint8_t *p, size_t n) {

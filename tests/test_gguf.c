@@ -531,6 +531,150 @@ static void test_alloc_failures(void **state) {
     free(buf);
 }
 
+/* ---- block types decoded through materialize: F32 (and F16 after it), big-endian blocks swapped first,
+   the stored bytes' digest checked in the same pass, pieces of whole blocks on every path ---- */
+static const char *const dq_types[] = { "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K",
+                                        "Q6_K" };
+static int g_released;
+static void fac_release_count(void *user, const sts_tensor_desc *d, void *p, uint64_t n) {
+    (void)user; (void)d; (void)n;
+    g_released++;
+    free(p);
+}
+/* Materialises d converted to target; the expected bytes (host order) in want. */
+static void check_decoded(const sts_archive *a, const sts_tensor_desc *d, sts_dtype target, const void *want,
+                          size_t want_n, const char *label) {
+    sts_factory fac;
+    sts_materialize_options mo;
+    sts_materialized mat;
+    sts_error e;
+    uint8_t dg[32];
+    sts_result r;
+    memset(&fac, 0, sizeof fac);
+    fac.allocate = fac_alloc;
+    fac.release = fac_release_count;
+    memset(&mo, 0, sizeof mo);
+    mo.convert = 1;
+    mo.target = target;
+    mo.rounding = STS_ROUND_NEAREST_EVEN;
+    TU_CHECK(sts_archive_sha256(a, d, dg, &e) == STS_OK);
+    mo.sha256 = dg;
+    r = sts_archive_materialize(a, d, &fac, &mo, &mat, &e);
+    if (r != STS_OK) TU_FAIL("%s: %s", label, e.message);
+    if (mat.nbytes != want_n || mat.type->dtype != target || mat.wrapped || memcmp(mat.data, want, want_n) != 0)
+        TU_FAIL("%s: %s %s decoded to %s differs (%llu bytes)", label, d->name, d->type->name,
+                sts_dtype_name(target), (unsigned long long)mat.nbytes);
+    free(mat.data);
+    dg[0] ^= 1;  /* a wrong digest: CHECKSUM after the pass, the memory given back */
+    g_released = 0;
+    r = sts_archive_materialize(a, d, &fac, &mo, &mat, &e);
+    tu_err_check(label, r, &e, STS_ERR_CHECKSUM, STS_RULE_SHA256, "SHA-256", NULL);
+    TU_CHECK(g_released == 1);
+}
+static void check_dequant_file(const uint8_t *le, size_t le_n, const uint8_t *be, size_t be_n, const char *tname,
+                               const char *label) {
+    sts_archive *al, *ab;
+    sts_error e;
+    mem_src ms;
+    const sts_tensor_desc *dl, *db;
+    uint8_t *stored;
+    float *ref;
+    uint8_t *ref_le, *half_le, *half;
+    int via;
+    TU_CHECK(open_via(NULL, VIA_BYTES, NULL, le, le_n, 0, &al, &e, &ms) == STS_OK);
+    TU_CHECK(sts_archive_find(al, tname, strlen(tname), &dl, &e) == STS_OK);
+    stored = (uint8_t *)malloc((size_t)dl->nbytes);
+    ref = (float *)malloc((size_t)dl->numel * 4);
+    ref_le = (uint8_t *)malloc((size_t)dl->numel * 4);
+    half_le = (uint8_t *)malloc((size_t)dl->numel * 2);
+    half = (uint8_t *)malloc((size_t)dl->numel * 2);
+    TU_CHECK(stored && ref && ref_le && half_le && half);
+    TU_CHECK(sts_archive_read(al, dl, 0, stored, (size_t)dl->nbytes, &e) == STS_OK);
+    TU_CHECK(sts_dequantize(ref, stored, dl->type->name, (size_t)dl->numel) == STS_OK);
+    tu_le_copy(ref_le, ref, (size_t)dl->numel, 4);
+    TU_CHECK(sts_convert(half_le, STS_DTYPE_F16, ref_le, STS_DTYPE_F32, (size_t)dl->numel, STS_ROUND_NEAREST_EVEN)
+             == STS_OK);
+    tu_le_copy(half, half_le, (size_t)dl->numel, 2);
+    for (via = VIA_BYTES; via <= VIA_SOURCE; via++) {
+        char lab[256];
+        int k;
+        for (k = 0; k < 2; k++) {
+            snprintf(lab, sizeof lab, "%s %s %s", label, k ? "big-endian" : "little-endian", via_name[via]);
+            TU_CHECK(open_via(NULL, via, NULL, k ? be : le, k ? be_n : le_n, 0, &ab, &e, &ms) == STS_OK);
+            TU_CHECK(sts_archive_find(ab, tname, strlen(tname), &db, &e) == STS_OK);
+            TU_CHECK(db->big_endian == k && db->numel == dl->numel);
+            check_decoded(ab, db, STS_DTYPE_F32, ref, (size_t)dl->numel * 4, lab);
+            check_decoded(ab, db, STS_DTYPE_F16, half, (size_t)dl->numel * 2, lab);
+            sts_archive_close(ab);
+        }
+    }
+    free(stored); free(ref); free(ref_le); free(half_le); free(half);
+    sts_archive_close(al);
+}
+static void test_dequant(void **state) {
+    char le_path[1024], be_path[1024], tname[64];
+    uint8_t *le, *be;
+    size_t le_n, be_n, i, j;
+    (void)state;
+    tf_join(le_path, sizeof le_path, corpus_dir(), "valid_all_types_le_v3.gguf");
+    tf_join(be_path, sizeof be_path, corpus_dir(), "valid_all_types_be_v3.gguf");
+    le = (uint8_t *)tf_read(le_path, &le_n);
+    be = (uint8_t *)tf_read(be_path, &be_n);
+    for (i = 0; i < sizeof dq_types / sizeof dq_types[0]; i++) {
+        sts_archive *a;
+        sts_error e;
+        mem_src ms;
+        TU_CHECK(open_via(NULL, VIA_BYTES, NULL, le, le_n, 0, &a, &e, &ms) == STS_OK);
+        for (j = 0; j < sts_archive_count(a); j++) {
+            size_t nl;
+            const char *nm = sts_archive_name(a, j, &nl);
+            const char *u = (const char *)memchr(nm, '_', nl);  /* "t<id>_<type>" */
+            size_t tl = strlen(dq_types[i]);
+            if (u && (size_t)(nm + nl - u - 1) == tl && memcmp(u + 1, dq_types[i], tl) == 0)
+                snprintf(tname, sizeof tname, "%.*s", (int)nl, nm);
+        }
+        sts_archive_close(a);
+        TU_CHECK(sts_dequantize_supported(dq_types[i]));
+        check_dequant_file(le, le_n, be, be_n, tname, dq_types[i]);
+    }
+    free(le);
+    free(be);
+    {  /* a Q8_0 tensor of several 1 MiB pieces, both byte orders */
+        gbuf b[2];
+        tu_rng rng;
+        size_t nblocks = tu_quick() ? 40000 : 100000, k;
+        int ord;
+        rng.s = 14;
+        for (ord = 0; ord < 2; ord++) {
+            memset(&b[ord], 0, sizeof b[ord]);
+            b[ord].be = ord;
+            gb_put(&b[ord], "GGUF", 4);
+            gb_u(&b[ord], 3, 4);
+            gb_u(&b[ord], 1, 8);
+            gb_u(&b[ord], 0, 8);
+            gb_s(&b[ord], "big.q8_0", 8);
+            gb_u(&b[ord], 2, 4);
+            gb_u(&b[ord], 64, 8);
+            gb_u(&b[ord], nblocks / 2, 8);
+            gb_u(&b[ord], 8, 4);
+            gb_u(&b[ord], 0, 8);
+            while (b[ord].n % 32) gb_put(&b[ord], "", 1);
+        }
+        for (k = 0; k < nblocks; k++) {
+            uint8_t blk[34];
+            uint16_t h = (uint16_t)(0x2000 + tu_below(&rng, 0x1800) + (tu_below(&rng, 2) << 15));  /* finite scale */
+            for (j = 2; j < 34; j++) blk[j] = (uint8_t)tu_next(&rng);
+            blk[0] = (uint8_t)h; blk[1] = (uint8_t)(h >> 8);
+            gb_put(&b[0], blk, 34);
+            blk[0] = (uint8_t)(h >> 8); blk[1] = (uint8_t)h;
+            gb_put(&b[1], blk, 34);
+        }
+        check_dequant_file(b[0].p, b[0].n, b[1].p, b[1].n, "big.q8_0", "Q8_0 in pieces");
+        free(b[0].p);
+        free(b[1].p);
+    }
+}
+
 /* ---- the built-in registry: GGUF files go to the gguf provider, with its reason ---- */
 static void test_probe(void **state) {
     char path[1024];
@@ -560,6 +704,7 @@ int main(void) {
         cmocka_unit_test(test_vocab),
         cmocka_unit_test(test_small_source),
         cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_dequant),
         cmocka_unit_test(test_probe),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
