@@ -13586,6 +13586,7 @@ STS__PRIVATE sts_result sts__gg_items(sts__gg *g, uint32_t vt, uint64_t n, sts_m
     m->type = STS_META_ARRAY;
     m->items = items;
     m->count = n;
+    m->u = vt;  /* the items' type, which an empty array keeps too */
     m->format_type = STS__GG_ARRAY;
     return STS_OK;
 }

@@ -8,3 +8,13 @@ $(GGUF_CORPUS)/cases.tsv: tests/gguf/make_corpus.py $(HEADER)
 	@$(PYTHON) tests/gguf/make_corpus.py $(GGUF_CORPUS)
 UNIT_SRCS += tests/test_gguf.c
 $(BUILD)/unit/test_gguf $(BUILD)/asan/test_gguf $(BUILD)/vg/test_gguf: $(GGUF_CORPUS)/cases.tsv
+
+# The cross-check with @huggingface/gguf (npm, installed into build/node when missing; skipped with
+# the reason without node or npm, a failure under CI=true): tests/gguf/hf_check.py.
+$(BUILD)/gguf/gguf_dump: tests/gguf/gguf_dump.c $(HEADER)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c99 $(OPT) $(STS_WARN) -o $@ $<
+.PHONY: test-gguf-hf
+test-gguf-hf: $(GGUF_CORPUS)/cases.tsv $(BUILD)/gguf/gguf_dump
+	@$(PYTHON) tests/gguf/hf_check.py $(GGUF_CORPUS) $(BUILD)/gguf/gguf_dump $(BUILD)/gguf/hf
+TEST_STEPS += test-gguf-hf
