@@ -13260,7 +13260,8 @@ STS__PRIVATE sts_result sts__ds_ar_open(void *user, sts_builder *b, sts_error *e
    are ggml's loader's (ggml/src/gguf.cpp), in its order, plus what it misses (products that wrap,
    padded sizes that overflow) and, under strict, what gguf.md forbids but ggml accepts. The header
    is read where it lies when the source is mapped or in memory; otherwise through sts_builder_read
-   in chunks (the probed prefix, then 64 KiB doubling to 4 MiB) that the archive keeps until it
+   in chunks (the probed prefix, then 128 KiB doubling to 4 MiB, each no longer than the counts
+   prove the header to be: nothing past the header is read) that the archive keeps until it
    closes. Keys, strings and names point into those bytes and are never copied: an array of 128k
    strings costs one block of 128k sts_meta items and no string copies. */
 
@@ -13357,6 +13358,8 @@ typedef struct sts__gg {            /* the reader: the bytes at hand and where t
     const uint8_t *base;
     uint64_t base_off, size;
     size_t chunk;                   /* the next chunk's size (sources that are not mapped) */
+    uint64_t ahead;                 /* bytes from p on that the header surely still holds (from the counts) */
+    uint64_t prefix;                /* the probed prefix's length: bytes read already */
     int be, strict;
     sts_error *err;
 } sts__gg;
@@ -13381,14 +13384,18 @@ STS__INLINE uint32_t sts__gg_16(const sts__gg *g, const uint8_t *p) {
     return g->be ? (uint32_t)p[0] << 8 | p[1] : (uint32_t)p[0] | (uint32_t)p[1] << 8;
 }
 /* n more bytes at p, which the caller knows lie inside the file: a source that is not mapped gets
-   a new chunk that starts with the bytes not used yet (earlier chunks stay: strings point there). */
+   a new chunk that starts with the bytes not used yet (earlier chunks stay: strings point there).
+   A chunk reaches no further than the header surely does (g->ahead) or the probed prefix: what is
+   read past the header is at most what the probe read. */
 STS__PRIVATE sts_result sts__gg_refill(sts__gg *g, uint64_t n) {
-    uint64_t pos = sts__gg_pos(g), left = g->size - pos;
+    uint64_t pos = sts__gg_pos(g), left = g->size - pos, more = g->ahead;
     size_t keep = (size_t)(g->end - g->p), want;
     uint8_t *buf;
     sts_result r;
     if (n > (uint64_t)((size_t)-1 >> 1)) return sts__nomem(g->err, "the GGUF header");
-    want = (size_t)n > g->chunk ? (size_t)n : g->chunk;
+    if (g->prefix > pos && g->prefix - pos > more) more = g->prefix - pos;
+    if (more > (uint64_t)g->chunk) more = g->chunk;
+    want = (uint64_t)n > more ? (size_t)n : (size_t)more;
     if ((uint64_t)want > left) want = (size_t)left;
     if (!(buf = (uint8_t *)sts__ar_alloc(g->a, want))) return sts__nomem(g->err, "the GGUF header");
     if (keep) memcpy(buf, g->p, keep);
@@ -13396,8 +13403,7 @@ STS__PRIVATE sts_result sts__gg_refill(sts__gg *g, uint64_t n) {
     g->base = g->p = buf;
     g->end = buf + want;
     g->base_off = pos;
-    if (g->chunk < ((size_t)64 << 10)) g->chunk = (size_t)64 << 10;
-    else if (g->chunk < ((size_t)4 << 20)) g->chunk *= 2;
+    if (g->chunk < ((size_t)4 << 20)) g->chunk *= 2;
     return STS_OK;
 }
 /* The label of what is read, for messages: "key 3", "the value of key \"a.b\"", "item 7 of key \"a.b\"",
@@ -13558,20 +13564,24 @@ STS__PRIVATE sts_result sts__gg_items(sts__gg *g, uint32_t vt, uint64_t n, sts_m
     memset(&z, 0, sizeof z);
     z.format_type = vt;
     if (vt == 8) {  /* strings: (length, bytes) each, pointing into the header */
+        uint64_t rest = g->ahead - n * 8;  /* what the header holds after the array, at least */
         z.type = STS_META_STRING;
         for (k = 0; k < n; k++) {
             sts_meta *it = &items[k];
             *it = z;
             w.idx = k;
+            g->ahead = (n - k) * 8 + rest;
             if ((r = sts__gg_str(g, &it->str, &it->str_len, &w)) != STS_OK) return r;
             if (g->strict && sts__utf8_check((const uint8_t *)it->str, it->str_len) != it->str_len)
                 return sts__gg_bad_utf8(g, sts__gg_pos(g) - it->str_len - 8, &w);
         }
     } else {
         size_t sz = sts__gg_vsize[vt];
+        uint64_t rest = g->ahead - n * sz;
         for (k = 0; k < n; k++) {
             if ((uint64_t)(g->end - g->p) < sz) {
                 w.idx = k;
+                g->ahead = (n - k) * sz + rest;
                 if ((r = sts__gg_need(g, sz, STS_RULE_GGUF_TRUNCATED, &w)) != STS_OK) return r;
             }
             items[k] = z;
@@ -13711,7 +13721,7 @@ STS__PRIVATE sts_result sts__gg_info_read(sts__gg *g, sts__gg_set *names, sts__g
     return STS_OK;
 }
 /* The metadata KVs, each typed and added to the archive as it is read (pointing into the header). */
-STS__PRIVATE sts_result sts__gg_kvs(sts__gg *g, uint64_t n_kv, uint64_t seed, size_t *align_kv,
+STS__PRIVATE sts_result sts__gg_kvs(sts__gg *g, uint64_t n_kv, uint64_t after, uint64_t seed, size_t *align_kv,
                                     uint64_t *align_at) {
     sts_archive *a = g->a;
     sts__gg_set keys;
@@ -13728,6 +13738,7 @@ STS__PRIVATE sts_result sts__gg_kvs(sts__gg *g, uint64_t n_kv, uint64_t seed, si
         size_t dup;
         int have;
         memset(&m, 0, sizeof m);
+        g->ahead = (n_kv - i) * 14 + after;  /* a KV takes at least 14 bytes */
         w.kind = "key"; w.idx = i; w.has_idx = 1; w.nm = NULL; w.nl = 0;
         if ((r = sts__gg_str(g, &m.key, &m.key_len, &w)) != STS_OK) break;
         if (!m.key_len) { r = sts__fail(g->err, STS_RULE_GGUF_KEY, at, "key %U is empty", i); break; }
@@ -13775,6 +13786,7 @@ STS__PRIVATE sts_result sts__gg_kvs(sts__gg *g, uint64_t n_kv, uint64_t seed, si
                               "%U are left in the file", n, sts__gg_vname[vt], m.key, m.key_len, least, left);
                 break;
             }
+            g->ahead = least + (n_kv - i - 1) * 14 + after;
             if ((r = sts__gg_items(g, vt, n, &m, m.key, m.key_len)) != STS_OK) break;
         } else if (vt == 8) {
             m.type = STS_META_STRING;
@@ -13891,7 +13903,8 @@ STS__PRIVATE sts_result sts__gguf_open(void *user, sts_builder *b, sts_error *er
     g.b = b; g.a = a; g.err = err;
     g.size = sts_builder_size(b);
     g.strict = a->opts.strict;
-    g.chunk = b->prefix_len ? b->prefix_len : 1;
+    g.chunk = (size_t)64 << 10;
+    g.prefix = b->prefix_len;
     if (sts_builder_bytes(b)) {
         g.base = g.p = (const uint8_t *)sts_builder_bytes(b);
         g.end = g.p + g.size;
@@ -13929,15 +13942,19 @@ STS__PRIVATE sts_result sts__gguf_open(void *user, sts_builder *b, sts_error *er
     if (n_kv > (g.size - 24) / 14 || n_tensors > (g.size - 24 - n_kv * 14) / 24)
         return sts__fail(err, STS_RULE_GGUF_COUNT, 8, "%U tensors and %U KVs cannot fit in the %U bytes after the "
                          "24-byte header", n_tensors, n_kv, g.size - 24);
-    if ((r = sts__gg_kvs(&g, n_kv, seed, &align_kv, &align_at)) != STS_OK) return r;
+    if ((r = sts__gg_kvs(&g, n_kv, n_tensors * 24, seed, &align_kv, &align_at)) != STS_OK) return r;
     if ((r = sts__gg_alignment(&g, align_kv, align_at, &align)) != STS_OK) return r;
     if (n_tensors) {
         if (!sts__mulsz((size_t)n_tensors, sizeof *infos, &info_bytes) ||
             !(infos = (sts__gg_info *)sts__alloc(&a->mem, info_bytes)))
             return sts__nomem(err, "the tensor infos");
     }
-    for (i = 0; i < n_tensors && r == STS_OK; i++) r = sts__gg_info_read(&g, &names, infos, i, seed);
+    for (i = 0; i < n_tensors && r == STS_OK; i++) {
+        g.ahead = (n_tensors - i) * 24;  /* a tensor info takes at least 24 bytes */
+        r = sts__gg_info_read(&g, &names, infos, i, seed);
+    }
     sts__gg_set_free(a, &names);
+    g.ahead = 0;
     if (r == STS_OK) r = sts__gg_data(&g, infos, n_tensors, align, &data_at);
     if (r == STS_OK && g.strict) r = sts__gg_required(&g, infos, n_tensors);
     for (i = 0; i < n_tensors && r == STS_OK; i++) {  /* the descriptors: row-major shapes, ggml's order beside */
