@@ -6,7 +6,7 @@
    Face reference reader on every verdict, validation is never optional, and the writer produces the
    reference writer's exact bytes. Dtype codecs convert between the 22 dtypes (SIMD where the CPU
    has it). One format-independent reader (the archive) opens safetensors files, sharded
-   checkpoints, datasets and .npy files alike, through providers chosen by probing. No
+   checkpoints, datasets, .npy and GGUF files alike, through providers chosen by probing. No
    dependencies beyond the C library and POSIX.
 
    Do this:
@@ -997,7 +997,8 @@ STSDEF sts_result sts_dataset_clean(const char *dir, const sts_clean_config *cfg
    it opens the container as an archive: a format id and version, typed metadata, and a descriptor
    per tensor, found by name in O(1). Built-in providers: safetensors (one file), sharded checkpoints
    (model.safetensors.index.json or our _tensor_index.json, shards opened lazily, each validated the
-   first time it is touched), our datasets (a folder with dataset_manifest.json) and .npy. A tensor's
+   first time it is touched), our datasets (a folder with dataset_manifest.json), .npy and GGUF
+   (v2/v3, both byte orders, ggml's block types described by sts_type). A tensor's
    bytes come as a zero-copy view (mapped, aligned, host byte order), a window read, a cursor over
    chunks, or materialised through a caller's factory (wrap a view, or copy once, converting dtype,
    swapping byte order and checking SHA-256 in the same pass). An archive may be shared by threads:
@@ -1101,7 +1102,7 @@ STSDEF sts_result sts_builder_add_meta(sts_builder *b, const sts_meta *m, sts_er
 STSDEF sts_result sts_builder_add_tensor(sts_builder *b, const sts_tensor_desc *d, sts_error *err);
 
 typedef struct sts_registry sts_registry;   /* the caller's: no global state */
-/* builtins: register safetensors, sharded checkpoints, datasets and .npy first (in that order). */
+/* builtins: register safetensors, sharded checkpoints, datasets, .npy and GGUF first (in that order). */
 STSDEF sts_result sts_registry_new(const sts_options *opts, int builtins, sts_registry **out, sts_error *err);
 STSDEF sts_result sts_registry_add(sts_registry *r, const sts_provider *p, sts_error *err); /* copied */
 STSDEF size_t sts_registry_count(const sts_registry *r);
@@ -1180,7 +1181,8 @@ typedef enum sts_zero_copy {
 } sts_zero_copy;
 typedef struct sts_materialize_options {  /* zero = defaults */
     sts_zero_copy zero_copy;
-    int convert;                     /* convert the elements to `target` through the codecs */
+    int convert;                     /* convert the elements to `target` through the codecs (a block type
+                                        sts_dequantize_supported names is decoded to F32 first) */
     sts_dtype target;
     sts_rounding rounding;           /* for F16 / BF16 targets */
     const uint8_t *sha256;           /* 32 bytes: the expected digest of the tensor's stored bytes */
@@ -1191,7 +1193,8 @@ typedef struct sts_materialized {
     const sts_type *type;            /* the type of data's elements (host byte order) */
     int wrapped;                     /* 1: a zero-copy view, 0: a copy */
 } sts_materialized;
-/* One pass over the tensor's bytes: hash (when asked), swap to host order, convert or copy. */
+/* One pass over the tensor's bytes: hash (when asked), swap to host order (block types: their
+   multi-byte fields, for the GGUF types that list them), convert (or decode) or copy. */
 STSDEF sts_result sts_archive_materialize(const sts_archive *a, const sts_tensor_desc *d, const sts_factory *f,
                                           const sts_materialize_options *o, sts_materialized *out, sts_error *err);
 
@@ -11695,7 +11698,7 @@ STSDEF sts_result sts_dataset_clean(const char *dir, const sts_clean_config *cfg
    with pread, bytes in memory, a callback source), the provider registry and probing, the archive
    (typed metadata, descriptors, the name index, lazily opened files published without locks),
    views, window reads, cursors, SHA-256 of tensors and files, materialising through a factory, and
-   the built-in providers: safetensors, sharded checkpoints, datasets and .npy.
+   the built-in providers: safetensors, sharded checkpoints, datasets, .npy and GGUF (>>gguf).
    May call: util, json, dtype, header, io, codec (conversions, SHA-256), dataset common, dataset read.
    ============================================================================================== */
 #if defined(__GNUC__) || defined(__clang__)
