@@ -13199,7 +13199,7 @@ STS__PRIVATE sts_result sts__ds_ar_open(void *user, sts_builder *b, sts_error *e
     sts_dataset *ds;
     sts_read_config cfg;
     sts_scan_spec spec;
-    sts_scan *sc;
+    sts_scan *sc = NULL;
     sts_dataset_info info;
     const sts_view *cells;
     size_t ncells, i;
