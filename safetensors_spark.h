@@ -707,8 +707,9 @@ STSDEF const char *sts_sha256_isa(void);  /* "sha-ni" or "scalar": what sts_sha2
    whatever the host; dst receives count floats (host order). Each value is the exact product of
    its fp16 scale and small integers; the types with a minimum subtract or add it once, rounded
    once to nearest even: y = d * q (Q8_0, Q4_0, Q5_0, Q3_K, Q6_K), d * q + m (Q4_1, Q5_1),
-   d * q - m (Q2_K, Q4_K, Q5_K). SIMD kernels (AVX2 chosen at run time) give the scalar code's
-   exact bits; a NaN scale gives NaNs whose payload may differ between paths. No alignment needed;
+   d * q - m (Q2_K, Q4_K, Q5_K). SIMD kernels (SSE2, AVX2 + F16C chosen at run time; NEON on
+   little-endian AArch64) give the scalar code's exact bits; a NaN scale gives NaNs whose payload
+   may differ between paths. No alignment needed;
    dst and src must not overlap. count 0 is a no-op (the pointers may then be NULL).
    STS_ERR_UNSUPPORTED for any other type name (or NULL), STS_ERR_INVALID_ARGUMENT for a count not
    a whole number of blocks, or a NULL pointer with count > 0. */
@@ -4692,7 +4693,7 @@ STSDEF sts_result sts_write_path(const char *path, const sts_tensor_spec *specs,
    little-endian AArch64. All give the same bits; the tests check it exhaustively. Also CRC-32C
    (>>crc32c), the shards' checksum: SSE4.2 + PCLMUL lanes, or a portable table loop; SHA-256
    (>>sha256), the digest of files and tensors: the SHA extensions, or a portable loop; and the
-   dequantisation of ggml's block types to F32 (>>dequant): AVX2 kernels, or scalar twins.
+   dequantisation of ggml's block types to F32 (>>dequant): SSE2, AVX2 or NEON kernels, or scalar.
    Thread safety: the only state is the CPU-feature word, computed on first use and kept with
    relaxed atomic loads/stores (two threads may both compute it; they store the same value).
    May call: util, dtype.
@@ -5754,8 +5755,9 @@ STSDEF const char *sts_sha256_isa(void) { return sts__sha256_have_hw() ? "sha-ni
    values that times the quant (exact again: at most 11 + 8 + 6 significant bits), and the types
    with a minimum subtract or add it in one more operation, the only one that rounds. A fused
    multiply-add gives those bits too (its product is exact), so contraction cannot change them.
-   The SIMD kernels (AVX2, chosen at run time) do the same operations lane by lane; the scalar
-   decoders are their twins and run elsewhere (the tests compare them on every level). */
+   The SIMD kernels (SSE2 and AVX2 + F16C chosen at run time, NEON on little-endian AArch64) do
+   the same operations lane by lane; the scalar decoders are their twins and run elsewhere
+   (STS_NO_SIMD, other CPUs); the tests compare every level with them. */
 enum { STS__DQ_Q8_0, STS__DQ_Q4_0, STS__DQ_Q4_1, STS__DQ_Q5_0, STS__DQ_Q5_1, STS__DQ_Q2_K, STS__DQ_Q3_K,
        STS__DQ_Q4_K, STS__DQ_Q5_K, STS__DQ_Q6_K, STS__DQ_COUNT };
 typedef struct sts__dq_type { const char *name; uint32_t elems, bytes; } sts__dq_type;
@@ -5932,14 +5934,142 @@ STS__PRIVATE void sts__dq_q6_k_c(float *y, const uint8_t *b, size_t n) {
     }
 }
 
+#ifdef STS__SSE2
+/* ---- SSE2 (the x86-64 baseline, for CPUs without AVX2): sixteen quants a byte vector as in
+   the NEON kernels, byte shifts made of 16-bit shifts and a mask, int8 widened by unpacking
+   with itself and arithmetic shifts. The scales come from the scalar helpers. ---- */
+STS__VEC void sts__dq_sse16(float *y, __m128 d, __m128i q, __m128 m, int mode) {   /* as sts__dq_neon16 */
+    const __m128i lo = _mm_srai_epi16(_mm_unpacklo_epi8(q, q), 8), hi = _mm_srai_epi16(_mm_unpackhi_epi8(q, q), 8);
+    __m128i w[4];
+    int k;
+    w[0] = _mm_srai_epi32(_mm_unpacklo_epi16(lo, lo), 16);
+    w[1] = _mm_srai_epi32(_mm_unpackhi_epi16(lo, lo), 16);
+    w[2] = _mm_srai_epi32(_mm_unpacklo_epi16(hi, hi), 16);
+    w[3] = _mm_srai_epi32(_mm_unpackhi_epi16(hi, hi), 16);
+    for (k = 0; k < 4; k++) {
+        __m128 v = _mm_mul_ps(d, _mm_cvtepi32_ps(w[k]));
+        if (mode == 1) v = _mm_add_ps(v, m);
+        else if (mode == 2) v = _mm_sub_ps(v, m);
+        _mm_storeu_ps(y + 4 * k, v);
+    }
+}
+STS__VEC __m128i sts__dq_sse_ld(const uint8_t *p) { return _mm_loadu_si128((const __m128i *)(const void *)p); }
+STS__VEC __m128i sts__dq_sse_shr(__m128i v, int n) {   /* v >> n in each byte */
+    return _mm_and_si128(_mm_srl_epi16(v, _mm_cvtsi32_si128(n)), _mm_set1_epi8((char)(0xff >> n)));
+}
+STS__VEC __m128i sts__dq_sse_bit4(uint32_t qh, int e0) {   /* as sts__dq_neon_bit4 */
+    const __m128i bit = _mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, (char)-128, 1, 2, 4, 8, 16, 32, 64, (char)-128);
+    const __m128i bytes = _mm_unpacklo_epi64(_mm_set1_epi8((char)(qh >> e0 & 255u)),
+                                             _mm_set1_epi8((char)(qh >> (e0 + 8) & 255u)));
+    return _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(bytes, bit), bit), _mm_set1_epi8(16));
+}
+STS__PRIVATE void sts__dq_q8_0_sse2(float *y, const uint8_t *b, size_t n) {
+    const __m128 z = _mm_setzero_ps();
+    for (; n; n--, b += 34, y += 32) {
+        const __m128 d = _mm_set1_ps(sts__dq_f16(b));
+        sts__dq_sse16(y, d, sts__dq_sse_ld(b + 2), z, 0);
+        sts__dq_sse16(y + 16, d, sts__dq_sse_ld(b + 18), z, 0);
+    }
+}
+STS__INLINE void sts__dq_q45_sse2(float *y, const uint8_t *b, size_t n, size_t bytes, int qs, int five, int mode) {
+    const __m128i bias = _mm_set1_epi8((char)(mode ? 0 : five ? 16 : 8)), k15 = _mm_set1_epi8(15);
+    for (; n; n--, b += bytes, y += 32) {
+        const __m128 d = _mm_set1_ps(sts__dq_f16(b)), m = _mm_set1_ps(mode ? sts__dq_f16(b + 2) : 0.0f);
+        const __m128i v = sts__dq_sse_ld(b + qs);
+        __m128i lo = _mm_and_si128(v, k15), hi = sts__dq_sse_shr(v, 4);
+        if (five) {
+            const uint32_t qh = sts__le32(b + qs - 4);
+            lo = _mm_or_si128(lo, sts__dq_sse_bit4(qh, 0));
+            hi = _mm_or_si128(hi, sts__dq_sse_bit4(qh, 16));
+        }
+        sts__dq_sse16(y, d, _mm_sub_epi8(lo, bias), m, mode);
+        sts__dq_sse16(y + 16, d, _mm_sub_epi8(hi, bias), m, mode);
+    }
+}
+STS__PRIVATE void sts__dq_q4_0_sse2(float *y, const uint8_t *b, size_t n) { sts__dq_q45_sse2(y, b, n, 18, 2, 0, 0); }
+STS__PRIVATE void sts__dq_q4_1_sse2(float *y, const uint8_t *b, size_t n) { sts__dq_q45_sse2(y, b, n, 20, 4, 0, 1); }
+STS__PRIVATE void sts__dq_q5_0_sse2(float *y, const uint8_t *b, size_t n) { sts__dq_q45_sse2(y, b, n, 22, 6, 1, 0); }
+STS__PRIVATE void sts__dq_q5_1_sse2(float *y, const uint8_t *b, size_t n) { sts__dq_q45_sse2(y, b, n, 24, 8, 1, 1); }
+STS__PRIVATE void sts__dq_q2_k_sse2(float *y, const uint8_t *b, size_t n) {
+    const __m128i k3 = _mm_set1_epi8(3);
+    int s;
+    for (; n; n--, b += 84) {
+        const float d = sts__dq_f16(b + 80), dmin = sts__dq_f16(b + 82);
+        for (s = 0; s < 16; s++, y += 16) {
+            const __m128i q = sts__dq_sse_ld(b + 16 + 32 * (s >> 3) + 16 * (s & 1));
+            const __m128i f = _mm_and_si128(sts__dq_sse_shr(q, 2 * ((s & 7) >> 1)), k3);
+            sts__dq_sse16(y, _mm_set1_ps(d * (float)(b[s] & 15u)), f, _mm_set1_ps(dmin * (float)(b[s] >> 4)), 2);
+        }
+    }
+}
+STS__PRIVATE void sts__dq_q3_k_sse2(float *y, const uint8_t *b, size_t n) {
+    const __m128i k3 = _mm_set1_epi8(3), k1 = _mm_set1_epi8(1), k4 = _mm_set1_epi8(4);
+    const __m128 z = _mm_setzero_ps();
+    int s;
+    for (; n; n--, b += 110) {
+        const float d = sts__dq_f16(b + 108);
+        for (s = 0; s < 16; s++, y += 16) {
+            const __m128i q = sts__dq_sse_ld(b + 32 + 32 * (s >> 3) + 16 * (s & 1));
+            const __m128i hm = sts__dq_sse_ld(b + 16 * (s & 1));
+            const __m128i lo = _mm_and_si128(sts__dq_sse_shr(q, 2 * ((s & 7) >> 1)), k3);
+            const __m128i hi = _mm_and_si128(sts__dq_sse_shr(hm, s >> 1), k1);
+            sts__dq_sse16(y, _mm_set1_ps(d * (float)sts__dq_q3_scale(b + 96, s)),
+                          _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 2)), k4), z, 0);   /* bytes <= 7: no carry */
+        }
+    }
+}
+STS__INLINE void sts__dq_k45_sse2(float *y, const uint8_t *b, size_t n, size_t bytes, int qs, int five) {
+    const __m128i k15 = _mm_set1_epi8(15), k1 = _mm_set1_epi8(1);
+    int s, u;
+    for (; n; n--, b += bytes) {
+        const float d = sts__dq_f16(b), dmin = sts__dq_f16(b + 2);
+        for (s = 0; s < 8; s++, y += 32) {
+            uint32_t sc, mn;
+            __m128 dl, ml;
+            sts__dq_k4_scales(b + 4, s, &sc, &mn);
+            dl = _mm_set1_ps(d * (float)sc);
+            ml = _mm_set1_ps(dmin * (float)mn);
+            for (u = 0; u < 2; u++) {
+                const __m128i v = sts__dq_sse_ld(b + qs + 32 * (s >> 1) + 16 * u);
+                __m128i q = (s & 1) ? sts__dq_sse_shr(v, 4) : _mm_and_si128(v, k15);
+                if (five) {   /* bit s of the qh byte, to bit 4: 0 or 16 */
+                    const __m128i h = _mm_and_si128(sts__dq_sse_shr(sts__dq_sse_ld(b + 16 + 16 * u), s), k1);
+                    q = _mm_or_si128(q, _mm_slli_epi16(h, 4));
+                }
+                sts__dq_sse16(y + 16 * u, dl, q, ml, 2);
+            }
+        }
+    }
+}
+STS__PRIVATE void sts__dq_q4_k_sse2(float *y, const uint8_t *b, size_t n) { sts__dq_k45_sse2(y, b, n, 144, 16, 0); }
+STS__PRIVATE void sts__dq_q5_k_sse2(float *y, const uint8_t *b, size_t n) { sts__dq_k45_sse2(y, b, n, 176, 48, 1); }
+STS__PRIVATE void sts__dq_q6_k_sse2(float *y, const uint8_t *b, size_t n) {
+    const __m128i k15 = _mm_set1_epi8(15), k3 = _mm_set1_epi8(3), k32 = _mm_set1_epi8(32);
+    const __m128 z = _mm_setzero_ps();
+    int s;
+    for (; n; n--, b += 210) {
+        const float d = sts__dq_f16(b + 208);
+        for (s = 0; s < 16; s++, y += 16) {
+            const int h = s >> 3, k = (s & 7) >> 1, l0 = 16 * (s & 1);
+            const __m128i ql = sts__dq_sse_ld(b + 64 * h + 32 * (k & 1) + l0);
+            const __m128i qh = sts__dq_sse_ld(b + 128 + 32 * h + l0);
+            const __m128i lo = (k >> 1) ? sts__dq_sse_shr(ql, 4) : _mm_and_si128(ql, k15);
+            const __m128i hi = _mm_slli_epi16(_mm_and_si128(sts__dq_sse_shr(qh, 2 * k), k3), 4);   /* <= 48: no carry */
+            sts__dq_sse16(y, _mm_set1_ps(d * (float)sts__dq_s8(b[192 + s])), _mm_sub_epi8(_mm_or_si128(lo, hi), k32), z,
+                          0);
+        }
+    }
+}
+#endif /* STS__SSE2 */
+
 #ifdef STS__X86_DYN
 /* ---- AVX2 + F16C: eight elements a vector. The quant bytes are widened to 32-bit lanes as they
    are loaded (vpmovzxbd / vpmovsxbd from memory, eight bytes at a time), so every field is
    extracted with 32-bit shifts and masks, then converted, multiplied and stored: the scalar
    decoders' operations in the same order, one separate multiply and add or subtract (the target
    has no FMA). A sub-block's scale and minimum are computed as scalars, as the twins do. Plain
-   stores only: unlike sts_convert's kernels these read a quarter of what they write or less, and
-   non-temporal stores measured slower (bench/RESULTS.md, issue 14). ---- */
+   stores only: unlike sts_convert's kernels these read about a quarter of what they write or
+   less, and non-temporal stores measured slower (bench/RESULTS.md, issue 14). ---- */
 STS__VEC STS__TARGET_AVX2 __m256i sts__dq_u8x8(const uint8_t *p) {
     return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
 }
@@ -6130,6 +6260,135 @@ STS__PRIVATE STS__TARGET_AVX2 void sts__dq_q6_k_avx2(float *y, const uint8_t *b,
 }
 #endif /* STS__X86_DYN */
 
+#ifdef STS__NEON
+/* ---- NEON (little-endian AArch64): sixteen quants a byte vector, fields extracted with byte
+   shifts and masks (every quant fits an int8), then widened to four vectors of 32-bit lanes,
+   converted, multiplied and stored: the scalar decoders' operations in the same order. The fp16
+   scales are decoded by the scalar helper (no FPCR dependence). ---- */
+/* y[0..15] = d * q, d * q + m, d * q - m for sixteen int8 quants (mode 0, 1, 2) */
+STS__VEC void sts__dq_neon16(float *y, float32x4_t d, int8x16_t q, float32x4_t m, int mode) {
+    const int16x8_t lo = vmovl_s8(vget_low_s8(q)), hi = vmovl_s8(vget_high_s8(q));
+    const int32x4_t w[4] = { vmovl_s16(vget_low_s16(lo)), vmovl_s16(vget_high_s16(lo)),
+                             vmovl_s16(vget_low_s16(hi)), vmovl_s16(vget_high_s16(hi)) };
+    int k;
+    for (k = 0; k < 4; k++) {
+        float32x4_t v = vmulq_f32(d, vcvtq_f32_s32(w[k]));
+        if (mode == 1) v = vaddq_f32(v, m);
+        else if (mode == 2) v = vsubq_f32(v, m);
+        vst1q_f32(y + 4 * k, v);
+    }
+}
+STS__VEC int8x16_t sts__dq_neon_shr(uint8x16_t v, int n) {   /* v >> n in each byte, as int8 */
+    return vreinterpretq_s8_u8(vshlq_u8(v, vdupq_n_s8((int8_t)-n)));
+}
+/* the fifth bits of elements e0 .. e0 + 15 of Q5_0 / Q5_1, as 16 or 0 in each byte */
+STS__VEC int8x16_t sts__dq_neon_bit4(uint32_t qh, int e0) {
+    static const uint8_t bit[16] = { 1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128 };
+    const uint8x16_t bytes = vcombine_u8(vdup_n_u8((uint8_t)(qh >> e0 & 255u)),
+                                         vdup_n_u8((uint8_t)(qh >> (e0 + 8) & 255u)));
+    return vreinterpretq_s8_u8(vandq_u8(vtstq_u8(bytes, vld1q_u8(bit)), vdupq_n_u8(16)));
+}
+STS__PRIVATE void sts__dq_q8_0_neon(float *y, const uint8_t *b, size_t n) {
+    const float32x4_t z = vdupq_n_f32(0.0f);
+    for (; n; n--, b += 34, y += 32) {
+        const float32x4_t d = vdupq_n_f32(sts__dq_f16(b));
+        sts__dq_neon16(y, d, vreinterpretq_s8_u8(vld1q_u8(b + 2)), z, 0);
+        sts__dq_neon16(y + 16, d, vreinterpretq_s8_u8(vld1q_u8(b + 18)), z, 0);
+    }
+}
+/* Q4_0, Q4_1, Q5_0, Q5_1: nibbles at qs; fifth bits (five) at qs - 4; minimum (mode 1) at 2 */
+STS__INLINE void sts__dq_q45_neon(float *y, const uint8_t *b, size_t n, size_t bytes, int qs, int five, int mode) {
+    const int8x16_t bias = vdupq_n_s8((int8_t)(mode ? 0 : five ? 16 : 8));
+    for (; n; n--, b += bytes, y += 32) {
+        const float32x4_t d = vdupq_n_f32(sts__dq_f16(b)), m = vdupq_n_f32(mode ? sts__dq_f16(b + 2) : 0.0f);
+        const uint8x16_t v = vld1q_u8(b + qs);
+        int8x16_t lo = vreinterpretq_s8_u8(vandq_u8(v, vdupq_n_u8(15)));
+        int8x16_t hi = vreinterpretq_s8_u8(vshrq_n_u8(v, 4));
+        if (five) {
+            const uint32_t qh = sts__le32(b + qs - 4);
+            lo = vorrq_s8(lo, sts__dq_neon_bit4(qh, 0));
+            hi = vorrq_s8(hi, sts__dq_neon_bit4(qh, 16));
+        }
+        sts__dq_neon16(y, d, vsubq_s8(lo, bias), m, mode);
+        sts__dq_neon16(y + 16, d, vsubq_s8(hi, bias), m, mode);
+    }
+}
+STS__PRIVATE void sts__dq_q4_0_neon(float *y, const uint8_t *b, size_t n) { sts__dq_q45_neon(y, b, n, 18, 2, 0, 0); }
+STS__PRIVATE void sts__dq_q4_1_neon(float *y, const uint8_t *b, size_t n) { sts__dq_q45_neon(y, b, n, 20, 4, 0, 1); }
+STS__PRIVATE void sts__dq_q5_0_neon(float *y, const uint8_t *b, size_t n) { sts__dq_q45_neon(y, b, n, 22, 6, 1, 0); }
+STS__PRIVATE void sts__dq_q5_1_neon(float *y, const uint8_t *b, size_t n) { sts__dq_q45_neon(y, b, n, 24, 8, 1, 1); }
+STS__PRIVATE void sts__dq_q2_k_neon(float *y, const uint8_t *b, size_t n) {
+    const uint8x16_t k3 = vdupq_n_u8(3);
+    int s;
+    for (; n; n--, b += 84) {
+        const float d = sts__dq_f16(b + 80), dmin = sts__dq_f16(b + 82);
+        for (s = 0; s < 16; s++, y += 16) {
+            const uint8x16_t q = vld1q_u8(b + 16 + 32 * (s >> 3) + 16 * (s & 1));
+            const int8x16_t f = vandq_s8(sts__dq_neon_shr(q, 2 * ((s & 7) >> 1)), vreinterpretq_s8_u8(k3));
+            sts__dq_neon16(y, vdupq_n_f32(d * (float)(b[s] & 15u)), f, vdupq_n_f32(dmin * (float)(b[s] >> 4)), 2);
+        }
+    }
+}
+STS__PRIVATE void sts__dq_q3_k_neon(float *y, const uint8_t *b, size_t n) {
+    const int8x16_t k3 = vdupq_n_s8(3), k1 = vdupq_n_s8(1), k4 = vdupq_n_s8(4);
+    const float32x4_t z = vdupq_n_f32(0.0f);
+    int s;
+    for (; n; n--, b += 110) {
+        const float d = sts__dq_f16(b + 108);
+        for (s = 0; s < 16; s++, y += 16) {
+            const uint8x16_t q = vld1q_u8(b + 32 + 32 * (s >> 3) + 16 * (s & 1)), hm = vld1q_u8(b + 16 * (s & 1));
+            const int8x16_t lo = vandq_s8(sts__dq_neon_shr(q, 2 * ((s & 7) >> 1)), k3);
+            const int8x16_t hi = vandq_s8(sts__dq_neon_shr(hm, s >> 1), k1);
+            sts__dq_neon16(y, vdupq_n_f32(d * (float)sts__dq_q3_scale(b + 96, s)),
+                           vsubq_s8(vorrq_s8(lo, vshlq_n_s8(hi, 2)), k4), z, 0);
+        }
+    }
+}
+/* Q4_K, Q5_K: nibbles at qs, fifth bits (five) at 16 */
+STS__INLINE void sts__dq_k45_neon(float *y, const uint8_t *b, size_t n, size_t bytes, int qs, int five) {
+    const uint8x16_t k15 = vdupq_n_u8(15), k16 = vdupq_n_u8(16);
+    int s, u;
+    for (; n; n--, b += bytes) {
+        const float d = sts__dq_f16(b), dmin = sts__dq_f16(b + 2);
+        for (s = 0; s < 8; s++, y += 32) {
+            uint32_t sc, mn;
+            float32x4_t dl, ml;
+            sts__dq_k4_scales(b + 4, s, &sc, &mn);
+            dl = vdupq_n_f32(d * (float)sc);
+            ml = vdupq_n_f32(dmin * (float)mn);
+            for (u = 0; u < 2; u++) {
+                const uint8x16_t v = vld1q_u8(b + qs + 32 * (s >> 1) + 16 * u);
+                uint8x16_t q = (s & 1) ? vshrq_n_u8(v, 4) : vandq_u8(v, k15);
+                if (five) {   /* bit s of the qh byte, to bit 4 */
+                    const uint8x16_t h = vreinterpretq_u8_s8(sts__dq_neon_shr(vld1q_u8(b + 16 + 16 * u), s));
+                    q = vorrq_u8(q, vandq_u8(vshlq_n_u8(h, 4), k16));
+                }
+                sts__dq_neon16(y + 16 * u, dl, vreinterpretq_s8_u8(q), ml, 2);
+            }
+        }
+    }
+}
+STS__PRIVATE void sts__dq_q4_k_neon(float *y, const uint8_t *b, size_t n) { sts__dq_k45_neon(y, b, n, 144, 16, 0); }
+STS__PRIVATE void sts__dq_q5_k_neon(float *y, const uint8_t *b, size_t n) { sts__dq_k45_neon(y, b, n, 176, 48, 1); }
+STS__PRIVATE void sts__dq_q6_k_neon(float *y, const uint8_t *b, size_t n) {
+    const uint8x16_t k15 = vdupq_n_u8(15), k3 = vdupq_n_u8(3);
+    const int8x16_t k32 = vdupq_n_s8(32);
+    const float32x4_t z = vdupq_n_f32(0.0f);
+    int s;
+    for (; n; n--, b += 210) {
+        const float d = sts__dq_f16(b + 208);
+        for (s = 0; s < 16; s++, y += 16) {
+            const int h = s >> 3, k = (s & 7) >> 1, l0 = 16 * (s & 1);
+            const uint8x16_t ql = vld1q_u8(b + 64 * h + 32 * (k & 1) + l0), qh = vld1q_u8(b + 128 + 32 * h + l0);
+            const uint8x16_t lo = (k >> 1) ? vshrq_n_u8(ql, 4) : vandq_u8(ql, k15);
+            const uint8x16_t hi = vshlq_n_u8(vandq_u8(vreinterpretq_u8_s8(sts__dq_neon_shr(qh, 2 * k)), k3), 4);
+            sts__dq_neon16(y, vdupq_n_f32(d * (float)sts__dq_s8(b[192 + s])),
+                           vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(lo, hi)), k32), z, 0);
+        }
+    }
+}
+#endif /* STS__NEON */
+
 /* The decoder of type t at instruction-set level isa or below. */
 STS__PRIVATE sts__dq_fn sts__dq_kernel_at(int t, int isa) {
     static const sts__dq_fn scalar[STS__DQ_COUNT] = {
@@ -6139,7 +6398,25 @@ STS__PRIVATE sts__dq_fn sts__dq_kernel_at(int t, int isa) {
     static const sts__dq_fn avx2[STS__DQ_COUNT] = {
         sts__dq_q8_0_avx2, sts__dq_q4_0_avx2, sts__dq_q4_1_avx2, sts__dq_q5_0_avx2, sts__dq_q5_1_avx2,
         sts__dq_q2_k_avx2, sts__dq_q3_k_avx2, sts__dq_q4_k_avx2, sts__dq_q5_k_avx2, sts__dq_q6_k_avx2 };
+#endif
+#ifdef STS__SSE2
+    static const sts__dq_fn sse2[STS__DQ_COUNT] = {
+        sts__dq_q8_0_sse2, sts__dq_q4_0_sse2, sts__dq_q4_1_sse2, sts__dq_q5_0_sse2, sts__dq_q5_1_sse2,
+        sts__dq_q2_k_sse2, sts__dq_q3_k_sse2, sts__dq_q4_k_sse2, sts__dq_q5_k_sse2, sts__dq_q6_k_sse2 };
+#endif
+#ifdef STS__NEON
+    static const sts__dq_fn neon[STS__DQ_COUNT] = {
+        sts__dq_q8_0_neon, sts__dq_q4_0_neon, sts__dq_q4_1_neon, sts__dq_q5_0_neon, sts__dq_q5_1_neon,
+        sts__dq_q2_k_neon, sts__dq_q3_k_neon, sts__dq_q4_k_neon, sts__dq_q5_k_neon, sts__dq_q6_k_neon };
+#endif
+#ifdef STS__X86_DYN
     if (isa >= STS__ISA_AVX2) return avx2[t];
+#endif
+#ifdef STS__SSE2
+    if (isa >= STS__ISA_BASE) return sse2[t];
+#endif
+#ifdef STS__NEON
+    if (isa >= STS__ISA_BASE) return neon[t];
 #endif
     (void)isa;
     return scalar[t];

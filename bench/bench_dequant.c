@@ -7,7 +7,8 @@
    (d about 1e-3, the minimums of the same order). The baseline is memcpy of 128 MiB (the output
    size) into a second buffer. A second, cache-resident case (--hot-kib, default 256 KiB of
    output, repeated) shows the kernels' own speed. Every round runs every type at every level
-   (scalar, then the best SIMD level through sts_dequantize) in turn, each right after its paired
+   with decoders of its own (scalar, SSE2, then the best through sts_dequantize: AVX2's kernels
+   also run at the AVX-512 level) in turn, each right after its paired
    memcpy; the figure is the median over the rounds of F32 output bytes per second (1 GB = 1e9 B),
    and the paired ratio is the median of (rate / the rate of the memcpy just before it).
 
@@ -49,11 +50,11 @@ static void fill_blocks(uint8_t *b, size_t nblocks, int t) {
 
 int main(int argc, char **argv) {
     size_t mib = 128, hot_kib = 256, offset = 16, out_bytes, count, hot_count, t;
-    int rounds = 9, r, i, L, best = sts__isa(), lev[2], nlev;
+    int rounds = 9, r, i, L, best = sts__isa(), lev[4], nlev = 0;
     void *mem[4];
     uint8_t *src[NTYPES], *cpy_src, *cpy_dst;
     float *out;
-    double *tc, *td[NTYPES][2], *pr[NTYPES][2], *th[NTYPES][2];
+    double *tc, *td[NTYPES][4], *pr[NTYPES][4], *th[NTYPES][4];
     for (i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--mib") && i + 1 < argc) mib = (size_t)atoi(argv[++i]);
@@ -66,9 +67,8 @@ int main(int argc, char **argv) {
     count = out_bytes / 4 / 256 * 256;         /* a whole number of blocks of every type */
     hot_count = (hot_kib << 10) / 4 / 256 * 256;
     out_bytes = count * 4;
-    lev[0] = STS__ISA_SCALAR;
-    lev[1] = best;
-    nlev = best > STS__ISA_SCALAR && sts__dq_kernel_at(0, best) != sts__dq_kernel_at(0, STS__ISA_SCALAR) ? 2 : 1;
+    for (L = STS__ISA_SCALAR; L <= best; L++)   /* the levels with decoders of their own; the last is the best */
+        if (L == STS__ISA_SCALAR || sts__dq_kernel_at(0, L) != sts__dq_kernel_at(0, L - 1)) lev[nlev++] = L;
     bench_print_build(stdout);
     printf("bench_dequant: isa %s (sts_convert_isa), output %zu MiB per type (%zu elements), hot case %zu KiB,\n"
            "               %d rounds, buffers at page + %zu bytes\n",
@@ -87,7 +87,7 @@ int main(int argc, char **argv) {
         src[t] = (uint8_t *)malloc(count / be * bb + 64);
         if (!src[t]) { fprintf(stderr, "bench_dequant: out of memory\n"); return 2; }
         fill_blocks(src[t], count / be, (int)t);
-        for (L = 0; L < 2; L++) {
+        for (L = 0; L < 4; L++) {
             td[t][L] = (double *)calloc((size_t)rounds, sizeof(double));
             pr[t][L] = (double *)calloc((size_t)rounds, sizeof(double));
             th[t][L] = (double *)calloc((size_t)rounds, sizeof(double));
@@ -138,26 +138,28 @@ int main(int argc, char **argv) {
     {
         bench_stats sc = bench_summarize(tc, (size_t)rounds);
         double copy_rate = (double)out_bytes / sc.median / 1e9;
-        printf("\n%-6s %-14s %8s %9s %8s %9s %8s %12s\n", "type", "path", "in MB", "median ms", "GB/s", "x memcpy",
-               "paired", "hot GB/s");
-        printf("%-6s %-14s %8.1f %9.1f %8.2f %9s %8s %12s   (best %.2f, worst %.2f GB/s)\n", "memcpy", "libc",
-               (double)out_bytes / 1e6, sc.median * 1e3, copy_rate, "1.00", "1.00", "-",
-               (double)out_bytes / sc.min / 1e9, (double)out_bytes / sc.max / 1e9);
+        printf("\n%-6s %-14s %8s %9s %8s %8s %9s %8s %9s %9s\n", "type", "path", "in MB", "median ms", "GB/s", "best",
+               "x memcpy", "paired", "hot GB/s", "hot best");
+        printf("%-6s %-14s %8.1f %9.1f %8.2f %8.2f %9s %8s %9s %9s   (worst %.2f GB/s)\n", "memcpy", "libc",
+               (double)out_bytes / 1e6, sc.median * 1e3, copy_rate, (double)out_bytes / sc.min / 1e9, "1.00", "1.00", "-", "-",
+               (double)out_bytes / sc.max / 1e9);
         for (t = 0; t < NTYPES; t++) {
             uint32_t be, bb;
             sts_dequantize_block(types[t], &be, &bb);
             for (L = nlev - 1; L >= 0; L--) {
                 bench_stats st = bench_summarize(td[t][L], (size_t)rounds), sp = bench_summarize(pr[t][L], (size_t)rounds);
                 bench_stats sh = bench_summarize(th[t][L], (size_t)rounds);
-                printf("%-6s %-14s %8.1f %9.1f %8.2f %9.2f %8.2f %12.2f%s\n", L == nlev - 1 ? types[t] : "",
-                       L == nlev - 1 ? "sts_dequantize" : "scalar", (double)(count / be * bb) / 1e6, st.median * 1e3,
-                       (double)out_bytes / st.median / 1e9, (double)out_bytes / st.median / 1e9 / copy_rate, sp.median,
-                       (double)hot_count * 4 / sh.median / 1e9,
+                printf("%-6s %-14s %8.1f %9.1f %8.2f %8.2f %9.2f %8.2f %9.2f %9.2f%s\n", L == nlev - 1 ? types[t] : "",
+                       L == nlev - 1 ? "sts_dequantize" : sts__isa_name(lev[L]), (double)(count / be * bb) / 1e6,
+                       st.median * 1e3,
+                       (double)out_bytes / st.median / 1e9, (double)out_bytes / st.min / 1e9,
+                       (double)out_bytes / st.median / 1e9 / copy_rate, sp.median,
+                       (double)hot_count * 4 / sh.median / 1e9, (double)hot_count * 4 / sh.min / 1e9,
                        L == nlev - 1 && (double)out_bytes / st.median / 1e9 < 2.0 ? "  < 2 GB/s" : "");
             }
         }
-        printf("\nmedian of %d rounds; GB/s = F32 output bytes per second (1 GB = 1e9 B) into a %zu MiB buffer;\n"
-               "\"x memcpy\" = median rate / median memcpy rate (memcpy of the output size); \"paired\" = median over\n"
+        printf("\nmedian of %d rounds (\"best\": the fastest round); GB/s = F32 output bytes per second (1 GB = 1e9 B)\n"
+               "into a %zu MiB buffer; \"x memcpy\" = median rate / median memcpy rate (memcpy of the output size); \"paired\" = median over\n"
                "rounds of (rate / the rate of a memcpy timed just before it); \"hot\" = %zu KiB of output decoded\n"
                "again and again (cache-resident). The goal is >= 2 GB/s for Q8_0 and Q4_K.\n",
                rounds, out_bytes >> 20, hot_count * 4 >> 10);
@@ -165,7 +167,7 @@ int main(int argc, char **argv) {
     for (i = 0; i < 3; i++) free(mem[i]);
     for (t = 0; t < NTYPES; t++) {
         free(src[t]);
-        for (L = 0; L < 2; L++) { free(td[t][L]); free(pr[t][L]); free(th[t][L]); }
+        for (L = 0; L < 4; L++) { free(td[t][L]); free(pr[t][L]); free(th[t][L]); }
     }
     free(tc);
     return 0;
