@@ -18,3 +18,10 @@ $(BUILD)/gguf/gguf_dump: tests/gguf/gguf_dump.c $(HEADER)
 test-gguf-hf: $(GGUF_CORPUS)/cases.tsv $(BUILD)/gguf/gguf_dump
 	@$(PYTHON) tests/gguf/hf_check.py $(GGUF_CORPUS) $(BUILD)/gguf/gguf_dump $(BUILD)/gguf/hf
 TEST_STEPS += test-gguf-hf
+
+# test-cross (tests/cross.mk): test_gguf on s390x (big-endian: every byte-order path of the reader,
+# the swaps of materialize) and aarch64, under qemu-user, after the corpus is made.
+CROSS_NAMES += test_gguf
+CROSS_RUNS  += $(foreach a,$(CROSS_ARCHS),$(BUILD)/cross/$(a)/ok/test_gguf)
+.SECONDARY: $(foreach a,$(CROSS_ARCHS),$(BUILD)/cross/$(a)/bin/test_gguf)
+$(foreach a,$(CROSS_ARCHS),$(BUILD)/cross/$(a)/bin/test_gguf): $(GGUF_CORPUS)/cases.tsv
