@@ -16,7 +16,7 @@
    Skipped with the reason when node or the package (make test-gguf-hf installs it into build/node)
    is missing.
 
-   ./bench_gguf [--runs N] [--dir DIR]
+   ./bench_gguf [--runs N] [--dir DIR] [--samples]     (--samples: print every run of ours)
    The file goes to DIR, else $BENCH_DIR, else /tmp, and is removed at the end. */
 #define _DEFAULT_SOURCE   /* MAP_ANONYMOUS, MAP_NORESERVE */
 #define _POSIX_C_SOURCE 200809L
@@ -28,6 +28,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 static char path[4096];
@@ -205,14 +206,23 @@ static double open_once(const sts_input *in, size_t want_tensors) {
     sts_archive_close(a);
     return t;
 }
+static int show_samples;
 static bench_stats run_ours(const sts_input *in, size_t nt, int runs, double header, const char *label) {
     double *s = (double *)malloc((size_t)runs * sizeof *s);
     bench_stats st;
     int k;
-    open_once(in, nt);  /* warm-up */
-    for (k = 0; k < runs; k++) s[k] = header / open_once(in, nt) / 1e9;
+    struct rusage r0, r1;
+    double first;
+    getrusage(RUSAGE_SELF, &r0);
+    first = open_once(in, nt);  /* warm-up; the first one in the process touches fresh memory */
+    getrusage(RUSAGE_SELF, &r1);
+    for (k = 0; k < runs; k++) {
+        s[k] = header / open_once(in, nt) / 1e9;
+        if (show_samples) printf("    run %d: %.3f GB/s\n", k, s[k]);
+    }
     st = bench_summarize(s, (size_t)runs);
-    printf("  %-44s %6.3f GB/s (%.3f-%.3f)   %.2f ms\n", label, st.median, st.min, st.max, header / st.median / 1e6);
+    printf("  %-44s %6.3f GB/s (%.3f-%.3f)   %.2f ms; warm-up %.1f ms, %ld page faults\n", label, st.median,
+           st.min, st.max, header / st.median / 1e6, first * 1e3, r1.ru_minflt - r0.ru_minflt);
     free(s);
     return st;
 }
@@ -232,7 +242,8 @@ int main(int argc, char **argv) {
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]);
         else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc) dir = argv[++i];
-        else { fprintf(stderr, "usage: bench_gguf [--runs N] [--dir DIR]\n"); return 2; }
+        else if (strcmp(argv[i], "--samples") == 0) show_samples = 1;
+        else { fprintf(stderr, "usage: bench_gguf [--runs N] [--dir DIR] [--samples]\n"); return 2; }
     }
     if (runs < 1) runs = 1;
     if (!dir || !*dir) dir = "/tmp";
