@@ -5752,7 +5752,7 @@ STSDEF const char *sts_sha256_isa(void) { return sts__sha256_have_hw() ? "sha-ni
    256), decoded from ggml's block layouts (ggml-common.h): little-endian fp16 scales, decoded
    exactly by sts__f16_to_f32, and integer quants. The arithmetic is fixed so that every path gives
    the same bits: a sub-block's scale is the fp16 scale times a small integer (exact in F32), its
-   values that times the quant (exact again: at most 11 + 8 + 6 significant bits), and the types
+   values that times the quant (exact again: at most 11 + 7 + 5 significant bits), and the types
    with a minimum subtract or add it in one more operation, the only one that rounds. A fused
    multiply-add gives those bits too (its product is exact), so contraction cannot change them.
    The SIMD kernels (SSE2 and AVX2 + F16C chosen at run time, NEON on little-endian AArch64) do
