@@ -13969,8 +13969,8 @@ STS__PRIVATE sts_result sts__gg_info_read(sts__gg *g, sts__gg_set *names, sts__g
             mx / t->ne[3] <= t->ne[0] * t->ne[1] * t->ne[2]) {
             uint64_t wrapped = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
             int missed = wrapped == 0 || wrapped > mx;
-            return sts__fail(g->err, STS_RULE_GGUF_OVERFLOW, t->at, "tensor %q: the dimensions %S have %s elements%s",
-                             t->name, t->name_len, t->ne, (size_t)t->n_dims, "2^63 - 1 or more",
+            return sts__fail(g->err, STS_RULE_GGUF_OVERFLOW, t->at, "tensor %q: the dimensions %S hold more elements "
+                             "than ggml's int64 count allows%s", t->name, t->name_len, t->ne, (size_t)t->n_dims,
                              missed ? " (ggml's check misses it: its product wraps)" : "");
         }
     }
