@@ -6,7 +6,7 @@
    Face reference reader on every verdict, validation is never optional, and the writer produces the
    reference writer's exact bytes. Dtype codecs convert between the 22 dtypes (SIMD where the CPU
    has it). One format-independent reader (the archive) opens safetensors files, sharded
-   checkpoints, datasets and .npy files alike, through providers chosen by probing. No
+   checkpoints, datasets, .npy and GGUF files alike, through providers chosen by probing. No
    dependencies beyond the C library and POSIX.
 
    Do this:
@@ -45,6 +45,7 @@
                scans with projection and pushdown                         >>scan
                check and clean: everything a folder promises               >>check
          10 archive: one reader for every tensor container                  >>archive
+               GGUF v2/v3: ggml's types, a validated reader in both orders   >>gguf
       license ................................................... end of file
    A new section goes after every section it calls, with a banner: ">>anchor  N. title", an "Owns:"
    line and a "May call:" line; add its anchor here. `make test-layers` (tests/check_layers.py)
@@ -256,7 +257,7 @@ extern "C" {
         "a dataset, manifest, index or commit message is inconsistent") \
     X(STS_ERR_CHECKSUM,                       "CHECKSUM", NULL, "bytes do not have the expected digest") \
     X(STS_ERR_FORMAT,                         "FORMAT", NULL, \
-        "a container other than a safetensors file (an index, a .npy file) is malformed")
+        "a container other than a safetensors file (an index, a .npy or GGUF file) is malformed")
 
 #define STS__RESULT_ENUM(e, name, variant, text) e,
 typedef enum sts_result { STS_RESULT_LIST(STS__RESULT_ENUM) STS_RESULT_COUNT } sts_result;
@@ -407,7 +408,60 @@ typedef enum sts_result { STS_RESULT_LIST(STS__RESULT_ENUM) STS_RESULT_COUNT } s
         ".npy: the magic, version 1, 2 or 3, a header dict with descr, fortran_order and shape, and exactly " \
         "the shape's bytes after it") \
     X(STS_RULE_NPY_FORTRAN,       STS_ERR_UNSUPPORTED, "npy.fortran_order", \
-        ".npy: arrays are in C order (Fortran order is not supported)")
+        ".npy: arrays are in C order (Fortran order is not supported)") \
+    X(STS_RULE_GGUF_MAGIC,        STS_ERR_FORMAT, "gguf.magic", "GGUF: the file begins with the four bytes GGUF") \
+    X(STS_RULE_GGUF_VERSION,      STS_ERR_UNSUPPORTED, "gguf.version", \
+        "GGUF: the version, read in either byte order, is 2 or 3 (1 is obsolete; 0 and versions above 3 are not " \
+        "read)") \
+    X(STS_RULE_GGUF_TRUNCATED,    STS_ERR_FORMAT, "gguf.truncated", \
+        "GGUF: every fixed-size field of the header (counts, types, dimensions, offsets, values) lies inside the " \
+        "file") \
+    X(STS_RULE_GGUF_COUNT,        STS_ERR_FORMAT, "gguf.count", \
+        "GGUF: the tensor and KV counts are below 2^63 and their smallest encodings fit in the file") \
+    X(STS_RULE_GGUF_STRING,       STS_ERR_FORMAT, "gguf.string", \
+        "GGUF: a string is at most 2^30 bytes long (ggml's limit) and its bytes lie inside the file") \
+    X(STS_RULE_GGUF_ARRAY,        STS_ERR_FORMAT, "gguf.array", \
+        "GGUF: an array has at most 2^30 items (ggml's limit) and their smallest encodings fit in the file") \
+    X(STS_RULE_GGUF_VALUE_TYPE,   STS_ERR_FORMAT, "gguf.value_type", \
+        "GGUF: a value type is one of the 13, and an array's items are not arrays (ggml refuses nested arrays)") \
+    X(STS_RULE_GGUF_KEY,          STS_ERR_FORMAT, "gguf.key", "GGUF: no key is empty") \
+    X(STS_RULE_GGUF_DUPLICATE_KEY, STS_ERR_FORMAT, "gguf.duplicate_key", "GGUF: no key appears twice") \
+    X(STS_RULE_GGUF_ALIGNMENT,    STS_ERR_FORMAT, "gguf.alignment", \
+        "GGUF: general.alignment, when present, is a UINT32 (not an array) and a power of two") \
+    X(STS_RULE_GGUF_NAME,         STS_ERR_FORMAT, "gguf.name", \
+        "GGUF: a tensor name is at most 63 bytes (ggml's GGML_MAX_NAME, 64, counts the NUL)") \
+    X(STS_RULE_GGUF_DUPLICATE_NAME, STS_ERR_FORMAT, "gguf.duplicate_name", \
+        "GGUF: no tensor name appears twice (compared up to a NUL, as ggml compares them)") \
+    X(STS_RULE_GGUF_N_DIMS,       STS_ERR_FORMAT, "gguf.n_dims", "GGUF: a tensor has at most 4 dimensions") \
+    X(STS_RULE_GGUF_SHAPE,        STS_ERR_FORMAT, "gguf.shape", \
+        "GGUF: every dimension is below 2^63 (ggml reads them as signed 64-bit numbers)") \
+    X(STS_RULE_GGUF_OVERFLOW,     STS_ERR_FORMAT, "gguf.overflow", \
+        "GGUF: element counts pass ggml's bound (below 2^63 - 1) without a product that wraps; byte sizes, padded " \
+        "sizes and the data section's size fit in 64 bits") \
+    X(STS_RULE_GGUF_TYPE,         STS_ERR_UNSUPPORTED, "gguf.type", \
+        "GGUF: a tensor's type id is one of ggml's types from F32 (0) to MXFP4 (39), not a removed one") \
+    X(STS_RULE_GGUF_BLOCK,        STS_ERR_FORMAT, "gguf.block", \
+        "GGUF: the first (innermost) dimension is a multiple of the type's block size") \
+    X(STS_RULE_GGUF_OFFSET,       STS_ERR_FORMAT, "gguf.offset", \
+        "GGUF: each tensor's offset is the sum of the padded sizes of the tensors before it (aligned, in order, " \
+        "contiguous)") \
+    X(STS_RULE_GGUF_DATA,         STS_ERR_FORMAT, "gguf.data", \
+        "GGUF: the data section starts inside the file and holds every tensor's bytes padded to the alignment") \
+    X(STS_RULE_GGUF_STRICT_BOOL,  STS_ERR_FORMAT, "gguf.strict_bool", "GGUF strict: a BOOL byte is 0 or 1") \
+    X(STS_RULE_GGUF_STRICT_KEY,   STS_ERR_FORMAT, "gguf.strict_key", \
+        "GGUF strict: a key is ASCII, at most 65535 bytes, lower_snake_case segments ([a-z0-9_]+) joined by dots") \
+    X(STS_RULE_GGUF_STRICT_UTF8,  STS_ERR_FORMAT, "gguf.strict_utf8", "GGUF strict: STRING values are UTF-8") \
+    X(STS_RULE_GGUF_STRICT_NAME,  STS_ERR_FORMAT, "gguf.strict_name", \
+        "GGUF strict: tensor names are UTF-8 without NUL") \
+    X(STS_RULE_GGUF_STRICT_ALIGNMENT, STS_ERR_FORMAT, "gguf.strict_alignment", \
+        "GGUF strict: general.alignment is a multiple of 8") \
+    X(STS_RULE_GGUF_STRICT_PADDING, STS_ERR_FORMAT, "gguf.strict_padding", \
+        "GGUF strict: the padding between the tensor infos and the data section is 0x00 bytes") \
+    X(STS_RULE_GGUF_STRICT_BIG_ENDIAN, STS_ERR_FORMAT, "gguf.strict_big_endian", \
+        "GGUF strict: a big-endian file is version 3 (the version that introduced big-endian files)") \
+    X(STS_RULE_GGUF_STRICT_REQUIRED, STS_ERR_FORMAT, "gguf.strict_required", \
+        "GGUF strict: general.architecture is a STRING; with a quantised tensor, general.quantization_version is " \
+        "a UINT32")
 
 #define STS__RULE_ENUM(e, code, id, text) e,
 typedef enum sts_rule { STS_RULE_LIST(STS__RULE_ENUM) STS_RULE_COUNT } sts_rule;
@@ -944,7 +998,8 @@ STSDEF sts_result sts_dataset_clean(const char *dir, const sts_clean_config *cfg
    it opens the container as an archive: a format id and version, typed metadata, and a descriptor
    per tensor, found by name in O(1). Built-in providers: safetensors (one file), sharded checkpoints
    (model.safetensors.index.json or our _tensor_index.json, shards opened lazily, each validated the
-   first time it is touched), our datasets (a folder with dataset_manifest.json) and .npy. A tensor's
+   first time it is touched), our datasets (a folder with dataset_manifest.json), .npy and GGUF
+   (v2/v3, both byte orders, ggml's block types described by sts_type). A tensor's
    bytes come as a zero-copy view (mapped, aligned, host byte order), a window read, a cursor over
    chunks, or materialised through a caller's factory (wrap a view, or copy once, converting dtype,
    swapping byte order and checking SHA-256 in the same pass). An archive may be shared by threads:
@@ -1048,7 +1103,7 @@ STSDEF sts_result sts_builder_add_meta(sts_builder *b, const sts_meta *m, sts_er
 STSDEF sts_result sts_builder_add_tensor(sts_builder *b, const sts_tensor_desc *d, sts_error *err);
 
 typedef struct sts_registry sts_registry;   /* the caller's: no global state */
-/* builtins: register safetensors, sharded checkpoints, datasets and .npy first (in that order). */
+/* builtins: register safetensors, sharded checkpoints, datasets, .npy and GGUF first (in that order). */
 STSDEF sts_result sts_registry_new(const sts_options *opts, int builtins, sts_registry **out, sts_error *err);
 STSDEF sts_result sts_registry_add(sts_registry *r, const sts_provider *p, sts_error *err); /* copied */
 STSDEF size_t sts_registry_count(const sts_registry *r);
@@ -1127,7 +1182,8 @@ typedef enum sts_zero_copy {
 } sts_zero_copy;
 typedef struct sts_materialize_options {  /* zero = defaults */
     sts_zero_copy zero_copy;
-    int convert;                     /* convert the elements to `target` through the codecs */
+    int convert;                     /* convert the elements to `target` through the codecs (a block type
+                                        sts_dequantize_supported names is decoded to F32 first) */
     sts_dtype target;
     sts_rounding rounding;           /* for F16 / BF16 targets */
     const uint8_t *sha256;           /* 32 bytes: the expected digest of the tensor's stored bytes */
@@ -1138,7 +1194,8 @@ typedef struct sts_materialized {
     const sts_type *type;            /* the type of data's elements (host byte order) */
     int wrapped;                     /* 1: a zero-copy view, 0: a copy */
 } sts_materialized;
-/* One pass over the tensor's bytes: hash (when asked), swap to host order, convert or copy. */
+/* One pass over the tensor's bytes: hash (when asked), swap to host order (block types: their
+   multi-byte fields, for the GGUF types that list them), convert (or decode) or copy. */
 STSDEF sts_result sts_archive_materialize(const sts_archive *a, const sts_tensor_desc *d, const sts_factory *f,
                                           const sts_materialize_options *o, sts_materialized *out, sts_error *err);
 
@@ -11918,7 +11975,7 @@ STSDEF sts_result sts_dataset_clean(const char *dir, const sts_clean_config *cfg
    with pread, bytes in memory, a callback source), the provider registry and probing, the archive
    (typed metadata, descriptors, the name index, lazily opened files published without locks),
    views, window reads, cursors, SHA-256 of tensors and files, materialising through a factory, and
-   the built-in providers: safetensors, sharded checkpoints, datasets and .npy.
+   the built-in providers: safetensors, sharded checkpoints, datasets, .npy and GGUF (>>gguf).
    May call: util, json, dtype, header, io, codec (conversions, SHA-256), dataset common, dataset read.
    ============================================================================================== */
 #if defined(__GNUC__) || defined(__clang__)
@@ -12673,6 +12730,9 @@ STSDEF sts_result sts_archive_file_sha256(const sts_archive *a, size_t file, uin
 }
 
 /* ---- materialise through a factory ---- */
+/* Block types whose multi-byte fields can be put in the other byte order (the GGUF provider's table). */
+STS__PRIVATE int sts__gg_can_swap(const sts_type *t);
+STS__PRIVATE void sts__gg_swap_blocks(const sts_type *t, uint8_t *p, size_t n);
 /* n units of `unit` bytes (2, 4 or 8) byte-reversed from src to dst (dst == src allowed). */
 STS__PRIVATE void sts__swap_units(uint8_t *dst, const uint8_t *src, size_t n, unsigned unit) {
     size_t i;
@@ -12693,7 +12753,7 @@ STSDEF sts_result sts_archive_materialize(const sts_archive *a, const sts_tensor
     uint64_t out_bytes, done;
     uint8_t *dst, *scratch = NULL;
     sts_sha256 sha;
-    int host_be = sts__host_big_endian(), conv, hashed = 0, ok;
+    int host_be = sts__host_big_endian(), conv, hashed = 0, ok, dq = 0, swap_blocks;
     sts_result r;
     if (!f || !out) return sts__failx(err, STS_RULE_ARGUMENT, "sts_archive_materialize needs a factory and out");
     if (!o) o = &none;
@@ -12706,7 +12766,12 @@ STSDEF sts_result sts_archive_materialize(const sts_archive *a, const sts_tensor
     tt = d->type;
     out_bytes = d->nbytes;
     if (conv) {
-        if (d->type->dtype == STS_DTYPE_COUNT || !sts_convert_supported(o->target, d->type->dtype))
+        /* a block type the dequantiser decodes: to F32, then through the codecs to the target */
+        dq = d->type->dtype == STS_DTYPE_COUNT && !d->type->plain && sts_dequantize_supported(d->type->name);
+        if (dq && o->target != STS_DTYPE_F32 && !sts_convert_supported(o->target, STS_DTYPE_F32))
+            return sts__failx(err, STS_RULE_UNSUPPORTED, "tensor %q: %s decodes to F32, which does not convert to %s",
+                              d->name, d->name_len, d->type->name, sts_dtype_name(o->target));
+        if (!dq && (d->type->dtype == STS_DTYPE_COUNT || !sts_convert_supported(o->target, d->type->dtype)))
             return sts__failx(err, STS_RULE_UNSUPPORTED, "tensor %q: %s does not convert to %s", d->name, d->name_len,
                               d->type->name, sts_dtype_name(o->target));
         tt = sts_type_of(o->target);
@@ -12717,9 +12782,12 @@ STSDEF sts_result sts_archive_materialize(const sts_archive *a, const sts_tensor
             return sts__failx(err, STS_RULE_UNSUPPORTED, "tensor %q: %U elements of %s do not fit in memory", d->name,
                               d->name_len, d->numel, tt->name);
     }
-    if (d->big_endian != host_be && !d->type->plain && d->type->block_bytes > 1)
-        return sts__failx(err, STS_RULE_UNSUPPORTED, "tensor %q: %s blocks in the other byte order are not swapped",
-                          d->name, d->name_len, d->type->name);
+    /* blocks are swapped field by field: to the host's order for a copy, to little-endian for the decoder */
+    swap_blocks = !d->type->plain && d->type->block_bytes > 1 && (dq ? d->big_endian : d->big_endian != host_be);
+    if (swap_blocks && !sts__gg_can_swap(d->type))
+        return sts__failx(err, STS_RULE_UNSUPPORTED, "tensor %q: %s blocks are not swapped to the other byte order "
+                          "(their layout has multi-byte fields this library does not swap)", d->name, d->name_len,
+                          d->type->name);
     if (!conv && o->zero_copy != STS_ZERO_COPY_NEVER) {
         const char *why = sts__ar_no_view(a, d, p);
         if (!why && f->wrap) {
@@ -12756,14 +12824,57 @@ STSDEF sts_result sts_archive_materialize(const sts_archive *a, const sts_tensor
     r = STS_OK;
     if (!conv) {  /* a copy: straight into dst, hashed there, swapped in place */
         unsigned unit = d->big_endian != host_be ? d->type->swap : 0;
-        size_t step = unit ? piece / unit * unit : piece;
+        size_t step = unit ? piece / unit * unit : swap_blocks ? piece / d->type->block_bytes * d->type->block_bytes
+                                                               : piece;
         for (done = 0; done < d->nbytes && r == STS_OK; done += step) {
             size_t n = d->nbytes - done < step ? (size_t)(d->nbytes - done) : step;
             r = sts__ar_fetch(a, d->file, p, d->offset + done, dst + done, n, err);
             if (r != STS_OK) break;
             if (o->sha256 && !hashed) sts_sha256_update(&sha, dst + done, n);
             if (unit > 1) sts__swap_units(dst + done, dst + done, n / unit, unit);
+            if (swap_blocks) sts__gg_swap_blocks(d->type, dst + done, n / d->type->block_bytes);
         }
+    } else if (dq) {  /* blocks decoded to F32 a piece of whole blocks at a time, then converted when asked */
+        size_t bb = d->type->block_bytes, be = d->type->block_elems, per = piece / bb;
+        size_t tbytes = (size_t)(out_bytes / (d->numel ? d->numel : 1)), fbytes = per * be * 4;
+        uint64_t nblocks = d->nbytes / bb;
+        uint8_t *f32 = NULL;
+        if ((!p->base || d->big_endian) && !(scratch = (uint8_t *)sts__alloc(&a->mem, piece)))
+            r = sts__nomem(err, "a buffer");
+        if (r == STS_OK && o->target != STS_DTYPE_F32 && !(f32 = (uint8_t *)sts__alloc(&a->mem, fbytes)))
+            r = sts__nomem(err, "a buffer");
+        for (done = 0; done < nblocks && r == STS_OK; done += per) {
+            size_t n = nblocks - done < per ? (size_t)(nblocks - done) : per, elems = n * be;
+            const uint8_t *src;
+            uint8_t *to = o->target == STS_DTYPE_F32 ? dst + done * be * 4 : f32;
+            if (p->base) src = p->base + d->offset + done * bb;
+            else {
+                r = sts__ar_fetch(a, d->file, p, d->offset + done * bb, scratch, n * bb, err);
+                if (r != STS_OK) break;
+                src = scratch;
+            }
+            if (o->sha256 && !hashed) sts_sha256_update(&sha, src, n * bb);
+            if (d->big_endian) {
+                if (src != scratch) memcpy(scratch, src, n * bb);
+                sts__gg_swap_blocks(d->type, scratch, n);
+                src = scratch;
+            }
+            if (sts_dequantize((float *)(void *)to, src, d->type->name, elems) != STS_OK) {
+                r = sts__failx(err, STS_RULE_UNSUPPORTED, "tensor %q: the %s decoder refused %z elements", d->name,
+                               d->name_len, d->type->name, elems);
+                break;
+            }
+            if (o->target == STS_DTYPE_F32) continue;
+            if (host_be) sts__swap_units(f32, f32, elems, 4);  /* the codecs read little-endian */
+            r = sts_convert_ex(dst + done * be * tbytes, o->target, f32, STS_DTYPE_F32, elems, o->rounding, err);
+            if (r != STS_OK) break;
+            if (host_be && tt->swap > 1) {
+                uint8_t *q = dst + done * be * tbytes;
+                sts__swap_units(q, q, elems * tbytes / tt->swap, tt->swap);
+            }
+        }
+        sts__free(&a->mem, scratch, piece);
+        sts__free(&a->mem, f32, fbytes);
     } else {  /* a conversion: the stored bytes (mapped, or read into scratch), little-endian, then the codec */
         size_t ebytes = d->type->bits / 8, tbytes = (size_t)(out_bytes / (d->numel ? d->numel : 1));
         size_t per = piece / ebytes;
@@ -13423,6 +13534,737 @@ STS__PRIVATE sts_result sts__ds_ar_open(void *user, sts_builder *b, sts_error *e
 }
 #endif /* STS_NO_STDIO */
 
+/* >>gguf ---- GGUF v2/v3: ggml's types, a validated reader in both byte orders ----
+   The layout, the type table and every rule are in format/SPECIFICATION.md section 15. The checks
+   are ggml's loader's (ggml/src/gguf.cpp), in its order, plus what it misses (products that wrap,
+   padded sizes that overflow) and, under strict, what gguf.md forbids but ggml accepts. The header
+   is read where it lies when the source is mapped or in memory; otherwise through sts_builder_read
+   in chunks (the probed prefix, then 128 KiB doubling to 4 MiB, each no longer than the counts
+   prove the header to be: nothing past the header is read) that the archive keeps until it
+   closes. Keys, strings and names point into those bytes and are never copied: an array of 128k
+   strings costs one block of 128k sts_meta items and no string copies. */
+
+/* ggml's element types by id (ggml.h's enum, ggml.c's type traits). Removed ids have no name.
+   align is the C alignment of ggml's block struct (ggml_half2 is a uint32_t); plain types map to
+   their sts_dtype. */
+#define STS__GG_PLAIN(nm, bits, dt) { nm, 1, bits, 1, (bits) / 8, (bits) / 8, (bits) > 8 ? (bits) / 8 : 0, dt }
+#define STS__GG_BLOCK(nm, elems, bytes, al) { nm, 0, 0, elems, bytes, al, 0, STS_DTYPE_COUNT }
+#define STS__GG_GONE { NULL, 0, 0, 0, 0, 0, 0, STS_DTYPE_COUNT }
+#define STS__GG_NTYPES 40u
+static const sts_type sts__gg_types[STS__GG_NTYPES] = {
+    STS__GG_PLAIN("F32", 32, STS_DTYPE_F32), STS__GG_PLAIN("F16", 16, STS_DTYPE_F16),          /* 0, 1 */
+    STS__GG_BLOCK("Q4_0", 32, 18, 2), STS__GG_BLOCK("Q4_1", 32, 20, 4),                      /* 2, 3 */
+    STS__GG_GONE, STS__GG_GONE,                                                              /* 4, 5 */
+    STS__GG_BLOCK("Q5_0", 32, 22, 2), STS__GG_BLOCK("Q5_1", 32, 24, 4),                      /* 6, 7 */
+    STS__GG_BLOCK("Q8_0", 32, 34, 2), STS__GG_BLOCK("Q8_1", 32, 36, 4),                      /* 8, 9 */
+    STS__GG_BLOCK("Q2_K", 256, 84, 4), STS__GG_BLOCK("Q3_K", 256, 110, 2),                   /* 10, 11 */
+    STS__GG_BLOCK("Q4_K", 256, 144, 4), STS__GG_BLOCK("Q5_K", 256, 176, 4),                  /* 12, 13 */
+    STS__GG_BLOCK("Q6_K", 256, 210, 2), STS__GG_BLOCK("Q8_K", 256, 292, 4),                  /* 14, 15 */
+    STS__GG_BLOCK("IQ2_XXS", 256, 66, 2), STS__GG_BLOCK("IQ2_XS", 256, 74, 2),               /* 16, 17 */
+    STS__GG_BLOCK("IQ3_XXS", 256, 98, 2), STS__GG_BLOCK("IQ1_S", 256, 50, 2),                /* 18, 19 */
+    STS__GG_BLOCK("IQ4_NL", 32, 18, 2), STS__GG_BLOCK("IQ3_S", 256, 110, 2),                 /* 20, 21 */
+    STS__GG_BLOCK("IQ2_S", 256, 82, 2), STS__GG_BLOCK("IQ4_XS", 256, 136, 2),                /* 22, 23 */
+    STS__GG_PLAIN("I8", 8, STS_DTYPE_I8), STS__GG_PLAIN("I16", 16, STS_DTYPE_I16),           /* 24, 25 */
+    STS__GG_PLAIN("I32", 32, STS_DTYPE_I32), STS__GG_PLAIN("I64", 64, STS_DTYPE_I64),        /* 26, 27 */
+    STS__GG_PLAIN("F64", 64, STS_DTYPE_F64), STS__GG_BLOCK("IQ1_M", 256, 56, 1),             /* 28, 29 */
+    STS__GG_PLAIN("BF16", 16, STS_DTYPE_BF16), STS__GG_GONE, STS__GG_GONE, STS__GG_GONE,     /* 30 .. 33 */
+    STS__GG_BLOCK("TQ1_0", 256, 54, 2), STS__GG_BLOCK("TQ2_0", 256, 66, 2),                  /* 34, 35 */
+    STS__GG_GONE, STS__GG_GONE, STS__GG_GONE, STS__GG_BLOCK("MXFP4", 32, 17, 1),             /* 36 .. 39 */
+};
+static const char *const sts__gg_gone[STS__GG_NTYPES] = {  /* the removed ids' old names, for messages */
+    NULL, NULL, NULL, NULL, "Q4_2", "Q4_3", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "Q4_0_4_4", "Q4_0_4_8",
+    "Q4_0_8_8", NULL, NULL, "IQ4_NL_4_4", "IQ4_NL_4_8", "IQ4_NL_8_8", NULL,
+};
+/* The byte-swapping of a block type's multi-byte fields (offset, size), for big-endian files;
+   NULL when ggml's layout has none (MXFP4) or has fields not listed here (the type is then not
+   swapped: materialising it in the other byte order is refused). */
+typedef struct sts__gg_field { uint16_t at, size; } sts__gg_field;
+static const sts__gg_field sts__gg_f_d[] = { { 0, 2 }, { 0, 0 } };
+static const sts__gg_field sts__gg_f_dm[] = { { 0, 2 }, { 2, 2 }, { 0, 0 } };
+static const sts__gg_field sts__gg_f_q5_0[] = { { 0, 2 }, { 2, 4 }, { 0, 0 } };    /* d, qh as ggml's uint32 */
+static const sts__gg_field sts__gg_f_q5_1[] = { { 0, 2 }, { 2, 2 }, { 4, 4 }, { 0, 0 } };
+static const sts__gg_field sts__gg_f_q2_k[] = { { 80, 2 }, { 82, 2 }, { 0, 0 } };
+static const sts__gg_field sts__gg_f_q3_k[] = { { 108, 2 }, { 0, 0 } };
+static const sts__gg_field sts__gg_f_q6_k[] = { { 208, 2 }, { 0, 0 } };
+static const sts__gg_field sts__gg_f_none[] = { { 0, 0 } };
+/* 1 and *fields when type t's blocks can be swapped (fields NULL: nothing to swap); 0 when not. */
+STS__PRIVATE int sts__gg_swappable(const sts_type *t, const sts__gg_field **fields) {
+    size_t id;
+    if (t < sts__gg_types || t >= sts__gg_types + STS__GG_NTYPES) return 0;
+    switch (id = (size_t)(t - sts__gg_types)) {
+    case 2: case 8: *fields = sts__gg_f_d; return 1;                  /* Q4_0, Q8_0 */
+    case 3: case 12: case 13: *fields = sts__gg_f_dm; return 1;       /* Q4_1, Q4_K, Q5_K */
+    case 6: *fields = sts__gg_f_q5_0; return 1;
+    case 7: *fields = sts__gg_f_q5_1; return 1;
+    case 10: *fields = sts__gg_f_q2_k; return 1;
+    case 11: *fields = sts__gg_f_q3_k; return 1;
+    case 14: *fields = sts__gg_f_q6_k; return 1;
+    case 39: *fields = sts__gg_f_none; return 1;                      /* MXFP4: bytes only */
+    default: (void)id; return 0;
+    }
+}
+STS__PRIVATE int sts__gg_can_swap(const sts_type *t) {
+    const sts__gg_field *f;
+    return sts__gg_swappable(t, &f);
+}
+/* Reverses the multi-byte fields of n blocks of t in place (t swappable). */
+STS__PRIVATE void sts__gg_swap_blocks(const sts_type *t, uint8_t *p, size_t n) {
+    const sts__gg_field *f = NULL, *k;
+    size_t i;
+    if (!sts__gg_swappable(t, &f)) return;
+    for (i = 0; i < n; i++, p += t->block_bytes)
+        for (k = f; k->size; k++) {
+            uint8_t *q = p + k->at, x;
+            if (k->size == 2) { x = q[0]; q[0] = q[1]; q[1] = x; }
+            else { x = q[0]; q[0] = q[3]; q[3] = x; x = q[1]; q[1] = q[2]; q[2] = x; }
+        }
+}
+
+#define STS__GG_MAX_STRING ((uint64_t)1 << 30)   /* ggml's GGUF_MAX_STRING_LENGTH */
+#define STS__GG_MAX_ITEMS ((uint64_t)1 << 30)    /* ggml's GGUF_MAX_ARRAY_ELEMENTS */
+#define STS__GG_MAX_NAME 64u                     /* ggml's GGML_MAX_NAME, the NUL included */
+#define STS__GG_ARRAY 9u
+/* GGUF value types: bytes of a scalar (0: STRING, ARRAY) and names. */
+static const uint8_t sts__gg_vsize[13] = { 1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8 };
+static const char *const sts__gg_vname[13] = { "UINT8", "INT8", "UINT16", "INT16", "UINT32", "INT32", "FLOAT32",
+                                               "BOOL", "STRING", "ARRAY", "UINT64", "INT64", "FLOAT64" };
+
+typedef struct sts__gg {            /* the reader: the bytes at hand and where they are in the file */
+    sts_builder *b;
+    sts_archive *a;
+    const uint8_t *p, *end;         /* p is at file offset base_off + (p - base) */
+    const uint8_t *base;
+    uint64_t base_off, size;
+    size_t chunk;                   /* the next chunk's size (sources that are not mapped) */
+    uint64_t ahead;                 /* bytes from p on that the header surely still holds (from the counts) */
+    uint64_t prefix;                /* the probed prefix's length: bytes read already */
+    int be, strict;
+    sts_error *err;
+} sts__gg;
+typedef struct sts__gg_info {       /* a tensor info as read */
+    const char *name;               /* ggml's name: up to the first NUL */
+    size_t name_len;
+    uint64_t ne[4], numel, nbytes, offset;     /* ggml's order; the offset as stored */
+    uint64_t at, off_at;                        /* the file offsets of the info and of its offset field */
+    uint32_t n_dims, type;
+} sts__gg_info;
+typedef struct sts__gg_slot { uint64_t h; size_t i; } sts__gg_slot;   /* i: item + 1; 0 = empty */
+typedef struct sts__gg_set { sts__gg_slot *s; size_t mask, n; } sts__gg_set;
+
+STS__INLINE uint64_t sts__gg_pos(const sts__gg *g) { return g->base_off + (uint64_t)(g->p - g->base); }
+STS__INLINE uint32_t sts__gg_32(const sts__gg *g, const uint8_t *p) {
+    return g->be ? (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3] : sts__le32(p);
+}
+STS__INLINE uint64_t sts__gg_64(const sts__gg *g, const uint8_t *p) {
+    return g->be ? (uint64_t)sts__gg_32(g, p) << 32 | sts__gg_32(g, p + 4) : sts__le64(p);
+}
+STS__INLINE uint32_t sts__gg_16(const sts__gg *g, const uint8_t *p) {
+    return g->be ? (uint32_t)p[0] << 8 | p[1] : (uint32_t)p[0] | (uint32_t)p[1] << 8;
+}
+/* n more bytes at p, which the caller knows lie inside the file: a source that is not mapped gets
+   a new chunk that starts with the bytes not used yet (earlier chunks stay: strings point there).
+   A chunk reaches no further than the header surely does (g->ahead) or the probed prefix: what is
+   read past the header is at most what the probe read. */
+STS__PRIVATE sts_result sts__gg_refill(sts__gg *g, uint64_t n) {
+    uint64_t pos = sts__gg_pos(g), left = g->size - pos, more = g->ahead;
+    size_t keep = (size_t)(g->end - g->p), want;
+    uint8_t *buf;
+    sts_result r;
+    if (n > (uint64_t)((size_t)-1 >> 1)) return sts__nomem(g->err, "the GGUF header");
+    if (g->prefix > pos && g->prefix - pos > more) more = g->prefix - pos;
+    if (more > (uint64_t)g->chunk) more = g->chunk;
+    want = (uint64_t)n > more ? (size_t)n : (size_t)more;
+    if ((uint64_t)want > left) want = (size_t)left;
+    if (!(buf = (uint8_t *)sts__ar_alloc(g->a, want))) return sts__nomem(g->err, "the GGUF header");
+    if (keep) memcpy(buf, g->p, keep);
+    if ((r = sts_builder_read(g->b, pos + keep, buf + keep, want - keep, g->err)) != STS_OK) return r;
+    g->base = g->p = buf;
+    g->end = buf + want;
+    g->base_off = pos;
+    if (g->chunk < ((size_t)4 << 20)) g->chunk *= 2;
+    return STS_OK;
+}
+/* The label of what is read, for messages: "key 3", "the value of key \"a.b\"", "item 7 of key \"a.b\"",
+   "the name of tensor 2", "tensor \"w\"". */
+typedef struct sts__gg_what { const char *kind; uint64_t idx; int has_idx; const char *nm; size_t nl; } sts__gg_what;
+STS__PRIVATE void sts__gg_label(char *out, size_t cap, const sts__gg_what *w) {
+    sts__buf b;
+    b.p = out; b.n = 0; b.cap = cap;
+    out[0] = 0;
+    sts__buf_put(&b, w->kind, strlen(w->kind));
+    if (w->has_idx) { sts__buf_put(&b, " ", 1); sts__buf_u64(&b, w->idx); }
+    if (w->nm) {
+        if (w->has_idx) sts__buf_put(&b, " of key ", 8);
+        else sts__buf_put(&b, " ", 1);
+        sts__buf_quote(&b, w->nm, w->nl, 64);
+    }
+    sts__buf_trim(&b);
+}
+/* The bytes [pos, pos + n) are not all in the file: `rule` at pos, naming what. */
+STS__PRIVATE sts_result sts__gg_past_end(sts__gg *g, sts_rule rule, uint64_t pos, uint64_t n, const sts__gg_what *w) {
+    char lab[160];
+    sts__gg_label(lab, sizeof lab, w);
+    return sts__fail(g->err, rule, pos, "%s needs %U bytes at byte %U; the file ends at byte %U", lab, n, pos,
+                     g->size);
+}
+/* Makes n bytes available at p, or fails under `rule` when they pass the end of the file. */
+STS__INLINE sts_result sts__gg_need(sts__gg *g, uint64_t n, sts_rule rule, const sts__gg_what *w) {
+    uint64_t pos;
+    if ((uint64_t)(g->end - g->p) >= n) return STS_OK;
+    pos = sts__gg_pos(g);
+    if (n > g->size - pos) return sts__gg_past_end(g, rule, pos, n, w);
+    return sts__gg_refill(g, n);
+}
+/* A GGUF string (u64 length, bytes) at p: ggml's limit, then the file's end. */
+STS__INLINE sts_result sts__gg_str(sts__gg *g, const char **s, size_t *n, const sts__gg_what *w) {
+    uint64_t len, pos;
+    sts_result r;
+    if ((uint64_t)(g->end - g->p) >= 8) {
+        len = sts__gg_64(g, g->p);
+        if (len <= (uint64_t)(g->end - g->p) - 8) {  /* the fast path: all of it at hand */
+            *s = (const char *)g->p + 8;
+            *n = (size_t)len;
+            g->p += 8 + len;
+            return STS_OK;
+        }
+    } else if ((r = sts__gg_need(g, 8, STS_RULE_GGUF_TRUNCATED, w)) != STS_OK) {
+        return r;
+    }
+    pos = sts__gg_pos(g);
+    len = sts__gg_64(g, g->p);
+    if (len > STS__GG_MAX_STRING) {
+        char lab[160];
+        sts__gg_label(lab, sizeof lab, w);
+        return sts__fail(g->err, STS_RULE_GGUF_STRING, pos, "%s is %U bytes long, over ggml's limit of 2^30", lab,
+                         len);
+    }
+    if (len > g->size - pos - 8) return sts__gg_past_end(g, STS_RULE_GGUF_STRING, pos, 8 + len, w);
+    if ((r = sts__gg_need(g, 8 + len, STS_RULE_GGUF_STRING, w)) != STS_OK) return r;
+    *s = (const char *)g->p + 8;
+    *n = (size_t)len;
+    g->p += 8 + len;
+    return STS_OK;
+}
+
+/* ---- a set of names (keys, tensor names): duplicates found in O(1) ---- */
+/* Item i's name: a key of the archive's metadata, or a tensor info's name. */
+STS__INLINE const char *sts__gg_item(const sts_archive *a, const sts__gg_info *infos, size_t i, size_t *len) {
+    if (infos) { *len = infos[i].name_len; return infos[i].name; }
+    *len = a->meta[i].key_len;
+    return a->meta[i].key;
+}
+/* Adds item i named (nm, nl) with hash h: 1 when the name is there already (*dup: that item), 0
+   when added, -1 when out of memory. */
+STS__PRIVATE int sts__gg_set_add(sts_archive *a, sts__gg_set *t, const sts__gg_info *infos, const char *nm,
+                                 size_t nl, uint64_t h, size_t i, size_t *dup) {
+    size_t pos;
+    if ((t->n + 1) * 2 > (t->s ? t->mask + 1 : 0)) {  /* grow to keep the load at most 1/2 */
+        size_t cap = t->s ? (t->mask + 1) * 2 : 16, k, bytes;
+        sts__gg_slot *ns;
+        if (!sts__mulsz(cap, sizeof *ns, &bytes) || !(ns = (sts__gg_slot *)sts__alloc(&a->mem, bytes))) return -1;
+        memset(ns, 0, bytes);
+        for (k = 0; t->s && k <= t->mask; k++)
+            if (t->s[k].i) {
+                size_t q = (size_t)t->s[k].h & (cap - 1);
+                while (ns[q].i) q = (q + 1) & (cap - 1);
+                ns[q] = t->s[k];
+            }
+        if (t->s) sts__free(&a->mem, t->s, (t->mask + 1) * sizeof *t->s);
+        t->s = ns;
+        t->mask = cap - 1;
+    }
+    for (pos = (size_t)h & t->mask; t->s[pos].i; pos = (pos + 1) & t->mask)
+        if (t->s[pos].h == h) {
+            size_t il;
+            const char *ip = sts__gg_item(a, infos, t->s[pos].i - 1, &il);
+            if (il == nl && (nl == 0 || memcmp(ip, nm, nl) == 0)) { *dup = t->s[pos].i - 1; return 1; }
+        }
+    t->s[pos].h = h;
+    t->s[pos].i = i + 1;
+    t->n++;
+    return 0;
+}
+STS__PRIVATE void sts__gg_set_free(sts_archive *a, sts__gg_set *t) {
+    if (t->s) sts__free(&a->mem, t->s, (t->mask + 1) * sizeof *t->s);
+    t->s = NULL;
+}
+
+/* ---- values ---- */
+/* A scalar of value type vt (not STRING or ARRAY) at p, as a typed entry. */
+STS__INLINE void sts__gg_scalar(const sts__gg *g, uint32_t vt, const uint8_t *p, sts_meta *m) {
+    uint32_t v32;
+    uint64_t v64;
+    float f32;
+    double f64;
+    switch (vt) {
+    case 0: m->type = STS_META_UINT; m->u = p[0]; break;
+    case 1: m->type = STS_META_INT; m->i = (int64_t)p[0] - (p[0] & 0x80 ? 256 : 0); break;
+    case 2: m->type = STS_META_UINT; m->u = sts__gg_16(g, p); break;
+    case 3: v32 = sts__gg_16(g, p); m->type = STS_META_INT; m->i = (int64_t)v32 - (v32 & 0x8000 ? 65536 : 0); break;
+    case 4: m->type = STS_META_UINT; m->u = sts__gg_32(g, p); break;
+    case 5:
+        v32 = sts__gg_32(g, p);
+        m->type = STS_META_INT;
+        m->i = (int64_t)(v32 ^ 0x80000000u) - (int64_t)0x80000000;
+        break;
+    case 6: v32 = sts__gg_32(g, p); memcpy(&f32, &v32, 4); m->type = STS_META_FLOAT; m->f = (double)f32; break;
+    case 7: m->type = STS_META_BOOL; m->u = p[0] != 0; break;  /* ggml: any byte but 0 is true */
+    case 10: m->type = STS_META_UINT; m->u = sts__gg_64(g, p); break;
+    case 11:
+        v64 = sts__gg_64(g, p);
+        m->type = STS_META_INT;
+        m->i = v64 <= (uint64_t)INT64_MAX ? (int64_t)v64 : -(int64_t)(~v64) - 1;
+        break;
+    default: v64 = sts__gg_64(g, p); memcpy(&f64, &v64, 8); m->type = STS_META_FLOAT; m->f = f64; break;
+    }
+    m->format_type = vt;
+}
+STS__PRIVATE sts_result sts__gg_bad_bool(sts__gg *g, uint64_t pos, const sts__gg_what *w, int byte) {
+    char lab[160];
+    sts__gg_label(lab, sizeof lab, w);
+    return sts__fail(g->err, STS_RULE_GGUF_STRICT_BOOL, pos, "%s is a BOOL byte %x, not 0 or 1", lab, byte);
+}
+STS__PRIVATE sts_result sts__gg_bad_utf8(sts__gg *g, uint64_t pos, const sts__gg_what *w) {
+    char lab[160];
+    sts__gg_label(lab, sizeof lab, w);
+    return sts__fail(g->err, STS_RULE_GGUF_STRICT_UTF8, pos, "%s is a STRING that is not UTF-8", lab);
+}
+/* The n items of an array of value type vt (the count checked): one block of entries. */
+STS__PRIVATE sts_result sts__gg_items(sts__gg *g, uint32_t vt, uint64_t n, sts_meta *m, const char *key, size_t kl) {
+    sts_meta *items = NULL, z;
+    sts__gg_what w;
+    uint64_t k;
+    size_t bytes;
+    sts_result r;
+    w.kind = "item"; w.has_idx = 1; w.nm = key; w.nl = kl; w.idx = 0;
+    if (n && (!sts__mulsz((size_t)n, sizeof *items, &bytes) || !(items = (sts_meta *)sts__ar_alloc(g->a, bytes))))
+        return sts__nomem(g->err, "the items of a GGUF array");
+    memset(&z, 0, sizeof z);
+    z.format_type = vt;
+    if (vt == 8) {  /* strings: (length, bytes) each, pointing into the header */
+        uint64_t rest = g->ahead - n * 8;  /* what the header holds after the array, at least */
+        z.type = STS_META_STRING;
+        for (k = 0; k < n; k++) {
+            sts_meta *it = &items[k];
+            *it = z;
+            w.idx = k;
+            g->ahead = (n - k) * 8 + rest;
+            if ((r = sts__gg_str(g, &it->str, &it->str_len, &w)) != STS_OK) return r;
+            if (g->strict && sts__utf8_check((const uint8_t *)it->str, it->str_len) != it->str_len)
+                return sts__gg_bad_utf8(g, sts__gg_pos(g) - it->str_len - 8, &w);
+        }
+    } else {
+        size_t sz = sts__gg_vsize[vt];
+        uint64_t rest = g->ahead - n * sz;
+        for (k = 0; k < n; k++) {
+            if ((uint64_t)(g->end - g->p) < sz) {
+                w.idx = k;
+                g->ahead = (n - k) * sz + rest;
+                if ((r = sts__gg_need(g, sz, STS_RULE_GGUF_TRUNCATED, &w)) != STS_OK) return r;
+            }
+            items[k] = z;
+            sts__gg_scalar(g, vt, g->p, &items[k]);
+            if (vt == 7 && g->strict && g->p[0] > 1) {
+                w.idx = k;
+                return sts__gg_bad_bool(g, sts__gg_pos(g), &w, g->p[0]);
+            }
+            g->p += sz;
+        }
+    }
+    m->type = STS_META_ARRAY;
+    m->items = items;
+    m->count = n;
+    m->u = vt;  /* the items' type, which an empty array keeps too */
+    m->format_type = STS__GG_ARRAY;
+    return STS_OK;
+}
+/* strict: a key is ASCII lower_snake_case segments joined by dots, at most 65535 bytes. */
+STS__PRIVATE int sts__gg_key_form(const char *k, size_t n) {
+    size_t i, seg = 0;
+    if (n > 65535) return 0;
+    for (i = 0; i < n; i++) {
+        char c = k[i];
+        if (c == '.') { if (!seg) return 0; seg = 0; continue; }
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return 0;
+        seg++;
+    }
+    return seg > 0;
+}
+
+/* ---- the provider ---- */
+STS__PRIVATE void sts__gguf_probe(void *user, const sts_probe_input *in, sts_probe_result *o) {
+    uint32_t v;
+    int be;
+    (void)user;
+    if (in->is_dir) { sts__ar_reason(o, 0, 0, "a folder, not a file"); return; }
+    if (in->prefix_len < 4 || memcmp(in->prefix, "GGUF", 4) != 0) { sts__ar_reason(o, 0, 0, "no GGUF magic"); return; }
+    if (in->prefix_len < 8) { sts__ar_reason(o, 1, 60, "the GGUF magic, then the file ends (open says so)"); return; }
+    v = sts__le32(in->prefix + 4);
+    be = v && (v & 0xffffu) == 0;
+    if (be) v = v >> 24 | (v >> 8 & 0xff00u);
+    o->version = v;
+    if (v != 2 && v != 3) {
+        sts__ar_reason(o, 1, 60, "the GGUF magic with version %U, which is not 2 or 3 (open says so)", (uint64_t)v);
+        return;
+    }
+    sts__ar_reason(o, 1, 95, "the GGUF magic, version %U, %s", (uint64_t)v, be ? "big-endian" : "little-endian");
+}
+/* The tensor infos: ggml's checks on the name, the shape and the type, in its order. */
+STS__PRIVATE sts_result sts__gg_info_read(sts__gg *g, sts__gg_set *names, sts__gg_info *infos, uint64_t i,
+                                          uint64_t seed) {
+    sts__gg_info *t = &infos[i];
+    sts__gg_what w;
+    const char *nm = NULL;
+    size_t nl = 0, dup;
+    uint32_t j;
+    const sts_type *ty;
+    sts_result r;
+    int have;
+    memset(t, 0, sizeof *t);
+    t->at = sts__gg_pos(g);
+    w.kind = "the name of tensor"; w.idx = i; w.has_idx = 1; w.nm = NULL; w.nl = 0;
+    if ((r = sts__gg_str(g, &nm, &nl, &w)) != STS_OK) return r;
+    if (nl >= STS__GG_MAX_NAME)
+        return sts__fail(g->err, STS_RULE_GGUF_NAME, t->at, "tensor %U's name %q is %z bytes; ggml takes at most %d "
+                         "(GGML_MAX_NAME is 64 with the NUL)", i, nm, nl, nl, (int)STS__GG_MAX_NAME - 1);
+    t->name = nm;
+    t->name_len = nl;
+    {  /* ggml keeps names as C strings: up to the first NUL */
+        const char *z = (const char *)memchr(nm, 0, nl);
+        if (z) t->name_len = (size_t)(z - nm);
+    }
+    have = sts__gg_set_add(g->a, names, infos, t->name, t->name_len, sts__hash(t->name, t->name_len, seed), (size_t)i,
+                           &dup);
+    if (have < 0) return sts__nomem(g->err, "the tensor names");
+    if (have)
+        return sts__fail(g->err, STS_RULE_GGUF_DUPLICATE_NAME, t->at, "tensor %q is named twice (tensors %z and %U)",
+                         t->name, t->name_len, dup, i);
+    if (g->strict && (t->name_len != nl || sts__utf8_check((const uint8_t *)nm, nl) != nl))
+        return sts__fail(g->err, STS_RULE_GGUF_STRICT_NAME, t->at, "tensor %U's name %q %s", i, nm, nl,
+                         t->name_len != nl ? "holds a NUL" : "is not UTF-8");
+    w.kind = "tensor"; w.has_idx = 0; w.nm = t->name; w.nl = t->name_len;
+    if ((r = sts__gg_need(g, 4, STS_RULE_GGUF_TRUNCATED, &w)) != STS_OK) return r;
+    t->n_dims = sts__gg_32(g, g->p);
+    if (t->n_dims > 4)
+        return sts__fail(g->err, STS_RULE_GGUF_N_DIMS, sts__gg_pos(g), "tensor %q has %U dimensions; ggml takes at "
+                         "most 4", t->name, t->name_len, (uint64_t)t->n_dims);
+    g->p += 4;
+    for (j = 0; j < 4; j++) {
+        t->ne[j] = 1;
+        if (j >= t->n_dims) continue;
+        if ((r = sts__gg_need(g, 8, STS_RULE_GGUF_TRUNCATED, &w)) != STS_OK) return r;
+        t->ne[j] = sts__gg_64(g, g->p);
+        if (t->ne[j] > (uint64_t)INT64_MAX)
+            return sts__fail(g->err, STS_RULE_GGUF_SHAPE, sts__gg_pos(g), "tensor %q: dimension %U is %U, negative "
+                             "as ggml's int64", t->name, t->name_len, (uint64_t)j, t->ne[j]);
+        g->p += 8;
+    }
+    if (t->ne[0] && t->ne[1] && t->ne[2] && t->ne[3]) {
+        /* ggml's test (INT64_MAX / ne[k] <= the product before it), in an order that cannot overflow; ggml
+           skips it when its int64 product wraps to zero or below, which passing it here rules out */
+        const uint64_t mx = (uint64_t)INT64_MAX;
+        if (mx / t->ne[1] <= t->ne[0] || mx / t->ne[2] <= t->ne[0] * t->ne[1] ||
+            mx / t->ne[3] <= t->ne[0] * t->ne[1] * t->ne[2]) {
+            uint64_t wrapped = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+            int missed = wrapped == 0 || wrapped > mx;
+            return sts__fail(g->err, STS_RULE_GGUF_OVERFLOW, t->at, "tensor %q: the dimensions %S hold more elements "
+                             "than ggml's int64 count allows%s", t->name, t->name_len, t->ne, (size_t)t->n_dims,
+                             missed ? " (ggml's check misses it: its product wraps)" : "");
+        }
+    }
+    t->numel = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+    if ((r = sts__gg_need(g, 4, STS_RULE_GGUF_TRUNCATED, &w)) != STS_OK) return r;
+    t->type = sts__gg_32(g, g->p);
+    if (t->type >= STS__GG_NTYPES || !sts__gg_types[t->type].name) {
+        if (t->type < STS__GG_NTYPES)
+            return sts__fail(g->err, STS_RULE_GGUF_TYPE, sts__gg_pos(g), "tensor %q has type %U (%s), which ggml "
+                             "removed", t->name, t->name_len, (uint64_t)t->type, sts__gg_gone[t->type]);
+        return sts__fail(g->err, STS_RULE_GGUF_TYPE, sts__gg_pos(g), "tensor %q has type id %U; ggml's types end at "
+                         "39 (MXFP4)", t->name, t->name_len, (uint64_t)t->type);
+    }
+    ty = &sts__gg_types[t->type];
+    if (t->ne[0] % ty->block_elems)
+        return sts__fail(g->err, STS_RULE_GGUF_BLOCK, sts__gg_pos(g), "tensor %q of type %s: its first dimension %U "
+                         "is not a multiple of the block size %U", t->name, t->name_len, ty->name, t->ne[0],
+                         (uint64_t)ty->block_elems);
+    if (t->numel / ty->block_elems > UINT64_MAX / ty->block_bytes)
+        return sts__fail(g->err, STS_RULE_GGUF_OVERFLOW, sts__gg_pos(g), "tensor %q: %U elements of %s overflow 64 "
+                         "bits of bytes", t->name, t->name_len, t->numel, ty->name);
+    t->nbytes = t->numel / ty->block_elems * ty->block_bytes;
+    g->p += 4;
+    if ((r = sts__gg_need(g, 8, STS_RULE_GGUF_TRUNCATED, &w)) != STS_OK) return r;
+    t->off_at = sts__gg_pos(g);
+    t->offset = sts__gg_64(g, g->p);
+    g->p += 8;
+    return STS_OK;
+}
+/* The metadata KVs, each typed and added to the archive as it is read (pointing into the header). */
+STS__PRIVATE sts_result sts__gg_kvs(sts__gg *g, uint64_t n_kv, uint64_t after, uint64_t seed, size_t *align_kv,
+                                    uint64_t *align_at) {
+    sts_archive *a = g->a;
+    sts__gg_set keys;
+    sts_result r = STS_OK;
+    uint64_t i;
+    size_t first = a->nmeta;
+    memset(&keys, 0, sizeof keys);
+    *align_kv = (size_t)-1;
+    for (i = 0; i < n_kv && r == STS_OK; i++) {
+        sts_meta m;
+        sts__gg_what w;
+        uint64_t at = sts__gg_pos(g), tat, n = 1;
+        uint32_t type, vt;
+        size_t dup;
+        int have;
+        memset(&m, 0, sizeof m);
+        g->ahead = (n_kv - i) * 14 + after;  /* a KV takes at least 14 bytes */
+        w.kind = "key"; w.idx = i; w.has_idx = 1; w.nm = NULL; w.nl = 0;
+        if ((r = sts__gg_str(g, &m.key, &m.key_len, &w)) != STS_OK) break;
+        if (!m.key_len) { r = sts__fail(g->err, STS_RULE_GGUF_KEY, at, "key %U is empty", i); break; }
+        have = sts__gg_set_add(a, &keys, NULL, m.key, m.key_len, sts__hash(m.key, m.key_len, seed), first + (size_t)i,
+                               &dup);
+        if (have < 0) { r = sts__nomem(g->err, "the keys"); break; }
+        if (have) {
+            r = sts__fail(g->err, STS_RULE_GGUF_DUPLICATE_KEY, at, "key %q appears twice (keys %z and %U)", m.key,
+                          m.key_len, dup - first, i);
+            break;
+        }
+        if (g->strict && !sts__gg_key_form(m.key, m.key_len)) {
+            r = sts__fail(g->err, STS_RULE_GGUF_STRICT_KEY, at, "key %q is not ASCII lower_snake_case segments joined "
+                          "by dots (at most 65535 bytes)", m.key, m.key_len);
+            break;
+        }
+        w.kind = "the value of key"; w.has_idx = 0; w.nm = m.key; w.nl = m.key_len;
+        tat = sts__gg_pos(g);
+        if ((r = sts__gg_need(g, 4, STS_RULE_GGUF_TRUNCATED, &w)) != STS_OK) break;
+        vt = type = sts__gg_32(g, g->p);
+        g->p += 4;
+        if (type == STS__GG_ARRAY) {  /* ggml reads the item type and the count before judging them */
+            if ((r = sts__gg_need(g, 12, STS_RULE_GGUF_TRUNCATED, &w)) != STS_OK) break;
+            vt = sts__gg_32(g, g->p);
+            n = sts__gg_64(g, g->p + 4);
+            g->p += 12;
+        }
+        if (vt > 12 || vt == STS__GG_ARRAY) {
+            r = vt == STS__GG_ARRAY
+                ? sts__fail(g->err, STS_RULE_GGUF_VALUE_TYPE, tat, "key %q is an array of arrays; nested arrays are "
+                            "refused, as ggml refuses them", m.key, m.key_len)
+                : sts__fail(g->err, STS_RULE_GGUF_VALUE_TYPE, tat, "key %q has %s type %U, not one of the 13 GGUF "
+                            "value types", m.key, m.key_len, type == STS__GG_ARRAY ? "item" : "value", (uint64_t)vt);
+            break;
+        }
+        if (type == STS__GG_ARRAY) {
+            uint64_t left = g->size - sts__gg_pos(g), least = n * (vt == 8 ? 8 : sts__gg_vsize[vt]);
+            if (n > STS__GG_MAX_ITEMS) {
+                r = sts__fail(g->err, STS_RULE_GGUF_ARRAY, tat + 8, "key %q has %U items, over ggml's limit of 2^30",
+                              m.key, m.key_len, n);
+                break;
+            }
+            if (least > left) {
+                r = sts__fail(g->err, STS_RULE_GGUF_ARRAY, tat + 8, "the %U %s items of key %q need at least %U bytes; "
+                              "%U are left in the file", n, sts__gg_vname[vt], m.key, m.key_len, least, left);
+                break;
+            }
+            g->ahead = least + (n_kv - i - 1) * 14 + after;
+            if ((r = sts__gg_items(g, vt, n, &m, m.key, m.key_len)) != STS_OK) break;
+        } else if (vt == 8) {
+            m.type = STS_META_STRING;
+            m.format_type = 8;
+            if ((r = sts__gg_str(g, &m.str, &m.str_len, &w)) != STS_OK) break;
+            if (g->strict && sts__utf8_check((const uint8_t *)m.str, m.str_len) != m.str_len) {
+                r = sts__gg_bad_utf8(g, sts__gg_pos(g) - m.str_len - 8, &w);
+                break;
+            }
+        } else {
+            if ((r = sts__gg_need(g, sts__gg_vsize[vt], STS_RULE_GGUF_TRUNCATED, &w)) != STS_OK) break;
+            sts__gg_scalar(g, vt, g->p, &m);
+            if (vt == 7 && g->strict && g->p[0] > 1) { r = sts__gg_bad_bool(g, sts__gg_pos(g), &w, g->p[0]); break; }
+            g->p += sts__gg_vsize[vt];
+        }
+        /* ggml finds general.alignment with strcmp: the first key that reads so up to a NUL */
+        if (*align_kv == (size_t)-1 && m.key_len >= 17 && memcmp(m.key, "general.alignment", 17) == 0 &&
+            (m.key_len == 17 || m.key[17] == 0)) {
+            *align_kv = a->nmeta;
+            *align_at = at;
+        }
+        r = sts__ar_add_meta(a, &m, 0, g->err);
+    }
+    sts__gg_set_free(a, &keys);
+    return r;
+}
+/* general.alignment: a UINT32 power of two (a multiple of 8 under strict), else 32. */
+STS__PRIVATE sts_result sts__gg_alignment(sts__gg *g, size_t kv, uint64_t at, uint64_t *align) {
+    const sts_meta *m;
+    *align = 32;
+    if (kv == (size_t)-1) return STS_OK;
+    m = &g->a->meta[kv];
+    if (m->format_type != 4 || m->type != STS_META_UINT)
+        return sts__fail(g->err, STS_RULE_GGUF_ALIGNMENT, at, "key %q is %s %s, not a UINT32", m->key, m->key_len,
+                         m->format_type <= 12 && (sts__gg_vname[m->format_type][0] == 'I' ||
+                                                  sts__gg_vname[m->format_type][0] == 'A') ? "an" : "a",
+                         m->format_type <= 12 ? sts__gg_vname[m->format_type] : "?");
+    if (!m->u || (m->u & (m->u - 1)))
+        return sts__fail(g->err, STS_RULE_GGUF_ALIGNMENT, at, "general.alignment is %U, not a power of two", m->u);
+    if (g->strict && m->u % 8)
+        return sts__fail(g->err, STS_RULE_GGUF_STRICT_ALIGNMENT, at, "general.alignment is %U, not a multiple of "
+                         "8 (gguf.md)", m->u);
+    *align = m->u;
+    return STS_OK;
+}
+/* strict: general.architecture, and general.quantization_version when a tensor is quantised. */
+STS__PRIVATE sts_result sts__gg_required(sts__gg *g, const sts__gg_info *infos, uint64_t n) {
+    const sts_meta *arch = sts_archive_meta_find(g->a, "general.architecture", 20);
+    const sts_meta *qv = sts_archive_meta_find(g->a, "general.quantization_version", 28);
+    uint64_t i;
+    if (!arch || arch->type != STS_META_STRING)
+        return sts__failx(g->err, STS_RULE_GGUF_STRICT_REQUIRED, "general.architecture is %s (gguf.md requires a "
+                          "STRING)", arch ? "not a STRING" : "missing");
+    for (i = 0; i < n; i++)
+        if (!sts__gg_types[infos[i].type].plain && (!qv || qv->format_type != 4 || qv->type != STS_META_UINT))
+            return sts__failx(g->err, STS_RULE_GGUF_STRICT_REQUIRED, "tensor %q is quantised (%s) and "
+                              "general.quantization_version is %s (gguf.md requires a UINT32)", infos[i].name,
+                              infos[i].name_len, sts__gg_types[infos[i].type].name, qv ? "not a UINT32" : "missing");
+    return STS_OK;
+}
+/* The data section: where it starts, each tensor's offset, and the bytes the file must hold. */
+STS__PRIVATE sts_result sts__gg_data(sts__gg *g, const sts__gg_info *infos, uint64_t n, uint64_t align,
+                                     uint64_t *data_at) {
+    uint64_t pos = sts__gg_pos(g), at = pos, sum = 0, i;
+    sts_result r;
+    if (n) {  /* ggml seeks to the padded position only when there are tensors */
+        int ok = sts__add64(pos, align - 1, &at);
+        at &= ~(align - 1);
+        if (!ok || at > g->size)
+            return sts__fail(g->err, STS_RULE_GGUF_DATA, pos, "the data section would start at byte %U (the %U-byte "
+                             "header padded to %U), past the end of the %U-byte file", at, pos, align, g->size);
+        if (g->strict && at > pos) {
+            sts__gg_what w;
+            uint64_t k;
+            w.kind = "the padding before the data section"; w.has_idx = 0; w.nm = NULL; w.nl = 0; w.idx = 0;
+            if ((r = sts__gg_need(g, at - pos, STS_RULE_GGUF_DATA, &w)) != STS_OK) return r;
+            for (k = 0; k < at - pos; k++)
+                if (g->p[k])
+                    return sts__fail(g->err, STS_RULE_GGUF_STRICT_PADDING, pos + k, "the padding before the data "
+                                     "section holds byte %x at byte %U (gguf.md pads with 0x00)", g->p[k], pos + k);
+        }
+    }
+    *data_at = at;
+    for (i = 0; i < n; i++) {
+        const sts__gg_info *t = &infos[i];
+        uint64_t padded;
+        if (t->offset != sum)
+            return sts__fail(g->err, STS_RULE_GGUF_OFFSET, t->off_at, "tensor %q has offset %U; the padded sizes "
+                             "before it put it at %U%s", t->name, t->name_len, t->offset, sum,
+                             t->offset % align ? " (and it is not a multiple of the alignment)" : "");
+        if (!sts__add64(t->nbytes, align - 1, &padded) || !sts__add64(sum, padded & ~(align - 1), &sum))
+            return sts__fail(g->err, STS_RULE_GGUF_OVERFLOW, t->off_at, "tensor %q: its %U bytes padded to %U "
+                             "overflow the data section's size", t->name, t->name_len, t->nbytes, align);
+    }
+    if (sum > g->size - at)
+        return sts__fail(g->err, STS_RULE_GGUF_DATA, at, "the data section needs %U bytes (every tensor padded to %U) "
+                         "from byte %U; the file ends at byte %U", sum, align, at, g->size);
+    return STS_OK;
+}
+STS__PRIVATE sts_result sts__gguf_open(void *user, sts_builder *b, sts_error *err) {
+    sts_archive *a = b->a;
+    sts__gg g;
+    sts__gg_what w;
+    sts__gg_info *infos = NULL;
+    sts__gg_set names;
+    uint64_t n_tensors, n_kv, i, align = 32, data_at = 0, seed = sts__seed_from(a, a->opts.hash_seed);
+    size_t align_kv, info_bytes = 0;
+    uint64_t align_at = 0;
+    uint32_t v;
+    sts_result r;
+    (void)user;
+    memset(&g, 0, sizeof g);
+    memset(&names, 0, sizeof names);
+    g.b = b; g.a = a; g.err = err;
+    g.size = sts_builder_size(b);
+    g.strict = a->opts.strict;
+    g.chunk = (size_t)64 << 10;
+    g.prefix = b->prefix_len;
+    if (sts_builder_bytes(b)) {
+        g.base = g.p = (const uint8_t *)sts_builder_bytes(b);
+        g.end = g.p + g.size;
+    }
+    w.kind = "the header"; w.has_idx = 0; w.nm = NULL; w.nl = 0; w.idx = 0;
+    if ((r = sts__gg_need(&g, 4, STS_RULE_GGUF_TRUNCATED, &w)) != STS_OK) return r;
+    if (memcmp(g.p, "GGUF", 4) != 0)
+        return sts__fail(err, STS_RULE_GGUF_MAGIC, 0, "the file begins with %q, not GGUF%s", (const char *)g.p,
+                         (size_t)4, memcmp(g.p, "FUGG", 4) == 0 ? " (a byte-reversed magic, which ggml refuses)" : "");
+    g.p += 4;
+    if ((r = sts__gg_need(&g, 4, STS_RULE_GGUF_TRUNCATED, &w)) != STS_OK) return r;
+    v = sts__le32(g.p);
+    if (!v) return sts__fail(err, STS_RULE_GGUF_VERSION, 4, "version 0 is not a GGUF version");
+    if ((v & 0xffffu) == 0) {  /* ggml's test for the other byte order: the version's low half is zero */
+        g.be = 1;
+        v = v >> 24 | (v >> 8 & 0xff00u);
+    }
+    if (v == 1) return sts__fail(err, STS_RULE_GGUF_VERSION, 4, "GGUF version 1 is obsolete (32-bit counts); ggml no "
+                                 "longer reads it");
+    if (v > 3) return sts__fail(err, STS_RULE_GGUF_VERSION, 4, "GGUF version %U is newer than 3", (uint64_t)v);
+    if (g.strict && g.be && v != 3)
+        return sts__fail(err, STS_RULE_GGUF_STRICT_BIG_ENDIAN, 4, "a big-endian file of version %U (big-endian files "
+                         "came with version 3)", (uint64_t)v);
+    sts_builder_set_version(b, v);
+    g.p += 4;
+    if ((r = sts__gg_need(&g, 16, STS_RULE_GGUF_TRUNCATED, &w)) != STS_OK) return r;
+    n_tensors = sts__gg_64(&g, g.p);
+    n_kv = sts__gg_64(&g, g.p + 8);
+    if (n_tensors > (uint64_t)INT64_MAX || n_kv > (uint64_t)INT64_MAX)
+        return sts__fail(err, STS_RULE_GGUF_COUNT, n_tensors > (uint64_t)INT64_MAX ? 8 : 16, "the %s count %U is "
+                         "negative as ggml's int64", n_tensors > (uint64_t)INT64_MAX ? "tensor" : "KV",
+                         n_tensors > (uint64_t)INT64_MAX ? n_tensors : n_kv);
+    g.p += 16;
+    /* a KV takes at least 14 bytes (a 1-byte key, its type, a 1-byte value), a tensor info 24 */
+    if (n_kv > (g.size - 24) / 14 || n_tensors > (g.size - 24 - n_kv * 14) / 24)
+        return sts__fail(err, STS_RULE_GGUF_COUNT, 8, "%U tensors and %U KVs cannot fit in the %U bytes after the "
+                         "24-byte header", n_tensors, n_kv, g.size - 24);
+    if ((r = sts__gg_kvs(&g, n_kv, n_tensors * 24, seed, &align_kv, &align_at)) != STS_OK) return r;
+    if ((r = sts__gg_alignment(&g, align_kv, align_at, &align)) != STS_OK) return r;
+    if (n_tensors) {
+        if (!sts__mulsz((size_t)n_tensors, sizeof *infos, &info_bytes) ||
+            !(infos = (sts__gg_info *)sts__alloc(&a->mem, info_bytes)))
+            return sts__nomem(err, "the tensor infos");
+    }
+    for (i = 0; i < n_tensors && r == STS_OK; i++) {
+        g.ahead = (n_tensors - i) * 24;  /* a tensor info takes at least 24 bytes */
+        r = sts__gg_info_read(&g, &names, infos, i, seed);
+    }
+    sts__gg_set_free(a, &names);
+    g.ahead = 0;
+    if (r == STS_OK) r = sts__gg_data(&g, infos, n_tensors, align, &data_at);
+    if (r == STS_OK && g.strict) r = sts__gg_required(&g, infos, n_tensors);
+    for (i = 0; i < n_tensors && r == STS_OK; i++) {  /* the descriptors: row-major shapes, ggml's order beside */
+        const sts__gg_info *t = &infos[i];
+        sts_tensor_desc d;
+        sts_meta x[2];
+        uint64_t shape[4];
+        uint32_t j;
+        memset(&d, 0, sizeof d);
+        memset(x, 0, sizeof x);
+        for (j = 0; j < t->n_dims; j++) shape[j] = t->ne[t->n_dims - 1 - j];
+        d.name = t->name;
+        d.name_len = t->name_len;
+        d.type = &sts__gg_types[t->type];
+        d.rank = t->n_dims;
+        d.shape = shape;
+        d.format_shape = t->ne;
+        d.numel = t->numel;
+        d.nbytes = t->nbytes;
+        d.offset = data_at + t->offset;
+        d.big_endian = g.be;
+        x[0].key = "ggml_type"; x[0].key_len = 9; x[0].type = STS_META_UINT; x[0].u = t->type; x[0].format_type = 4;
+        x[1].key = "offset"; x[1].key_len = 6; x[1].type = STS_META_UINT; x[1].u = t->offset; x[1].format_type = 10;
+        d.extras = x;
+        d.n_extras = 2;
+        r = sts_builder_add_tensor(b, &d, err);
+    }
+    sts__free(&a->mem, infos, info_bytes);
+    return r;
+}
+
 /* ---- the registry, probing and open ---- */
 static const sts_provider sts__builtins[] = {
     { "safetensors", "safetensors", sts__st_probe, sts__st_open, NULL },
@@ -13431,6 +14273,7 @@ static const sts_provider sts__builtins[] = {
     { "dataset", "dataset", sts__ds_probe, sts__ds_ar_open, NULL },
 #endif
     { "npy", "npy", sts__npy_probe, sts__npy_open, NULL },
+    { "gguf", "gguf", sts__gguf_probe, sts__gguf_open, NULL },
 };
 #define STS__NBUILTINS (sizeof sts__builtins / sizeof sts__builtins[0])
 struct sts_registry {

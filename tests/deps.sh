@@ -10,6 +10,9 @@ command -v clang >/dev/null 2>&1 || need clang
 command -v clang++ >/dev/null 2>&1 || need clang
 command -v pkg-config >/dev/null 2>&1 || need pkg-config
 [ -f /usr/include/jsmn.h ] || need libjsmn-dev
+# make test-gguf-hf installs @huggingface/gguf with npm (it needs node 20 or later)
+command -v node >/dev/null 2>&1 || need nodejs
+command -v npm >/dev/null 2>&1 || need npm
 # libFuzzer and the sanitizer runtimes for clang
 if command -v clang >/dev/null 2>&1; then
   d=$(mktemp -d)
