@@ -14410,26 +14410,52 @@ STS__PRIVATE size_t sts__ar_probe_all(const sts_registry *reg, const sts_builder
     }
     return win;
 }
+#define STS__AR_GROUP 16u          /* the providers whose reasons are grouped in the message */
+STS__PRIVATE void sts__ar_put_name(sts__buf *m, const sts_provider *p) {
+    const char *nm = p->name ? p->name : p->format;
+    sts__buf_put(m, nm, strlen(nm));
+}
 STS__PRIVATE sts_result sts__ar_none(const sts_registry *reg, const sts_builder *b, sts_error *err) {
     char msg[1024];
     sts__buf m;
-    size_t i, n = sts_registry_count(reg);
-    sts_probe_result r;
+    size_t i, j, n = sts_registry_count(reg), ng = n < STS__AR_GROUP ? n : STS__AR_GROUP;
+    sts_probe_result r[STS__AR_GROUP], x;
     sts_probe_input pi;
     memset(&pi, 0, sizeof pi);
     pi.prefix = b->prefix; pi.prefix_len = b->prefix_len; pi.size = sts_builder_size(b);
     pi.path = b->path; pi.is_dir = b->is_dir;
     m.p = msg; m.n = 0; m.cap = sizeof msg;
     msg[0] = 0;
-    for (i = 0; i < n; i++) {
+    for (i = 0; i < ng; i++) {
         const sts_provider *p = sts_registry_at(reg, i);
-        memset(&r, 0, sizeof r);
-        p->probe(p->user, &pi, &r);
-        r.reason[sizeof r.reason - 1] = 0;
-        if (i) sts__buf_put(&m, "; ", 2);
-        sts__buf_put(&m, p->name ? p->name : p->format, strlen(p->name ? p->name : p->format));
+        memset(&r[i], 0, sizeof r[i]);
+        p->probe(p->user, &pi, &r[i]);
+        r[i].reason[sizeof r[i].reason - 1] = 0;
+    }
+    /* each reason once, after the names of the providers that gave it ("safetensors, npy: a folder,
+       not a file"): the message's 255 characters then hold every built-in's reason */
+    for (i = 0; i < n; i++) {
+        const char *why;
+        for (j = 0; j < i && i < ng && strcmp(r[j].reason, r[i].reason) != 0; j++) continue;
+        if (i < ng && j < i) continue;  /* said already */
+        if (m.n) sts__buf_put(&m, "; ", 2);
+        sts__ar_put_name(&m, sts_registry_at(reg, i));
+        if (i < ng) {
+            for (j = i + 1; j < ng; j++)
+                if (strcmp(r[j].reason, r[i].reason) == 0) {
+                    sts__buf_put(&m, ", ", 2);
+                    sts__ar_put_name(&m, sts_registry_at(reg, j));
+                }
+            why = r[i].reason;
+        } else {
+            const sts_provider *p = sts_registry_at(reg, i);
+            memset(&x, 0, sizeof x);
+            p->probe(p->user, &pi, &x);
+            x.reason[sizeof x.reason - 1] = 0;
+            why = x.reason;
+        }
         sts__buf_put(&m, ": ", 2);
-        sts__buf_put(&m, r.reason, strlen(r.reason));
+        sts__buf_put(&m, why, strlen(why));
     }
     if (!n) sts__buf_put(&m, "the registry is empty", 21);
     /* the reasons first: a long path is what the message's 255 characters cut, not the last reasons */

@@ -1031,8 +1031,8 @@ static void test_probe_unsupported(void **state) {
     in = ta_in_path(dir, 0);
     /* a folder that is neither a checkpoint nor a dataset: every built-in's reason */
     tu_err_check("empty folder", sts_archive_open(NULL, &in, NULL, &a, &e), &e, STS_ERR_UNSUPPORTED, STS_RULE_PROBE,
-                 "safetensors: a folder, not a file", "sharded: a folder without model.safetensors.index.json",
-                 "dataset: a folder without dataset_manifest.json", "npy: a folder, not a file", NULL);
+                 "safetensors, npy, gguf: a folder, not a file", "sharded: a folder without model.safetensors.index.json",
+                 "dataset: a folder without dataset_manifest.json", NULL);
     assert_null(a);
     tu_err_check("sts_probe", sts_probe(NULL, &in, NULL, res, 4, &win, &e), &e, STS_ERR_UNSUPPORTED, STS_RULE_PROBE,
                  "safetensors", "sharded", "dataset", "npy", NULL);
@@ -1049,8 +1049,9 @@ static void test_probe_unsupported(void **state) {
         assert_true(strlen(deep) > 120);
         in = ta_in_path(deep, 0);
         tu_err_check("long path", sts_archive_open(NULL, &in, NULL, &a, &e), &e, STS_ERR_UNSUPPORTED, STS_RULE_PROBE,
-                     "safetensors: a folder, not a file", "sharded: a folder without model.safetensors.index.json",
-                     "dataset: a folder without dataset_manifest.json", "npy: a folder, not a file", NULL);
+                     "safetensors, npy, gguf: a folder, not a file",
+                     "sharded: a folder without model.safetensors.index.json",
+                     "dataset: a folder without dataset_manifest.json", NULL);
         in = ta_in_path(dir, 0);
     }
     {   /* callers' providers that all decline: each one's name and reason */
@@ -1082,15 +1083,17 @@ static void test_probe_unsupported(void **state) {
         tu_err_check("no probe", sts_registry_add(r, &x, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, NULL);
         assert_int_equal(sts_registry_count(r), 0);
         sts_registry_free(r);
-        assert_int_equal(sts_registry_count(NULL), 4);
+        assert_int_equal(sts_registry_count(NULL), 5);
         assert_string_equal(sts_registry_at(NULL, 0)->format, "safetensors");
         assert_string_equal(sts_registry_at(NULL, 1)->format, "safetensors-sharded");
         assert_string_equal(sts_registry_at(NULL, 2)->format, "dataset");
         assert_string_equal(sts_registry_at(NULL, 3)->format, "npy");
-        assert_null(sts_registry_at(NULL, 4));
+        assert_string_equal(sts_registry_at(NULL, 4)->format, "gguf");
+        assert_null(sts_registry_at(NULL, 5));
         r = registry(1);
-        assert_int_equal(sts_registry_count(r), 4);
+        assert_int_equal(sts_registry_count(r), 5);
         assert_string_equal(sts_registry_at(r, 3)->name, "npy");
+        assert_string_equal(sts_registry_at(r, 4)->name, "gguf");
         sts_registry_free(r);
     }
     {   /* inputs that are not exactly one thing */
