@@ -46,6 +46,7 @@
                check and clean: everything a folder promises               >>check
          10 archive: one reader for every tensor container                  >>archive
                GGUF v2/v3: ggml's types, a validated reader in both orders   >>gguf
+               the GGUF writer: specs and typed KVs as a GGUF v3 file         >>gguf_write
       license ................................................... end of file
    A new section goes after every section it calls, with a banner: ">>anchor  N. title", an "Owns:"
    line and a "May call:" line; add its anchor here. `make test-layers` (tests/check_layers.py)
@@ -1198,6 +1199,32 @@ typedef struct sts_materialized {
    multi-byte fields, for the GGUF types that list them), convert (or decode) or copy. */
 STSDEF sts_result sts_archive_materialize(const sts_archive *a, const sts_tensor_desc *d, const sts_factory *f,
                                           const sts_materialize_options *o, sts_materialized *out, sts_error *err);
+
+/* ---- GGUF writer: tensors and typed KVs as a GGUF v3 file that ggml's loader reads --------------
+   Tensors are sts_tensor_spec, as for sts_write: row-major shapes (written in ggml's order,
+   innermost first), little-endian data or a producer, laid out in the order given. Their dtypes
+   are those GGUF has: F32, F16, BF16, F64, I8, I16, I32, I64; at most 4 dimensions; names of at
+   most 63 bytes (ggml's limit), UTF-8 without NUL, unique. KVs are sts_meta with keys, unique,
+   written in the order given. A value's GGUF type is its format_type where that says one
+   consistently with its type (UINT: UINT16, UINT32, UINT64; INT: INT8 to INT64; FLOAT: FLOAT32
+   or FLOAT64; values must fit), else STRING, UINT64, INT64, FLOAT64, BOOL or ARRAY; GGUF's UINT8
+   code is 0, the "none" of format_type, so a scalar UINT8 is written as UINT64. An ARRAY's items
+   have type u when its format_type is ARRAY (9), as the GGUF provider gives them, else the first
+   item's; items are not arrays (ggml refuses nested arrays), and an empty array needs u. The
+   key general.alignment (a UINT, written as UINT32: a power of two and a multiple of 8) sets the
+   data alignment, 32 by default. Every file written passes the GGUF provider's rules in strict
+   mode, but gguf.strict_key (keys are the caller's) and gguf.strict_required (the caller's KVs
+   must hold general.architecture). Failures name their rule (write.*, gguf.*). */
+STSDEF sts_result sts_gguf_write(const sts_tensor_spec *specs, size_t n, const sts_meta *kvs, size_t n_kv,
+                                 const sts_sink *sink, const sts_options *opts, sts_error *err);
+/* The file's size, without writing it (the same checks). */
+STSDEF sts_result sts_gguf_write_size(const sts_tensor_spec *specs, size_t n, const sts_meta *kvs, size_t n_kv,
+                                      const sts_options *opts, uint64_t *file_size, sts_error *err);
+#ifndef STS_NO_STDIO
+/* Atomically: a temporary beside path, fsync (unless opts->no_fsync), rename. */
+STSDEF sts_result sts_gguf_write_path(const char *path, const sts_tensor_spec *specs, size_t n, const sts_meta *kvs,
+                                      size_t n_kv, const sts_options *opts, sts_error *err);
+#endif
 
 #ifdef __cplusplus
 }
@@ -14521,6 +14548,441 @@ fail:
     sts_archive_close(a);
     return r;
 }
+
+/* >>gguf_write ---- the GGUF writer: sts_tensor_spec and sts_meta as a GGUF v3 file ----
+   Everything is checked before a byte goes out: the header is measured, then rendered into one
+   buffer of its exact size, then written with the padding, then each tensor's bytes (the
+   caller's pointer or producer, as sts_write streams them) and its padding. Little-endian by
+   byte assembly, whatever the host. */
+#define STS__GW_NONE 0xFFFFFFFFu
+typedef struct sts__gw {            /* the header: measured (o NULL) or rendered */
+    uint8_t *o;
+    uint64_t n;
+} sts__gw;
+STS__INLINE void sts__gw_bytes(sts__gw *w, const void *p, size_t len) {
+    if (w->o && len) memcpy(w->o + w->n, p, len);
+    w->n += len;
+}
+STS__INLINE void sts__gw_u(sts__gw *w, uint64_t v, unsigned bytes) {
+    unsigned i;
+    if (w->o)
+        for (i = 0; i < bytes; i++) w->o[w->n + i] = (uint8_t)(v >> (8 * i));
+    w->n += bytes;
+}
+STS__INLINE void sts__gw_str(sts__gw *w, const char *s, size_t len) {
+    sts__gw_u(w, len, 8);
+    sts__gw_bytes(w, s, len);
+}
+typedef struct sts__gwplan {
+    sts__mem mem;
+    uint32_t *vt;                   /* per KV: its value type, then its items' type (STS__GW_NONE) */
+    uint32_t *gt;                   /* per tensor: its ggml type id */
+    uint64_t *off;                  /* per tensor: its offset in the data section */
+    uint8_t *hdr;                   /* the header and the padding before the data section */
+    size_t vt_bytes, gt_bytes, off_bytes, hdr_bytes;
+    uint64_t align, data_at, data_len;
+} sts__gwplan;
+STS__PRIVATE void sts__gw_free(sts__gwplan *p) {
+    sts__free(&p->mem, p->vt, p->vt_bytes);
+    sts__free(&p->mem, p->gt, p->gt_bytes);
+    sts__free(&p->mem, p->off, p->off_bytes);
+    sts__free(&p->mem, p->hdr, p->hdr_bytes);
+    p->vt = p->gt = NULL;
+    p->off = NULL;
+    p->hdr = NULL;
+}
+/* The GGUF type id of a safetensors dtype, or STS__GW_NONE. */
+STS__PRIVATE uint32_t sts__gw_ggml_type(sts_dtype d) {
+    switch (d) {
+    case STS_DTYPE_F32: return 0;
+    case STS_DTYPE_F16: return 1;
+    case STS_DTYPE_I8: return 24;
+    case STS_DTYPE_I16: return 25;
+    case STS_DTYPE_I32: return 26;
+    case STS_DTYPE_I64: return 27;
+    case STS_DTYPE_F64: return 28;
+    case STS_DTYPE_BF16: return 30;
+    default: return STS__GW_NONE;
+    }
+}
+/* The value type that m is written as (item: an array's items' type, given), or STS__GW_NONE
+   with *why. Range checks included. */
+STS__PRIVATE uint32_t sts__gw_vtype(const sts_meta *m, uint32_t want, const char **why) {
+    uint32_t vt = want != STS__GW_NONE ? want : m->format_type;
+    int given = want != STS__GW_NONE || m->format_type != 0;
+    *why = NULL;
+    switch (m->type) {
+    case STS_META_STRING:
+        if (given && vt != 8) break;
+        return 8;
+    case STS_META_BOOL:
+        if (given && vt != 7) break;
+        if (m->u > 1) { *why = "a BOOL is 0 or 1"; return STS__GW_NONE; }
+        return 7;
+    case STS_META_FLOAT:
+        if (!given) return 12;
+        if (vt != 6 && vt != 12) break;
+        return vt;
+    case STS_META_UINT:
+        if (!given) return 10;
+        if (vt != 0 && vt != 2 && vt != 4 && vt != 10) break;
+        if ((vt == 0 && m->u > 0xFFu) || (vt == 2 && m->u > 0xFFFFu) || (vt == 4 && m->u > 0xFFFFFFFFu)) {
+            *why = "the value does not fit its GGUF type";
+            return STS__GW_NONE;
+        }
+        return vt;
+    case STS_META_INT:
+        if (!given) return 11;
+        if (vt != 1 && vt != 3 && vt != 5 && vt != 11) break;
+        if ((vt == 1 && (m->i < -128 || m->i > 127)) || (vt == 3 && (m->i < -32768 || m->i > 32767)) ||
+            (vt == 5 && (m->i < -(int64_t)0x80000000 || m->i > 0x7FFFFFFF))) {
+            *why = "the value does not fit its GGUF type";
+            return STS__GW_NONE;
+        }
+        return vt;
+    case STS_META_ARRAY:
+        if (want != STS__GW_NONE) { *why = "an array's items are not arrays (ggml refuses nested arrays)"; return STS__GW_NONE; }
+        if (m->format_type != 0 && m->format_type != STS__GG_ARRAY) break;
+        return STS__GG_ARRAY;
+    default:
+        *why = "the entry's type is not one of sts_meta_type's";
+        return STS__GW_NONE;
+    }
+    *why = "its format_type is not a GGUF type of its kind";
+    return STS__GW_NONE;
+}
+/* A value of type vt (not ARRAY). */
+STS__PRIVATE void sts__gw_value(sts__gw *w, const sts_meta *m, uint32_t vt) {
+    float f32;
+    uint32_t b32;
+    uint64_t b64;
+    switch (vt) {
+    case 8: sts__gw_str(w, m->str, m->str_len); break;
+    case 6: f32 = (float)m->f; memcpy(&b32, &f32, 4); sts__gw_u(w, b32, 4); break;
+    case 12: memcpy(&b64, &m->f, 8); sts__gw_u(w, b64, 8); break;
+    case 1: case 3: case 5: case 11: sts__gw_u(w, (uint64_t)m->i, sts__gg_vsize[vt]); break;
+    default: sts__gw_u(w, m->u, sts__gg_vsize[vt]); break;  /* UINT*, BOOL */
+    }
+}
+/* The whole header (measured when w->o is NULL). */
+STS__PRIVATE void sts__gw_header(sts__gw *w, const sts__gwplan *pl, const sts_tensor_spec *specs, size_t n,
+                                 const sts_meta *kvs, size_t n_kv) {
+    size_t i;
+    uint64_t k;
+    uint32_t j;
+    sts__gw_bytes(w, "GGUF", 4);
+    sts__gw_u(w, 3, 4);
+    sts__gw_u(w, n, 8);
+    sts__gw_u(w, n_kv, 8);
+    for (i = 0; i < n_kv; i++) {
+        const sts_meta *m = &kvs[i];
+        uint32_t vt = pl->vt[2 * i];
+        sts__gw_str(w, m->key, m->key_len);
+        sts__gw_u(w, vt, 4);
+        if (vt != STS__GG_ARRAY) { sts__gw_value(w, m, vt); continue; }
+        sts__gw_u(w, pl->vt[2 * i + 1], 4);
+        sts__gw_u(w, m->count, 8);
+        for (k = 0; k < m->count; k++) sts__gw_value(w, &m->items[k], pl->vt[2 * i + 1]);
+    }
+    for (i = 0; i < n; i++) {
+        const sts_tensor_spec *s = &specs[i];
+        sts__gw_str(w, s->name, s->name_len);
+        sts__gw_u(w, s->rank, 4);
+        for (j = 0; j < s->rank; j++) sts__gw_u(w, s->shape[s->rank - 1 - j], 8);  /* ne0, the innermost, first */
+        sts__gw_u(w, pl->gt[i], 4);
+        sts__gw_u(w, pl->off[i], 8);
+    }
+}
+/* Duplicate names among n (tensors when specs, else keys): the first repeated index, or SIZE_MAX;
+   *oom on allocation failure. */
+STS__PRIVATE size_t sts__gw_dup(const sts__mem *m, const sts_tensor_spec *specs, const sts_meta *kvs, size_t n,
+                                int *oom) {
+    size_t cap = 16, bytes, i, found = (size_t)-1;
+    size_t *slot;
+    *oom = 0;
+    while (cap < n * 2) cap *= 2;
+    if (!sts__mulsz(cap, sizeof *slot, &bytes) || !(slot = (size_t *)sts__alloc(m, bytes))) { *oom = 1; return found; }
+    memset(slot, 0, bytes);
+    for (i = 0; i < n && found == (size_t)-1; i++) {
+        const char *nm = specs ? specs[i].name : kvs[i].key;
+        size_t nl = specs ? specs[i].name_len : kvs[i].key_len, q;
+        for (q = (size_t)sts__hash(nm, nl, 0) & (cap - 1); slot[q]; q = (q + 1) & (cap - 1)) {
+            size_t o = slot[q] - 1;
+            const char *on = specs ? specs[o].name : kvs[o].key;
+            size_t ol = specs ? specs[o].name_len : kvs[o].key_len;
+            if (ol == nl && memcmp(on, nm, nl) == 0) { found = i; break; }
+        }
+        slot[q] = i + 1;
+    }
+    sts__free(m, slot, bytes);
+    return found;
+}
+STS__PRIVATE sts_result sts__gw_bad(sts_error *err, sts_rule rule, const char *fmt, ...) {
+    sts_result r;
+    va_list ap;
+    va_start(ap, fmt);
+    r = sts__failv(err, STS_ERR_INVALID_ARGUMENT, rule, STS_OFFSET_UNKNOWN, fmt, ap);
+    va_end(ap);
+    return r;
+}
+/* Checks everything and lays the file out: the header rendered, the offsets, the total. */
+STS__PRIVATE sts_result sts__gw_plan(sts__gwplan *pl, const sts_tensor_spec *specs, size_t n, const sts_meta *kvs,
+                                     size_t n_kv, const sts_options *opts, sts_error *err) {
+    size_t i, dup;
+    uint64_t k, at = 0;
+    int oom;
+    sts__gw w;
+    memset(pl, 0, sizeof *pl);
+    pl->mem = sts__mem_from(opts);
+    pl->align = 32;
+    if (!sts__mem_valid(&pl->mem)) return sts__failx(err, STS_RULE_ARGUMENT, "the allocator needs all three hooks or none");
+    if ((n && !specs) || (n_kv && !kvs)) return sts__failx(err, STS_RULE_ARGUMENT, "sts_gguf_write: NULL specs or kvs with a count");
+    if (!sts__mulsz(n_kv ? n_kv : 1, 2 * sizeof *pl->vt, &pl->vt_bytes) ||
+        !sts__mulsz(n ? n : 1, sizeof *pl->gt, &pl->gt_bytes) || !sts__mulsz(n ? n : 1, sizeof *pl->off, &pl->off_bytes) ||
+        !(pl->vt = (uint32_t *)sts__alloc(&pl->mem, pl->vt_bytes)) ||
+        !(pl->gt = (uint32_t *)sts__alloc(&pl->mem, pl->gt_bytes)) ||
+        !(pl->off = (uint64_t *)sts__alloc(&pl->mem, pl->off_bytes))) {
+        sts__gw_free(pl);
+        return sts__nomem(err, "the GGUF writer's layout");
+    }
+#define STS__GW_FAIL(call) do { sts_result r_ = (call); sts__gw_free(pl); return r_; } while (0)
+    for (i = 0; i < n_kv; i++) {  /* the KVs: keys, types, items */
+        const sts_meta *m = &kvs[i];
+        const char *why;
+        uint32_t vt, it = STS__GW_NONE;
+        if (!m->key || !m->key_len) STS__GW_FAIL(sts__gw_bad(err, STS_RULE_GGUF_KEY, "KV %z has no key", i));
+        if (m->key_len > STS__GG_MAX_STRING || sts__utf8_check((const uint8_t *)m->key, m->key_len) != m->key_len)
+            STS__GW_FAIL(sts__gw_bad(err, STS_RULE_WRITE_TEXT, "key %q is not UTF-8 of at most 2^30 bytes", m->key,
+                                     m->key_len));
+        vt = sts__gw_vtype(m, STS__GW_NONE, &why);
+        if (m->key_len == 17 && memcmp(m->key, "general.alignment", 17) == 0) {
+            if (m->type != STS_META_UINT || (m->format_type != 0 && m->format_type != 4))
+                STS__GW_FAIL(sts__gw_bad(err, STS_RULE_GGUF_ALIGNMENT, "general.alignment is a UINT32"));
+            if (m->u < 8 || m->u > 0x80000000u || (m->u & (m->u - 1)) || m->u % 8)
+                STS__GW_FAIL(sts__gw_bad(err, STS_RULE_GGUF_ALIGNMENT, "general.alignment %U is not a power of two "
+                                         "and a multiple of 8", m->u));
+            vt = 4;
+            pl->align = m->u;
+        }
+        if (vt == STS__GW_NONE)
+            STS__GW_FAIL(sts__gw_bad(err, STS_RULE_GGUF_VALUE_TYPE, "KV %q: %s", m->key, m->key_len, why));
+        if (vt == 8 && (m->str_len > STS__GG_MAX_STRING || (m->str_len && !m->str) ||
+                        sts__utf8_check((const uint8_t *)m->str, m->str_len) != m->str_len))
+            STS__GW_FAIL(sts__gw_bad(err, STS_RULE_GGUF_STRING, "KV %q: a STRING is UTF-8 of at most 2^30 bytes",
+                                     m->key, m->key_len));
+        if (vt == STS__GG_ARRAY) {
+            if (m->count > STS__GG_MAX_ITEMS || (m->count && !m->items))
+                STS__GW_FAIL(sts__gw_bad(err, STS_RULE_GGUF_ARRAY, "KV %q: an array has at most 2^30 items (%U)",
+                                         m->key, m->key_len, m->count));
+            if (m->format_type == STS__GG_ARRAY) it = (uint32_t)m->u;
+            else if (m->count) it = sts__gw_vtype(&m->items[0], STS__GW_NONE, &why);
+            if (it == STS__GW_NONE || it > 12 || it == STS__GG_ARRAY)
+                STS__GW_FAIL(sts__gw_bad(err, STS_RULE_GGUF_VALUE_TYPE, "KV %q: the array's items have no GGUF type "
+                                         "(%s)", m->key, m->key_len, m->count ? "nested, or not one of the 13"
+                                                                              : "an empty array needs u"));
+            for (k = 0; k < m->count; k++) {
+                const sts_meta *x = &m->items[k];
+                if (sts__gw_vtype(x, it, &why) == STS__GW_NONE)
+                    STS__GW_FAIL(sts__gw_bad(err, STS_RULE_GGUF_VALUE_TYPE, "KV %q item %U: %s", m->key, m->key_len,
+                                             k, why ? why : "not of the array's item type"));
+                if (it == 8 && (x->str_len > STS__GG_MAX_STRING || (x->str_len && !x->str) ||
+                                sts__utf8_check((const uint8_t *)x->str, x->str_len) != x->str_len))
+                    STS__GW_FAIL(sts__gw_bad(err, STS_RULE_GGUF_STRING, "KV %q item %U: a STRING is UTF-8 of at most "
+                                             "2^30 bytes", m->key, m->key_len, k));
+            }
+        }
+        pl->vt[2 * i] = vt;
+        pl->vt[2 * i + 1] = it;
+    }
+    if ((dup = sts__gw_dup(&pl->mem, NULL, kvs, n_kv, &oom)) != (size_t)-1 || oom)
+        STS__GW_FAIL(oom ? sts__nomem(err, "a key set")
+                         : sts__fail_code(err, STS_ERR_DUPLICATE_KEY, STS_RULE_GGUF_DUPLICATE_KEY, STS_OFFSET_UNKNOWN,
+                                          "key %q appears twice", kvs[dup].key, kvs[dup].key_len));
+    for (i = 0; i < n; i++) {  /* the tensors: names, types, shapes, sizes, offsets */
+        const sts_tensor_spec *s = &specs[i];
+        uint64_t numel = 1, nbytes, padded;
+        uint32_t j;
+        if ((s->name_len && !s->name) || s->name_len > STS__GG_MAX_NAME - 1)
+            STS__GW_FAIL(sts__gw_bad(err, STS_RULE_GGUF_NAME, "tensor %q: a name is at most 63 bytes (%z)",
+                                     s->name ? s->name : "", s->name ? s->name_len : 0, s->name_len));
+        if (sts__utf8_check((const uint8_t *)s->name, s->name_len) != s->name_len ||
+            (s->name_len && memchr(s->name, 0, s->name_len)))
+            STS__GW_FAIL(sts__gw_bad(err, STS_RULE_WRITE_TEXT, "tensor %q: names are UTF-8 without NUL", s->name,
+                                     s->name_len));
+        if ((unsigned)s->dtype >= (unsigned)STS_DTYPE_COUNT || (pl->gt[i] = sts__gw_ggml_type(s->dtype)) == STS__GW_NONE)
+            STS__GW_FAIL(sts__gw_bad(err, STS_RULE_WRITE_DTYPE, "tensor %q: %s has no GGUF type (GGUF has F32, F16, "
+                                     "BF16, F64, I8, I16, I32, I64)", s->name, s->name_len,
+                                     (unsigned)s->dtype < (unsigned)STS_DTYPE_COUNT ? sts_dtype_name(s->dtype) : "?"));
+        if (s->rank > 4)
+            STS__GW_FAIL(sts__gw_bad(err, STS_RULE_GGUF_N_DIMS, "tensor %q has %U dimensions; GGUF takes at most 4",
+                                     s->name, s->name_len, (uint64_t)s->rank));
+        if (s->rank && !s->shape)
+            STS__GW_FAIL(sts__gw_bad(err, STS_RULE_WRITE_DTYPE, "tensor %q: rank %U without a shape", s->name,
+                                     s->name_len, (uint64_t)s->rank));
+        for (j = 0; j < s->rank; j++) {
+            if (s->shape[j] > (uint64_t)INT64_MAX)
+                STS__GW_FAIL(sts__gw_bad(err, STS_RULE_GGUF_SHAPE, "tensor %q: dimension %U is 2^63 or more",
+                                         s->name, s->name_len, (uint64_t)j));
+            if (!sts__mul64(numel, s->shape[j], &numel))
+                STS__GW_FAIL(sts__gw_bad(err, STS_RULE_GGUF_OVERFLOW, "tensor %q: its element count overflows",
+                                         s->name, s->name_len));
+        }
+        if (numel >= (uint64_t)INT64_MAX || !sts__mul64(numel, sts_dtype_bits(s->dtype) / 8, &nbytes) ||
+            !sts__add64(nbytes, pl->align - 1, &padded))
+            STS__GW_FAIL(sts__gw_bad(err, STS_RULE_GGUF_OVERFLOW, "tensor %q: its byte size overflows", s->name,
+                                     s->name_len));
+        if (s->data_size != nbytes || (nbytes && !s->data && !s->produce))
+            STS__GW_FAIL(sts__gw_bad(err, STS_RULE_WRITE_DATA_SIZE, "tensor %q: data_size %U, the shape's bytes %U%s",
+                                     s->name, s->name_len, s->data_size, nbytes,
+                                     nbytes && !s->data && !s->produce ? ", and no data or producer" : ""));
+        padded &= ~(pl->align - 1);
+        pl->off[i] = at;
+        if (!sts__add64(at, padded, &at))
+            STS__GW_FAIL(sts__gw_bad(err, STS_RULE_GGUF_OVERFLOW, "the data section's size overflows at tensor %q",
+                                     s->name, s->name_len));
+    }
+    if ((dup = sts__gw_dup(&pl->mem, specs, NULL, n, &oom)) != (size_t)-1 || oom)
+        STS__GW_FAIL(oom ? sts__nomem(err, "a name set")
+                         : sts__fail_code(err, STS_ERR_DUPLICATE_KEY, STS_RULE_GGUF_DUPLICATE_NAME, STS_OFFSET_UNKNOWN,
+                                          "tensor %q appears twice", specs[dup].name, specs[dup].name_len));
+    pl->data_len = at;
+    w.o = NULL;
+    w.n = 0;
+    sts__gw_header(&w, pl, specs, n, kvs, n_kv);
+    pl->data_at = (w.n + pl->align - 1) & ~(pl->align - 1);
+    if (pl->data_at < w.n || pl->data_at > (uint64_t)((size_t)-1 >> 1) || !sts__add64(pl->data_at, at, &k))
+        STS__GW_FAIL(sts__gw_bad(err, STS_RULE_GGUF_OVERFLOW, "the file's size overflows"));
+#undef STS__GW_FAIL
+    return STS_OK;
+}
+/* The header rendered (once the plan stands). */
+STS__PRIVATE sts_result sts__gw_render(sts__gwplan *pl, const sts_tensor_spec *specs, size_t n, const sts_meta *kvs,
+                                       size_t n_kv, sts_error *err) {
+    sts__gw w;
+    pl->hdr_bytes = (size_t)pl->data_at;
+    if (!(pl->hdr = (uint8_t *)sts__alloc(&pl->mem, pl->hdr_bytes ? pl->hdr_bytes : 1))) {
+        pl->hdr_bytes = 0;
+        return sts__nomem(err, "the GGUF header");
+    }
+    w.o = pl->hdr;
+    w.n = 0;
+    sts__gw_header(&w, pl, specs, n, kvs, n_kv);
+    memset(pl->hdr + w.n, 0, (size_t)(pl->data_at - w.n));  /* the padding is zeros (gguf.strict_padding) */
+    return STS_OK;
+}
+STS__PRIVATE sts_result sts__gw_zeros(const sts_sink *sink, uint64_t len, sts_error *err) {
+    static const uint8_t zeros[4096] = { 0 };
+    while (len) {
+        size_t c = len < sizeof zeros ? (size_t)len : sizeof zeros;
+        sts_result r = sink->write(sink->user, zeros, c);
+        if (r != STS_OK) return sts__fail_code(err, r, STS_RULE_IO, STS_OFFSET_UNKNOWN, "the sink failed (%s)",
+                                               sts_result_name(r));
+        len -= c;
+    }
+    return STS_OK;
+}
+STS__PRIVATE sts_result sts__gw_emit(const sts__gwplan *pl, const sts_tensor_spec *specs, size_t n,
+                                     const sts_sink *sink, sts_result (*flush)(void *user), sts_error *err) {
+    size_t i;
+    sts_result r = sink->write(sink->user, pl->hdr, pl->hdr_bytes);
+    if (r != STS_OK)
+        return sts__fail_code(err, r, STS_RULE_IO, 0, "the sink failed writing the header (%s)", sts_result_name(r));
+    for (i = 0; i < n; i++) {
+        const sts_tensor_spec *s = &specs[i];
+        uint64_t at = pl->data_at + pl->off[i], end = i + 1 < n ? pl->off[i + 1] : pl->data_len;
+        if (s->data) {
+            const uint8_t *p = (const uint8_t *)s->data;
+            uint64_t left = s->data_size;
+            while (left) {
+                size_t c = left > ((uint64_t)1 << 30) ? ((size_t)1 << 30) : (size_t)left;
+                if ((r = sink->write(sink->user, p, c)) != STS_OK)
+                    return sts__fail_code(err, r, STS_RULE_IO, at, "the sink failed writing tensor %q (%s)", s->name,
+                                          s->name_len, sts_result_name(r));
+                p += c;
+                left -= c;
+            }
+        } else if (s->data_size) {
+            sts_stream st;
+            st.sink = sink; st.flush = flush; st.left = s->data_size; st.failed = STS_OK; st.sink_failed = 0;
+            r = s->produce(s->produce_user, s, &st);
+            if (st.sink_failed)
+                return sts__fail_code(err, st.failed, STS_RULE_IO, at, "the sink failed writing tensor %q (%s)",
+                                      s->name, s->name_len, sts_result_name(st.failed));
+            if (r != STS_OK)
+                return sts__fail_code(err, r, STS_RULE_WRITE_PRODUCER, at, "the producer of tensor %q failed (%s)",
+                                      s->name, s->name_len, sts_result_name(r));
+            if (st.failed != STS_OK || st.left)
+                return sts__fail(err, STS_RULE_WRITE_PRODUCER, at, "the producer of tensor %q emitted %s its %U bytes",
+                                 s->name, s->name_len, st.left ? "fewer than" : "more than", s->data_size);
+        }
+        if ((r = sts__gw_zeros(sink, end - pl->off[i] - s->data_size, err)) != STS_OK) return r;
+    }
+    if (flush && (r = flush(sink->user)) != STS_OK)
+        return sts__fail_code(err, r, STS_RULE_IO, STS_OFFSET_UNKNOWN, "the sink failed (%s)", sts_result_name(r));
+    return STS_OK;
+}
+STSDEF sts_result sts_gguf_write_size(const sts_tensor_spec *specs, size_t n, const sts_meta *kvs, size_t n_kv,
+                                      const sts_options *opts, uint64_t *file_size, sts_error *err) {
+    sts__gwplan pl;
+    sts_result r = sts__gw_plan(&pl, specs, n, kvs, n_kv, opts, err);
+    if (r != STS_OK) return r;
+    if (file_size) *file_size = pl.data_at + pl.data_len;
+    sts__gw_free(&pl);
+    sts__ok(err);
+    return STS_OK;
+}
+STSDEF sts_result sts_gguf_write(const sts_tensor_spec *specs, size_t n, const sts_meta *kvs, size_t n_kv,
+                                 const sts_sink *sink, const sts_options *opts, sts_error *err) {
+    sts__gwplan pl;
+    sts_result r;
+    if (!sink || !sink->write) return sts__failx(err, STS_RULE_ARGUMENT, "sts_gguf_write needs a sink with write");
+    if ((r = sts__gw_plan(&pl, specs, n, kvs, n_kv, opts, err)) != STS_OK) return r;
+    if ((r = sts__gw_render(&pl, specs, n, kvs, n_kv, err)) == STS_OK) r = sts__gw_emit(&pl, specs, n, sink, NULL, err);
+    sts__gw_free(&pl);
+    if (r == STS_OK) sts__ok(err);
+    return r;
+}
+#ifndef STS_NO_STDIO
+STSDEF sts_result sts_gguf_write_path(const char *path, const sts_tensor_spec *specs, size_t n, const sts_meta *kvs,
+                                      size_t n_kv, const sts_options *opts, sts_error *err) {
+    sts__gwplan pl;
+    sts__atomic a;
+    sts__fdsink *fs;
+    sts_sink sink;
+    sts_result r;
+    if (!path) return sts__failx(err, STS_RULE_ARGUMENT, "sts_gguf_write_path needs a path");
+    if ((r = sts__gw_plan(&pl, specs, n, kvs, n_kv, opts, err)) != STS_OK) return r;
+    if ((r = sts__gw_render(&pl, specs, n, kvs, n_kv, err)) != STS_OK) { sts__gw_free(&pl); return r; }
+    if (!(fs = (sts__fdsink *)sts__alloc(&pl.mem, sizeof *fs))) {
+        sts__gw_free(&pl);
+        return sts__nomem(err, "the file sink");
+    }
+    if ((r = sts__atomic_begin(&a, path, &pl.mem, err)) != STS_OK) {
+        sts__free(&pl.mem, fs, sizeof *fs);
+        sts__gw_free(&pl);
+        return r;
+    }
+    fs->mem = &pl.mem;
+    fs->fd = a.fd;
+    fs->err_no = 0;
+    fs->n = 0;
+    fs->pending = 0;
+    sink.write = sts__fdsink_write;
+    sink.user = fs;
+    r = sts__gw_emit(&pl, specs, n, &sink, sts__fdsink_flush_cb, err);
+    if (r != STS_OK && fs->err_no) sts__fail_errno(err, fs->err_no, "write", path);
+    sts__free(&pl.mem, fs, sizeof *fs);
+    if (r != STS_OK) {
+        sts__atomic_abort(&a);
+        sts__gw_free(&pl);
+        return r;
+    }
+    r = sts__atomic_commit(&a, !(opts && opts->no_fsync), err);
+    sts__gw_free(&pl);
+    if (r == STS_OK) sts__ok(err);
+    return r;
+}
+#endif
 
 #endif /* STS_IMPLEMENTATION */
 

@@ -1922,6 +1922,217 @@ static sts_result stdout_sink(void *user, const void *bytes, size_t len) {
     out_write(o, bytes, len);
     return o->err ? STS_ERR_IO : STS_OK;
 }
+/* convert from any other archive (GGUF, .npy, sharded checkpoints, datasets), or to GGUF: each
+   tensor materialised in turn (a zero-copy view where the bytes are mapped and need nothing done;
+   else one tensor's converted bytes in memory at a time), block types decoded through
+   sts_dequantize, big-endian sources swapped; written by sts_write or sts_gguf_write. */
+#define CONVERT_USAGE "usage: sts convert IN OUT|- [--dtype F16|BF16|F32|F64] [--rounding truncate|nearest_even] [--to safetensors|gguf] [--force-tty]"
+typedef struct ar_conv {
+    const sts_archive *a;
+    const sts_tensor_desc *d;
+    sts_materialize_options mo;
+    sts_error *err;                  /* the first materialise failure, for the message */
+    int *failed;
+} ar_conv;
+static sts_result ar_produce(void *user, const sts_tensor_spec *spec, sts_stream *out) {
+    ar_conv *c = (ar_conv *)user;
+    le_factory lf;
+    sts_factory f;
+    sts_materialized m;
+    sts_result r;
+    uint8_t *owned = NULL;
+    const uint8_t *data;
+    (void)spec;
+    memset(&lf, 0, sizeof lf);
+    memset(&f, 0, sizeof f);
+    f.allocate = le_allocate;
+    f.wrap = le_wrap;
+    f.user = &lf;
+    if ((r = sts_archive_materialize(c->a, c->d, &f, &c->mo, &m, c->err)) != STS_OK) {
+        free(lf.mem);
+        *c->failed = 1;
+        return r;
+    }
+    data = (const uint8_t *)m.data;
+    if (!m.wrapped) owned = (uint8_t *)m.data;
+    if (host_is_big_endian() && m.type->plain && m.type->swap > 1) {  /* both formats are little-endian */
+        if (!owned) {
+            if (!(owned = (uint8_t *)malloc(m.nbytes ? (size_t)m.nbytes : 1))) return STS_ERR_NOMEM;
+            memcpy(owned, m.data, (size_t)m.nbytes);
+        }
+        swap_units(owned, (size_t)(m.nbytes / m.type->swap), m.type->swap);
+        data = owned;
+    }
+    r = sts_stream_write(out, data, (size_t)m.nbytes);
+    free(owned);
+    return r;
+}
+static void sb_json_str(sbuf *b, const char *s, size_t n) {  /* a JSON string, quotes included */
+    size_t i;
+    sb_add(b, "\"", 1);
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char t[8];
+        if (c == '"') sb_str(b, "\\\"");
+        else if (c == '\\') sb_str(b, "\\\\");
+        else if (c < 0x20) sb_str(b, (snprintf(t, sizeof t, "\\u%04x", c), t));
+        else sb_add(b, (const char *)&c, 1);
+    }
+    sb_add(b, "\"", 1);
+}
+static void sb_double(sbuf *b, double x, int json, int f32) {  /* the fewest digits that read back */
+    char t[32];
+    int p;
+    if (x != x || x > 1.7976931348623157e308 || x < -1.7976931348623157e308) {
+        sb_str(b, json ? "null" : x != x ? "nan" : x > 0 ? "inf" : "-inf");
+        return;
+    }
+    for (p = 1; p < 17; p++) {
+        snprintf(t, sizeof t, "%.*g", p, x);
+        if (f32 ? (double)strtof(t, NULL) == x : strtod(t, NULL) == x) break;  /* a FLOAT32: as a float */
+    }
+    if (p == 17) snprintf(t, sizeof t, "%.17g", x);
+    sb_str(b, t);
+    if (!strpbrk(t, ".en")) sb_str(b, ".0");
+}
+/* A typed value as __metadata__ text: strings as they are, numbers in decimal, booleans as
+   true/false, arrays as JSON (non-finite floats there as null). */
+static void sb_meta_text(sbuf *b, const sts_meta *m, int json, int depth) {
+    uint64_t k;
+    char t[32];
+    switch (m->type) {
+    case STS_META_STRING: if (json) sb_json_str(b, m->str, m->str_len); else sb_add(b, m->str, m->str_len); break;
+    case STS_META_UINT: sb_u64(b, m->u); break;
+    case STS_META_INT: sb_str(b, (snprintf(t, sizeof t, "%lld", (long long)m->i), t)); break;
+    case STS_META_FLOAT: sb_double(b, m->f, json, m->format_type == 6); break;
+    case STS_META_BOOL: sb_str(b, m->u ? "true" : "false"); break;
+    case STS_META_ARRAY:
+        sb_add(b, "[", 1);
+        for (k = 0; k < m->count; k++) {
+            if (k) sb_add(b, ",", 1);
+            if (depth < 32) sb_meta_text(b, &m->items[k], 1, depth + 1);
+            else sb_str(b, "null");
+        }
+        sb_add(b, "]", 1);
+        break;
+    }
+}
+static int dtype_is_float4(sts_dtype d) {
+    return d == STS_DTYPE_F16 || d == STS_DTYPE_BF16 || d == STS_DTYPE_F32 || d == STS_DTYPE_F64;
+}
+static int convert_archive(const char *in, const char *out, sts_dtype to, sts_rounding rnd, int gguf, int force_tty) {
+    sts_archive *a;
+    sts_error e, perr;
+    sts_tensor_spec *specs = NULL;
+    ar_conv *jobs = NULL;
+    sts_meta *kvs = NULL;
+    sts_kv *meta = NULL;
+    sbuf *texts = NULL;
+    input_set ins;
+    char *resolved = NULL;
+    size_t i, n, nm, converted = 0, decoded = 0;
+    int code = 0, exists, failed = 0, oom = 0, to_stdout = strcmp(out, "-") == 0;
+    sts_dtype decode_to = to == STS_DTYPE_COUNT ? STS_DTYPE_F32 : to;
+    sts_result r;
+    if (archive_open(in, NULL, &a, &e) != STS_OK) return fail(&e, in);
+    memset(&ins, 0, sizeof ins);
+    if (inputs_add_archive(&ins, in, a)) { inputs_free(&ins); sts_archive_close(a); return out_of_memory(); }
+    code = to_stdout ? (out_stdout_ok(force_tty, gguf ? "a GGUF file is" : "a safetensors file is") ? 0 : EXIT_USAGE)
+                     : out_check(out, &ins, NULL, &exists, &resolved);
+    inputs_free(&ins);
+    if (code) { sts_archive_close(a); return code; }
+    n = sts_archive_count(a);
+    nm = sts_archive_meta_count(a);
+    specs = (sts_tensor_spec *)calloc(n ? n : 1, sizeof *specs);
+    jobs = (ar_conv *)calloc(n ? n : 1, sizeof *jobs);
+    kvs = (sts_meta *)calloc(nm ? nm : 1, sizeof *kvs);
+    meta = (sts_kv *)calloc(nm ? nm : 1, sizeof *meta);
+    texts = (sbuf *)calloc(nm ? nm : 1, sizeof *texts);
+    if (!specs || !jobs || !kvs || !meta || !texts) { code = out_of_memory(); goto done; }
+    for (i = 0; i < n; i++) {
+        const sts_tensor_desc *d;
+        sts_tensor_spec *s = &specs[i];
+        ar_conv *j = &jobs[i];
+        sts_dtype dt;
+        if (sts_archive_at(a, i, &d, &e) != STS_OK) { code = fail(&e, in); goto done; }
+        j->a = a; j->d = d; j->err = &perr; j->failed = &failed;
+        j->mo.rounding = rnd;
+        if (!d->type->plain) {  /* a block type: decoded, or nothing is written */
+            if (!sts_dequantize_supported(d->type->name)) {
+                fprintf(stderr, "%s: %s: tensor ", prog_cmd, in);
+                put_name(stderr, d->name, d->name_len, 0);
+                fprintf(stderr, " is %s, which this library does not decode (it decodes Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and "
+                        "Q2_K to Q6_K): nothing written\n", d->type->name);
+                code = EXIT_INVALID;
+                goto done;
+            }
+            dt = decode_to;
+            j->mo.convert = 1;
+            j->mo.target = dt;
+            decoded++;
+        } else if (d->type->dtype == STS_DTYPE_COUNT) {
+            fprintf(stderr, "%s: %s: tensor ", prog_cmd, in);
+            put_name(stderr, d->name, d->name_len, 0);
+            fprintf(stderr, " is %s, which has no safetensors dtype: nothing written\n", d->type->name);
+            code = EXIT_INVALID;
+            goto done;
+        } else if (to != STS_DTYPE_COUNT && dtype_is_float4(d->type->dtype) && d->type->dtype != to) {
+            dt = to;
+            j->mo.convert = 1;
+            j->mo.target = dt;
+            converted++;
+        } else {
+            dt = d->type->dtype;
+        }
+        s->name = d->name; s->name_len = d->name_len; s->dtype = dt; s->rank = d->rank; s->shape = d->shape;
+        if (d->numel > UINT64_MAX / 8) { fprintf(stderr, "%s: %s: tensor too large\n", prog_cmd, in); code = EXIT_INVALID; goto done; }
+        s->data_size = dt == d->type->dtype ? d->nbytes : d->numel * (sts_dtype_bits(dt) / 8);
+        s->produce = ar_produce;
+        s->produce_user = j;
+    }
+    for (i = 0; i < nm; i++) {
+        const sts_meta *m = sts_archive_meta_at(a, i);
+        kvs[i] = *m;
+        if (!gguf) {
+            sb_meta_text(&texts[i], m, 0, 0);
+            oom |= texts[i].oom;
+            meta[i].key = m->key; meta[i].key_len = m->key_len;
+            meta[i].value = texts[i].p ? texts[i].p : ""; meta[i].value_len = texts[i].n;
+        }
+    }
+    if (oom) { code = out_of_memory(); goto done; }
+    if (to_stdout) {
+        out_file o;
+        sts_sink sink;
+        memset(&o, 0, sizeof o);
+        o.name = "-";
+        o.fd = 1;
+        sink.write = stdout_sink;
+        sink.user = &o;
+        r = gguf ? sts_gguf_write(specs, n, kvs, nm, &sink, NULL, &e) : sts_write(specs, n, nm ? meta : NULL, nm, &sink, NULL, &e);
+        code = r != STS_OK ? (o.err ? out_commit(&o) : fail(failed ? &perr : &e, "standard output")) : out_commit(&o);
+    } else {
+        const char *target = resolved ? resolved : out;
+        r = gguf ? sts_gguf_write_path(target, specs, n, kvs, nm, NULL, &e)
+                 : sts_write_path(target, specs, n, nm ? meta : NULL, nm, NULL, &e);
+        code = r != STS_OK ? fail(failed ? &perr : &e, failed ? in : out) : 0;
+    }
+    if (!code) {
+        FILE *f = to_stdout ? stderr : stdout;
+        fprintf(f, "%s: %zu tensor%s and %zu metadata entr%s of %s written as %s", to_stdout ? "standard output" : out,
+                n, n == 1 ? "" : "s", nm, nm == 1 ? "y" : "ies", nz(sts_archive_format(a)), gguf ? "GGUF" : "safetensors");
+        if (converted) fprintf(f, "; %zu converted to %s", converted, sts_dtype_name(to));
+        if (decoded) fprintf(f, "; %zu decoded from block types to %s", decoded, sts_dtype_name(decode_to));
+        if (converted || decoded)
+            fprintf(f, " (%s)", sts_dtype_bits(to == STS_DTYPE_COUNT ? decode_to : to) == 16 ? rounding_name(rnd) : "nearest_even");
+        fputc('\n', f);
+    }
+done:
+    for (i = 0; texts && i < nm; i++) free(texts[i].p);
+    free(texts); free(meta); free(kvs); free(jobs); free(specs); free(resolved);
+    sts_archive_close(a);
+    return code;
+}
 static int cmd_convert(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
     sts_dtype to = STS_DTYPE_COUNT;
@@ -1933,7 +2144,7 @@ static int cmd_convert(int argc, char **argv) {
     sts_kv *meta = NULL;
     size_t i, n, converted = 0;
     uint64_t out_of_range = 0;
-    int k, literal = 0, force_tty = 0, exists, code;
+    int k, literal = 0, force_tty = 0, exists, code, gguf = -1;
     input_set ins;
     char *resolved = NULL;
     sbuf line;
@@ -1957,10 +2168,21 @@ static int cmd_convert(int argc, char **argv) {
             else if (strcmp(argv[k + 1], "nearest_even") == 0) rnd = STS_ROUND_NEAREST_EVEN;
             else return usage_error("--rounding takes truncate or nearest_even, got %s", argv[k + 1]);
             k++;
+        } else if (strcmp(argv[k], "--to") == 0) {
+            if (k + 1 < argc && strcmp(argv[k + 1], "gguf") == 0) gguf = 1;
+            else if (k + 1 < argc && strcmp(argv[k + 1], "safetensors") == 0) gguf = 0;
+            else return usage_error("--to takes safetensors or gguf, got %s", k + 1 < argc ? argv[k + 1] : "nothing");
+            k++;
         } else if (strcmp(argv[k], "--force-tty") == 0) force_tty = 1;
         else return usage_error("unknown option %s", argv[k]);
     }
-    if (!in || !out || to == STS_DTYPE_COUNT) return usage_error("%s", "usage: sts convert IN OUT|- --dtype F16|BF16|F32|F64 [--rounding truncate|nearest_even] [--force-tty]");
+    if (in && out && gguf < 0) {  /* the output's format: --to, else OUT's extension */
+        size_t ol = strlen(out);
+        gguf = ol > 5 && strcasecmp_ascii(out + ol - 5, ".gguf");
+    }
+    /* a GGUF output, or an input that is not one safetensors file: through the archive */
+    if (in && out && (gguf || which_reader(in) != READ_FILE)) return convert_archive(in, out, to, rnd, gguf, force_tty);
+    if (!in || !out || to == STS_DTYPE_COUNT) return usage_error("%s", CONVERT_USAGE);
     /* the output: never the input (the same file under any name), never a FIFO or device */
     memset(&ins, 0, sizeof ins);
     if (inputs_add(&ins, in)) return out_of_memory();
@@ -2178,13 +2400,22 @@ static const command commands[] = {
       "the lock of a job whose process is gone (--force: also one that may live, e.g. on another\n"
       "host). Only files of this library's naming; never a shard the manifest names. Each file is\n"
       "listed; --dry-run removes nothing." },
-    { "convert", cmd_convert, "sts convert IN OUT|- --dtype F16|BF16|F32|F64 [--rounding truncate|nearest_even] [--force-tty]",
+    { "convert", cmd_convert, CONVERT_USAGE + 7,
       "Convert every floating tensor (F16, BF16, F32, F64) of IN to the dtype and write OUT (other\n"
       "tensors and the metadata are copied). Default rounding: nearest_even, as numpy and PyTorch\n"
       "do (every sts command that converts rounds the same way). The summary line says the rounding\n"
       "used and how many values did not fit the dtype (saturated, or overflowed to inf). OUT is\n"
       "written through a temporary renamed over it once complete, and may not be IN; - is standard\n"
-      "output (not a terminal, unless --force-tty; the summary then goes to standard error)." },
+      "output (not a terminal, unless --force-tty; the summary then goes to standard error).\n"
+      "\n"
+      "IN may be any container the archive opens: a GGUF file, a .npy file, a sharded checkpoint or\n"
+      "a dataset (--dtype is then optional). Block-quantised GGUF tensors (Q4_0, Q4_1, Q5_0, Q5_1,\n"
+      "Q8_0, Q2_K to Q6_K) are decoded to --dtype, F32 by default; other block types are refused.\n"
+      "Shapes are row-major; GGUF metadata becomes __metadata__ strings (numbers in decimal,\n"
+      "arrays as JSON). OUT is GGUF when it ends in .gguf or with --to gguf: a GGUF v3 file that\n"
+      "ggml loads, of the types GGUF has (F32, F16, BF16, F64, I8 to I64; others are refused),\n"
+      "typed metadata kept (safetensors metadata as STRING values). One converted tensor at a time\n"
+      "is held in memory." },
     { "bench", cmd_bench, "sts bench",
       "Quick benchmarks on this machine: header parsing and the F32 -> BF16 codec beside memcpy." },
     { "rules", cmd_rules, "sts rules", "Print the validation-rule table (rule, result code, reference variant)." },

@@ -13,7 +13,13 @@
    both byte orders and versions 2 and 3, and corpus files whose header it rebuilt around their
    tensor infos and data. We must open each (strict mode too, except a big-endian version 2), read
    what the package reads, and find every tensor's bytes unchanged.
-Usage: hf_check.py CORPUS_DIR GGUF_DUMP OUT_DIR
+4. Files our GGUF writer wrote (sts_gguf_write through `sts convert X.gguf Y.gguf`, block types
+   decoded to F32): every valid corpus file the package reads, in both byte orders, converted. The
+   package must read each as we do, strict mode must accept it (but for the caller's keys and
+   general.architecture, where it refuses the source for them too), and its KVs must be the source's
+   (a scalar UINT8 comes back as UINT64, as SPECIFICATION 15.9 says). A source may only fail to
+   convert for a block type we do not decode or a string that is not UTF-8.
+Usage: hf_check.py CORPUS_DIR GGUF_DUMP OUT_DIR STS
 """
 import os
 import shutil
@@ -88,7 +94,7 @@ def compare(ours, theirs, names, problems):
 
 
 def main():
-    corpus, dumper, out = sys.argv[1:4]
+    corpus, dumper, out, sts = sys.argv[1:5]
     ensure_package()
     valid = []
     with open(os.path.join(corpus, "cases.tsv")) as fh:
@@ -124,12 +130,50 @@ def main():
             got = [l for l in ours[n]["rest"] if l.startswith("sha ")]
             if not want or want != got:
                 problems.append("%s: the tensors' bytes differ from the file it was rebuilt from" % n)
+    # 4. our writer's files
+    wdir = out + "_written"
+    shutil.rmtree(wdir, ignore_errors=True)
+    os.makedirs(wdir)
+    written, refused = [], 0
+    for n in valid:
+        dst = os.path.join(wdir, "w_" + n)
+        r = subprocess.run([os.path.abspath(sts), "convert", os.path.join(corpus, n), dst], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, universal_newlines=True)
+        if r.returncode == 0:
+            written.append(n)
+        elif "does not decode" in r.stderr or "UTF-8" in r.stderr or "general.alignment" in r.stderr:
+            refused += 1
+        else:
+            problems.append("%s: sts convert to GGUF failed: %s" % (n, r.stderr.strip()[:300]))
+    wnames = ["w_" + n for n in written]
+    wpaths = [os.path.join(wdir, n) for n in wnames]
+    ours = dumps([os.path.abspath(dumper)], wpaths)
+    theirs = dumps(["node", os.path.join(ROOT, "tests", "gguf", "hf_dump.cjs")], wpaths)
+    compare(ours, theirs, wnames, problems)
+    src_strict = dumps([os.path.abspath(dumper), "--strict"], [os.path.join(corpus, n) for n in written])
+    for n, d in dumps([os.path.abspath(dumper), "--strict"], wpaths).items():
+        rule = (d["error"] or "").split(":")[0]
+        # keys and general.architecture are the caller's: strict may refuse those where it refuses the source
+        if d["error"] and not (rule in ("gguf.strict_key", "gguf.strict_required") and
+                               (src_strict[n[2:]]["error"] or "").startswith(rule + ":")):
+            problems.append("%s: strict mode refuses our writer's file: %s" % (n, d["error"]))
+    src = dumps([os.path.abspath(dumper)], [os.path.join(corpus, n) for n in written])
+    for n in written:
+        want = sorted(l.replace(" 0 u", " 10 u", 1) if " 0 u" in l else l for l in src[n]["kv"])
+        got = sorted(ours["w_" + n]["kv"])
+        if want != got:
+            diff = sorted(set(want) ^ set(got))
+            problems.append("w_%s: the KVs are not the source's, e.g. %s" % (n, diff[0][:300]))
+    if len(written) < len(valid) // 2:
+        problems.append("only %d of %d valid files converted" % (len(written), len(valid)))
     for p in problems:
         print("FAIL " + p)
     if problems:
         sys.exit("test-gguf-hf: %d problem(s)" % len(problems))
     print("test-gguf-hf: @huggingface/gguf %s reads the %d valid corpus files as we do; its serializer's %d files "
-          "open here (strict too), read the same, tensors unchanged" % (PACKAGE.split("@")[-1], len(valid), len(made)))
+          "open here (strict too), read the same, tensors unchanged; %d files our writer made from them read the same "
+          "there, pass strict and keep their KVs (%d sources refused: types not decoded, strings not UTF-8, an alignment not a multiple of 8)"
+          % (PACKAGE.split("@")[-1], len(valid), len(made), len(written), refused))
 
 
 if __name__ == "__main__":
