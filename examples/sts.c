@@ -1992,6 +1992,11 @@ static void sb_double(sbuf *b, double x, int json, int f32) {  /* the fewest dig
         if (f32 ? (double)strtof(t, NULL) == x : strtod(t, NULL) == x) break;  /* a FLOAT32: as a float */
     }
     if (p == 17) snprintf(t, sizeof t, "%.17g", x);
+    {   /* Python's repr: positional from 1e-4 up to 1e16, so 10000.0 rather than 1e+04 */
+        const char *ep = strchr(t, 'e');
+        int ex = ep ? atoi(ep + 1) : 0;
+        if (ep && ex >= -4 && ex < 16) snprintf(t, sizeof t, "%.*f", p - 1 - ex > 0 ? p - 1 - ex : 0, x);
+    }
     sb_str(b, t);
     if (!strpbrk(t, ".en")) sb_str(b, ".0");
 }

@@ -18,6 +18,7 @@ tests/cli/cases.txt use it):
     swap-index-offsets INDEX K1 K2   swap two tensors' data_offsets in _tensor_index.json (the
                                  index then disagrees with the shard's header about both)
 
+--read FILE --metadata prints a safetensors file's __metadata__, a key a line, sorted.
 --read writes a tensor's bytes to standard output, little-endian (as safetensors holds them), read
 with the standard library alone, for comparing with what sts get wrote: a .npy file's array (a
 big-endian one swapped), tensor NAME of a safetensors file, or tensor NAME of a sharded checkpoint
@@ -173,6 +174,22 @@ def main(out):
         with open(os.path.join(out, folder, "model.safetensors.index.json"), "w") as f:
             json.dump({"metadata": {"total_size": total}, "weight_map": wm}, f, indent=2)
 
+    # ---- GGUF files, by the corpus's writer (tests/gguf/make_corpus.py): a small model in both byte
+    # orders (plain and block types, typed KVs and arrays), and one with a type we do not decode ----
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "gguf"))
+    import make_corpus as mc
+    kvs = mc.base_kvs() + [
+        (b"general.name", mc.STR, b"tiny"), (b"llama.context_length", mc.U32, 2048),
+        (b"llama.rope.freq_base", mc.F32, 10000.0), (b"tokenizer.ggml.tokens", mc.ARR, (mc.STR, [b"<s>", b"\"q\"", b"\xc3\xa9"])),
+        (b"tokenizer.ggml.scores", mc.ARR, (mc.F32, [0.0, -1.5, 0.25])), (b"flag", mc.BOOL, 1), (b"tiny_u8", mc.U8, 7)]
+    tensors = [mc.T(b"token_embd.weight", [4, 3], 0), mc.T(b"norm", [4], 1), mc.T(b"blk.0.q", [32, 2], 8),
+               mc.T(b"blk.0.k", [256], 12), mc.T(b"ids", [3], 26), mc.T(b"scalar", [], 0)]
+    for name, be in (("model.gguf", False), ("model_be.gguf", True)):
+        with open(p(name), "wb") as f:
+            f.write(mc.Gguf(be=be, kvs=kvs, tensors=tensors).build()[0])
+    with open(p("iq.gguf"), "wb") as f:
+        f.write(mc.Gguf(kvs=mc.base_kvs(), tensors=[mc.T(b"iq", [256], 16)]).build()[0])
+
 
 def edit(op, path, *args):
     with open(path, "rb") as f:
@@ -224,6 +241,12 @@ def read_tensor(path, name=None):
 if __name__ == "__main__":
     if len(sys.argv) >= 4 and sys.argv[1] == "--edit":
         edit(*sys.argv[2:])
+    elif len(sys.argv) == 4 and sys.argv[1] == "--read" and sys.argv[3] == "--metadata":
+        with open(sys.argv[2], "rb") as f:     # a safetensors file's __metadata__, one key a line
+            b = f.read()
+        meta = json.loads(b[8:8 + struct.unpack("<Q", b[:8])[0]].decode()).get("__metadata__", {})
+        for k in sorted(meta):
+            print("%s = %s" % (k, json.dumps(meta[k], ensure_ascii=False)))
     elif len(sys.argv) in (3, 4) and sys.argv[1] == "--read":
         sys.stdout.buffer.write(read_tensor(*sys.argv[2:]))
     elif len(sys.argv) == 2:
