@@ -1204,7 +1204,8 @@ STSDEF sts_result sts_archive_materialize(const sts_archive *a, const sts_tensor
    Tensors are sts_tensor_spec, as for sts_write: row-major shapes (written in ggml's order,
    innermost first), little-endian data or a producer, laid out in the order given. Their dtypes
    are those GGUF has: F32, F16, BF16, F64, I8, I16, I32, I64; at most 4 dimensions; names of at
-   most 63 bytes (ggml's limit), UTF-8 without NUL, unique. KVs are sts_meta with keys, unique,
+   most 63 bytes (ggml's limit), UTF-8 without NUL, unique. KVs are sts_meta with keys (UTF-8
+   without NUL: ggml reads keys up to one), unique,
    written in the order given. A value's GGUF type is its format_type where that says one
    consistently with its type (UINT: UINT16, UINT32, UINT64; INT: INT8 to INT64; FLOAT: FLOAT32
    or FLOAT64; values must fit), else STRING, UINT64, INT64, FLOAT64, BOOL or ARRAY; GGUF's UINT8
@@ -14751,9 +14752,11 @@ STS__PRIVATE sts_result sts__gw_plan(sts__gwplan *pl, const sts_tensor_spec *spe
         const char *why;
         uint32_t vt, it = STS__GW_NONE;
         if (!m->key || !m->key_len) STS__GW_FAIL(sts__gw_bad(err, STS_RULE_GGUF_KEY, "KV %z has no key", i));
-        if (m->key_len > STS__GG_MAX_STRING || sts__utf8_check((const uint8_t *)m->key, m->key_len) != m->key_len)
-            STS__GW_FAIL(sts__gw_bad(err, STS_RULE_WRITE_TEXT, "key %q is not UTF-8 of at most 2^30 bytes", m->key,
-                                     m->key_len));
+        /* ggml reads keys up to a NUL ("general.alignment\0x" is its alignment): none is written */
+        if (m->key_len > STS__GG_MAX_STRING || sts__utf8_check((const uint8_t *)m->key, m->key_len) != m->key_len ||
+            memchr(m->key, 0, m->key_len))
+            STS__GW_FAIL(sts__gw_bad(err, STS_RULE_WRITE_TEXT, "key %q is not UTF-8 without NUL of at most 2^30 bytes",
+                                     m->key, m->key_len));
         vt = sts__gw_vtype(m, STS__GW_NONE, &why);
         if (m->key_len == 17 && memcmp(m->key, "general.alignment", 17) == 0) {
             if (m->type != STS_META_UINT || (m->format_type != 0 && m->format_type != 4))

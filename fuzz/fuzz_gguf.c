@@ -12,7 +12,12 @@
        every descriptor lies inside the input with a size that matches its type and shape, its
        bytes hash through sts_archive_sha256 and copy through materialize (block types in the
        other byte order refused as documented, the ten decodable ones also decoded to F32), the
-       digest checked in the same pass.
+       digest checked in the same pass;
+     - on success in the default mode, on a little-endian host, with plain tensors of at most 1 MiB:
+       the archive written again by sts_gguf_write (its KVs as they are, its tensors materialised)
+       succeeds or refuses with a documented rule (text that is not UTF-8, an alignment GGUF's
+       writer does not write); what it writes opens with the same KVs (a scalar UINT8 as UINT64),
+       names, types, shapes and tensor bytes.
    Seeds: fuzz/corpus/gguf/, small files of tests/gguf/make_corpus.py's corpus. */
 #define STS_IMPLEMENTATION
 #include "../safetensors_spark.h"
@@ -119,6 +124,110 @@ static void fzg_walk(sts_archive *a, uint64_t size) {
     fzg_sink += s;
 }
 
+/* sts_gguf_write of what the archive holds, then the result opened and compared. */
+static sts_result fzg_mem_write(void *user, const void *bytes, size_t len) {
+    tu_sb *b = (tu_sb *)user;
+    tu_sb_put(b, bytes, len);
+    return STS_OK;
+}
+static int fzg_same_meta(const sts_meta *x, const sts_meta *y) {
+    uint64_t k;
+    if (x->type != y->type || x->key_len != y->key_len || (x->key_len && memcmp(x->key, y->key, x->key_len))) return 0;
+    switch (x->type) {
+    case STS_META_STRING: return x->str_len == y->str_len && (!x->str_len || memcmp(x->str, y->str, x->str_len) == 0);
+    case STS_META_UINT: case STS_META_BOOL: return x->u == y->u;
+    case STS_META_INT: return x->i == y->i;
+    case STS_META_FLOAT: return memcmp(&x->f, &y->f, sizeof x->f) == 0 || (x->f != x->f && y->f != y->f);
+    default:
+        if (x->count != y->count || x->u != y->u) return 0;
+        for (k = 0; k < x->count; k++)
+            if (!fzg_same_meta(&x->items[k], &y->items[k])) return 0;
+        return 1;
+    }
+}
+static void fzg_rewrite(sts_archive *a) {
+    size_t n = sts_archive_count(a), nm = sts_archive_meta_count(a), i;
+    sts_tensor_spec *specs;
+    sts_meta *kvs;
+    void **bufs;
+    tu_sb out;
+    sts_sink sink;
+    sts_error e;
+    sts_result r;
+    if (tu_big_endian()) return;
+    for (i = 0; i < n; i++) {
+        const sts_tensor_desc *d;
+        FZ_CHECK(sts_archive_at(a, i, &d, &e) == STS_OK);
+        if (!d->type->plain || d->type->dtype == STS_DTYPE_COUNT || d->nbytes > ((uint64_t)1 << 20)) return;
+    }
+    specs = (sts_tensor_spec *)calloc(n + 1, sizeof *specs);
+    bufs = (void **)calloc(n + 1, sizeof *bufs);
+    kvs = (sts_meta *)calloc(nm + 1, sizeof *kvs);
+    FZ_CHECK(specs && bufs && kvs);
+    for (i = 0; i < n; i++) {
+        const sts_tensor_desc *d;
+        sts_factory fac;
+        sts_materialize_options mo;
+        sts_materialized mat;
+        FZ_CHECK(sts_archive_at(a, i, &d, &e) == STS_OK);
+        memset(&fac, 0, sizeof fac);
+        fac.allocate = fzg_alloc;
+        fac.release = fzg_release;
+        memset(&mo, 0, sizeof mo);
+        mo.zero_copy = STS_ZERO_COPY_NEVER;
+        FZ_CHECK(sts_archive_materialize(a, d, &fac, &mo, &mat, &e) == STS_OK);  /* host order: little-endian */
+        bufs[i] = mat.data;
+        specs[i].name = d->name; specs[i].name_len = d->name_len; specs[i].dtype = d->type->dtype;
+        specs[i].rank = d->rank; specs[i].shape = d->shape; specs[i].data = mat.data; specs[i].data_size = d->nbytes;
+    }
+    for (i = 0; i < nm; i++) kvs[i] = *sts_archive_meta_at(a, i);
+    memset(&out, 0, sizeof out);
+    sink.write = fzg_mem_write;
+    sink.user = &out;
+    r = sts_gguf_write(specs, n, kvs, nm, &sink, NULL, &e);
+    if (r != STS_OK) {
+        FZ_CHECK(e.rule == STS_RULE_WRITE_TEXT || e.rule == STS_RULE_GGUF_STRING || e.rule == STS_RULE_GGUF_ALIGNMENT);
+        FZ_CHECK(out.n == 0);
+    } else {
+        sts_archive *b;
+        sts_input in;
+        uint64_t size = 0;
+        FZ_CHECK(sts_gguf_write_size(specs, n, kvs, nm, NULL, &size, &e) == STS_OK && size == out.n);
+        memset(&in, 0, sizeof in);
+        in.bytes = out.p;
+        in.size = out.n;
+        if (sts_archive_open(NULL, &in, NULL, &b, &e) != STS_OK) {
+            fprintf(stderr, "the writer's file does not open: %s\n", e.message);
+            abort();
+        }
+        FZ_CHECK(sts_archive_count(b) == n && sts_archive_meta_count(b) == nm);
+        for (i = 0; i < nm; i++) {
+            sts_meta want = kvs[i];
+            const sts_meta *got = sts_archive_meta_at(b, i);
+            if (want.type == STS_META_UINT && want.format_type == 0) want.format_type = 10;  /* UINT8 -> UINT64 */
+            FZ_CHECK(fzg_same_meta(&want, got));
+        }
+        for (i = 0; i < n; i++) {
+            const sts_tensor_desc *d;
+            uint32_t j;
+            void *back = malloc(specs[i].data_size + 1);
+            FZ_CHECK(back && sts_archive_at(b, i, &d, &e) == STS_OK);
+            FZ_CHECK(d->name_len == specs[i].name_len && memcmp(d->name, specs[i].name, d->name_len) == 0);
+            FZ_CHECK(d->type->dtype == specs[i].dtype && d->rank == specs[i].rank && d->nbytes == specs[i].data_size);
+            for (j = 0; j < d->rank; j++) FZ_CHECK(d->shape[j] == specs[i].shape[j]);
+            FZ_CHECK(sts_archive_read(b, d, 0, back, (size_t)d->nbytes, &e) == STS_OK);
+            FZ_CHECK(d->nbytes == 0 || memcmp(back, specs[i].data, (size_t)d->nbytes) == 0);
+            free(back);
+        }
+        sts_archive_close(b);
+    }
+    tu_sb_free(&out);
+    for (i = 0; i < n; i++) free(bufs[i]);
+    free(bufs);
+    free(specs);
+    free(kvs);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     sts_registry *reg;
     sts_provider p;
@@ -170,6 +279,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 FZ_CHECK(fs.max_end <= d->offset - d->extras[1].u || fs.max_end <= STS_PROBE_BYTES);
             }
             fzg_walk(am, size);
+            if (!strict) fzg_rewrite(am);
             sts_archive_close(am);
             sts_archive_close(as);
         }

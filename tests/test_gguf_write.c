@@ -377,6 +377,10 @@ static void test_refusals(void **state) {
     refused("empty key", &t, 1, kv, 1, STS_ERR_INVALID_ARGUMENT, STS_RULE_GGUF_KEY, "has no key");
     kv[0] = kv_str("k\xc3", "v");
     refused("key not UTF-8", &t, 1, kv, 1, STS_ERR_INVALID_ARGUMENT, STS_RULE_WRITE_TEXT, "not UTF-8");
+    kv[0] = kv_str("general.alignment", "v");
+    kv[0].key_len = 19;
+    kv[0].key = "general.alignment\0x";
+    refused("NUL in a key", &t, 1, kv, 1, STS_ERR_INVALID_ARGUMENT, STS_RULE_WRITE_TEXT, "without NUL");
     kv[0] = kv_str("k", "\xc3(");
     refused("string not UTF-8", &t, 1, kv, 1, STS_ERR_INVALID_ARGUMENT, STS_RULE_GGUF_STRING, "UTF-8");
     kv[0] = kv_u("general.alignment", 4, 4);
