@@ -486,7 +486,8 @@ static int host_is_big_endian(void) {
 }
 /* A tensor's bytes in little-endian order (what the codecs and the safetensors format use), through
    sts_archive_materialize: a view of the mapping when there is one, else one copy (swapped to the
-   host's order by the archive). *owned gets what the caller frees (NULL for a view). */
+   host's order by the archive; converted, or a block type decoded, to target unless it is
+   STS_DTYPE_COUNT). *owned gets what the caller frees (NULL for a view). */
 typedef struct le_factory { void *mem; uint64_t nbytes; } le_factory;
 static void *le_allocate(void *user, const sts_tensor_desc *d, const sts_type *type, uint64_t nbytes) {
     le_factory *f = (le_factory *)user;
@@ -496,12 +497,14 @@ static void *le_allocate(void *user, const sts_tensor_desc *d, const sts_type *t
     return f->mem = malloc(nbytes ? (size_t)nbytes : 1);
 }
 static int le_wrap(void *user, const sts_tensor_desc *d, const void *view) { (void)user; (void)d; (void)view; return 1; }
-static sts_result tensor_le_bytes(const sts_archive *a, const sts_tensor_desc *d, const uint8_t **bytes, uint8_t **owned, sts_error *e) {
+static sts_result tensor_le_bytes(const sts_archive *a, const sts_tensor_desc *d, sts_dtype target, const uint8_t **bytes,
+                                  uint8_t **owned, sts_error *e) {
     le_factory lf;
     sts_factory f;
     sts_materialized m;
+    sts_materialize_options mo;
     sts_result r;
-    unsigned unit = d->type->swap;
+    unsigned unit;
     memset(&lf, 0, sizeof lf);
     memset(&f, 0, sizeof f);
     f.allocate = le_allocate;
@@ -509,10 +512,15 @@ static sts_result tensor_le_bytes(const sts_archive *a, const sts_tensor_desc *d
     f.user = &lf;
     *bytes = NULL;
     *owned = NULL;
-    if ((r = sts_archive_materialize(a, d, &f, NULL, &m, e)) != STS_OK) { free(lf.mem); return r; }
+    memset(&mo, 0, sizeof mo);
+    mo.convert = target != STS_DTYPE_COUNT;  /* decode a block type (or convert) to target */
+    mo.target = target;
+    mo.rounding = STS_ROUND_NEAREST_EVEN;
+    if ((r = sts_archive_materialize(a, d, &f, &mo, &m, e)) != STS_OK) { free(lf.mem); return r; }
     *bytes = (const uint8_t *)m.data;
     if (!m.wrapped) *owned = (uint8_t *)m.data;
-    if (host_is_big_endian() && d->type->plain && unit > 1) {  /* host order is big-endian here: back to little */
+    unit = m.type->swap;
+    if (host_is_big_endian() && m.type->plain && unit > 1) {  /* host order is big-endian here: back to little */
         if (m.wrapped) {
             if (!(*owned = (uint8_t *)malloc(m.nbytes ? (size_t)m.nbytes : 1))) {
                 e->code = STS_ERR_NOMEM;
@@ -1141,7 +1149,10 @@ static int dump_tensor(const sts_archive *a, const sts_tensor_desc *t, uint64_t 
     printf(": %s ", t->type->name);
     put_shape(stdout, t->shape, t->rank);
     printf("\n");
-    if (!t->type->plain || dt == STS_DTYPE_COUNT) {
+    if (!t->type->plain && sts_dequantize_supported(t->type->name)) {  /* decoded to F32 first */
+        printf("(%s blocks decoded to F32)\n", t->type->name);
+        dt = STS_DTYPE_F32;
+    } else if (!t->type->plain || dt == STS_DTYPE_COUNT) {
         fflush(stdout);
         fprintf(stderr, "%s: ", prog_cmd);
         put_name(stderr, t->name, t->name_len, 0);
@@ -1168,7 +1179,7 @@ static int dump_tensor(const sts_archive *a, const sts_tensor_desc *t, uint64_t 
         printf("(%llu elements: too many to decode here)\n", (unsigned long long)numel);
         return 0;
     }
-    if (tensor_le_bytes(a, t, &c.raw, &owned, &e) != STS_OK) {
+    if (tensor_le_bytes(a, t, dt != t->type->dtype ? dt : STS_DTYPE_COUNT, &c.raw, &owned, &e) != STS_OK) {
         fflush(stdout);
         fprintf(stderr, "%s: ", prog_cmd);
         put_name(stderr, t->name, t->name_len, 0);
@@ -1280,8 +1291,8 @@ static int get_archive(const char *src, const char *key, const char *out, int np
     if (archive_open(src, NULL, &a, &e) != STS_OK) return fail(&e, src);
     if (sts_archive_find(a, key, strlen(key), &d, &e) != STS_OK) { sts_archive_close(a); return fail(&e, key); }
     unit = d->big_endian && d->type->plain ? d->type->swap : 0;
-    if (d->big_endian && !d->type->plain) {
-        fprintf(stderr, "%s: %s: %s blocks stored big-endian are not swapped: not supported\n", prog_cmd, key, d->type->name);
+    if (d->big_endian && !d->type->plain && host_is_big_endian()) {
+        fprintf(stderr, "%s: %s: %s blocks stored big-endian on a big-endian host: not supported\n", prog_cmd, key, d->type->name);
         sts_archive_close(a);
         return EXIT_INVALID;
     }
@@ -1307,8 +1318,16 @@ static int get_archive(const char *src, const char *key, const char *out, int np
     if (code) { free(head); free(buf); sts_archive_close(a); return code; }
     if (head) out_write(&o, head, head_len);
     free(head);
-    r = sts_cursor_open(a, d, 0, d->nbytes, (size_t)1 << 20, NULL, &cur, &e);
-    while (r == STS_OK && (r = sts_cursor_next(cur, &chunk, &len, &e)) == STS_OK && len) {
+    if (d->big_endian && !d->type->plain) {  /* blocks: their fields swapped by materialize, to this host's (little) order */
+        const uint8_t *bytes;
+        uint8_t *owned = NULL;
+        r = tensor_le_bytes(a, d, STS_DTYPE_COUNT, &bytes, &owned, &e);
+        if (r == STS_OK) out_write(&o, bytes, (size_t)d->nbytes);
+        free(owned);
+        unit = 2;  /* said below: swapped */
+    } else
+        r = sts_cursor_open(a, d, 0, d->nbytes, (size_t)1 << 20, NULL, &cur, &e);
+    while (r == STS_OK && cur && (r = sts_cursor_next(cur, &chunk, &len, &e)) == STS_OK && len) {
         if (unit > 1) {  /* every chunk but the last is 1 MiB, a whole number of units; so is the last */
             memcpy(buf, chunk, len);
             swap_units(buf, len / unit, unit);
@@ -2354,9 +2373,10 @@ static const command commands[] = {
       "Each value is written as numpy's repr writes it: the fewest digits that read back to the\n"
       "same value of its own dtype (F16 and BF16 too); integers exactly. An axis longer than 2N\n"
       "shows its first and last N values (--limit N, numpy's edgeitems, default 3). -- ends the\n"
-      "options. FILE is any source the archive opens: a safetensors or .npy file, a sharded\n"
-      "checkpoint (its index or folder), a dataset folder. A type without a dtype (quantised\n"
-      "blocks) is not supported: said on standard error, the other tensors shown, exit 1." },
+      "options. FILE is any source the archive opens: a safetensors, .npy or GGUF file, a sharded\n"
+      "checkpoint (its index or folder), a dataset folder. GGUF block types that the library\n"
+      "decodes (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K to Q6_K) are shown decoded to F32; other block\n"
+      "types are not supported: said on standard error, the other tensors shown, exit 1." },
     { "get", cmd_get, "sts get DIR KEY [-o FILE|-] [--npy] [--force-tty]",
       "Look KEY up in a dataset (through its tensor index, else its headers) and write the tensor's\n"
       "raw bytes to FILE or standard output, or, with --npy, a .npy file numpy loads. KV datasets\n"
