@@ -17,7 +17,7 @@
    decoded to F32): every valid corpus file the package reads, in both byte orders, converted. The
    package must read each as we do, strict mode must accept it (but for the caller's keys and
    general.architecture, where it refuses the source for them too), and its KVs must be the source's
-   (a scalar UINT8 comes back as UINT64, as SPECIFICATION 15.9 says). A source may only fail to
+   (a scalar UINT8 comes back as UINT64, as SPECIFICATION 15.8 says). A source may only fail to
    convert for a block type we do not decode or a string that is not UTF-8.
 Usage: hf_check.py CORPUS_DIR GGUF_DUMP OUT_DIR STS
 """
