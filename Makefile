@@ -57,15 +57,35 @@ UNIT_BINS  = $(patsubst tests/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
 ASAN_BINS  = $(patsubst tests/%.c,$(BUILD)/asan/%,$(UNIT_SRCS))
 VG_BINS    = $(patsubst tests/%.c,$(BUILD)/vg/%,$(UNIT_SRCS))
 
-$(BUILD)/unit/%: tests/%.c $(HEADER) $(wildcard tests/*.h)
+# The test programs that link the implementation compiled once per build kind (tests/sts_impl.c,
+# $(BUILD)/<kind>/sts_impl.o) rather than compiling all of it again: those that use no internals
+# (sts__*) and define no configuration macro. Compiling the implementation is nearly all of a test
+# program's build time, so this halves the suite's. The others compile it in, as users do.
+LINKED_TESTS := test_archive test_archive_threads test_conformance test_core_alloc test_core_io \
+                test_core_roundtrip test_dataset_jobs test_dataset_read test_dataset_read_errors test_dataset_read_hf \
+                test_dataset_read_pushdown test_dataset_read_threads test_gguf test_gguf_write
+# $(call sts_linked,NAME,OBJECT): the flag and the object for a linked program, else nothing.
+sts_linked_flag = $(if $(filter $(1),$(LINKED_TESTS)),-DSTS_TEST_LINKED)
+sts_linked_obj = $(if $(filter $(1),$(LINKED_TESTS)),$(2))
+
+$(BUILD)/unit/sts_impl.o: tests/sts_impl.c $(HEADER)
 	@mkdir -p $(dir $@)
-	$(CC) -std=c99 $(OPT) $(STS_WARN) -o $@ $< $(UNIT_LIBS)
-$(BUILD)/asan/%: tests/%.c $(HEADER) $(wildcard tests/*.h)
+	$(CC) -std=c99 $(OPT) $(STS_WARN) -c -o $@ $<
+$(BUILD)/asan/sts_impl.o: tests/sts_impl.c $(HEADER)
 	@mkdir -p $(dir $@)
-	$(CLANG) -std=c99 $(ASAN_FLAGS) $(STS_WARN) -o $@ $< $(UNIT_LIBS)
-$(BUILD)/vg/%: tests/%.c $(HEADER) $(wildcard tests/*.h)
+	$(CLANG) -std=c99 $(ASAN_FLAGS) $(STS_WARN) -c -o $@ $<
+$(BUILD)/vg/sts_impl.o: tests/sts_impl.c $(HEADER)
 	@mkdir -p $(dir $@)
-	$(CC) -std=c99 -O1 -g $(STS_WARN) -o $@ $< $(UNIT_LIBS)
+	$(CC) -std=c99 -O1 -g $(STS_WARN) -c -o $@ $<
+$(BUILD)/unit/%: tests/%.c $(HEADER) $(wildcard tests/*.h) $(BUILD)/unit/sts_impl.o
+	@mkdir -p $(dir $@)
+	$(CC) -std=c99 $(OPT) $(STS_WARN) $(call sts_linked_flag,$*) -o $@ $< $(call sts_linked_obj,$*,$(BUILD)/unit/sts_impl.o) $(UNIT_LIBS)
+$(BUILD)/asan/%: tests/%.c $(HEADER) $(wildcard tests/*.h) $(BUILD)/asan/sts_impl.o
+	@mkdir -p $(dir $@)
+	$(CLANG) -std=c99 $(ASAN_FLAGS) $(STS_WARN) $(call sts_linked_flag,$*) -o $@ $< $(call sts_linked_obj,$*,$(BUILD)/asan/sts_impl.o) $(UNIT_LIBS)
+$(BUILD)/vg/%: tests/%.c $(HEADER) $(wildcard tests/*.h) $(BUILD)/vg/sts_impl.o
+	@mkdir -p $(dir $@)
+	$(CC) -std=c99 -O1 -g $(STS_WARN) $(call sts_linked_flag,$*) -o $@ $< $(call sts_linked_obj,$*,$(BUILD)/vg/sts_impl.o) $(UNIT_LIBS)
 
 .PHONY: test-unit test-asan test-valgrind
 # Each step builds its programs in parallel first (every one compiles the whole header), then runs them.

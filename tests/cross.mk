@@ -26,9 +26,12 @@ CROSS_RUNS  := $(foreach a,$(CROSS_ARCHS),$(patsubst %,$(BUILD)/cross/$(a)/ok/%,
 .SECONDARY: $(foreach a,$(CROSS_ARCHS),$(patsubst %,$(BUILD)/cross/$(a)/bin/%,$(CROSS_NAMES)))
 
 define STS_CROSS_RULES
-$(BUILD)/cross/$(1)/bin/%: tests/%.c $(HEADER) $(wildcard tests/*.h)
+$(BUILD)/cross/$(1)/sts_impl.o: tests/sts_impl.c $(HEADER)
 	@mkdir -p $$(dir $$@)
-	@$(1)-linux-gnu-gcc -std=c99 $(CROSS_OPT) -pipe $(STS_WARN) -o $$@ $$< $(UNIT_LIBS)
+	@$(1)-linux-gnu-gcc -std=c99 $(CROSS_OPT) -pipe $(STS_WARN) -c -o $$@ $$<
+$(BUILD)/cross/$(1)/bin/%: tests/%.c $(HEADER) $(wildcard tests/*.h) $(BUILD)/cross/$(1)/sts_impl.o
+	@mkdir -p $$(dir $$@)
+	@$(1)-linux-gnu-gcc -std=c99 $(CROSS_OPT) -pipe $(STS_WARN) $$(call sts_linked_flag,$$*) -o $$@ $$< $$(call sts_linked_obj,$$*,$(BUILD)/cross/$(1)/sts_impl.o) $(UNIT_LIBS)
 $(BUILD)/cross/$(1)/ok/%: $(BUILD)/cross/$(1)/bin/%
 	@mkdir -p $$(dir $$@)
 	@t0=$$$$(date +%s); if STS_TEST_LEVEL=quick QEMU_LD_PREFIX=/ qemu-$(1) $$< >$$@.log 2>&1; then \

@@ -18,7 +18,9 @@
      opening a lazy shard: an error, and nothing leaked;
    - sharded errors and counters (100 shards: opening opens only the index). */
 #define _POSIX_C_SOURCE 200809L
+#ifndef STS_TEST_LINKED  /* the Makefile links tests/sts_impl.c's object instead */
 #define STS_IMPLEMENTATION
+#endif
 #include "../safetensors_spark.h"
 #include "test_dataset_read_util.h"
 #include "archive_util.h"

@@ -10,7 +10,9 @@
    Every result is checked against the values the tensors were written with and their digests.
    Threads never call cmocka: they count failures and the main thread checks. */
 #define _POSIX_C_SOURCE 200809L
+#ifndef STS_TEST_LINKED  /* the Makefile links tests/sts_impl.c's object instead */
 #define STS_IMPLEMENTATION
+#endif
 #include "../safetensors_spark.h"
 #include "test_dataset_read_util.h"
 #include "archive_util.h"

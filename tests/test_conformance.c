@@ -16,7 +16,9 @@
 
    Prints a summary per read path and every disagreement; exits 1 on any. STS_TEST_LEVEL changes
    nothing: the run takes well under a second. */
+#ifndef STS_TEST_LINKED  /* the Makefile links tests/sts_impl.c's object instead */
 #define STS_IMPLEMENTATION
+#endif
 #include "../safetensors_spark.h"
 #define TU_STANDALONE   /* plain C: no cmocka */
 #include "test_util.h"

@@ -7,7 +7,9 @@
    tensors, dims and metadata entries (growth by realloc), duplicates and unsorted offsets (the
    re-sort and the metadata re-index). */
 #define _POSIX_C_SOURCE 200809L
+#ifndef STS_TEST_LINKED  /* the Makefile links tests/sts_impl.c's object instead */
 #define STS_IMPLEMENTATION
+#endif
 #include "../safetensors_spark.h"
 #include "core_util.h"
 

@@ -3,7 +3,9 @@
    sparse file over 4 GiB; clear errors for folders, missing paths, empty and 7-byte files; a cold
    header-only open reads the header's page from the device, not the readahead after it. */
 #define _POSIX_C_SOURCE 200809L
+#ifndef STS_TEST_LINKED  /* the Makefile links tests/sts_impl.c's object instead */
 #define STS_IMPLEMENTATION
+#endif
 #include "../safetensors_spark.h"
 #include "core_util.h"
 

@@ -14,7 +14,9 @@
 
    Several thousand iterations at full level, about 100 under STS_TEST_LEVEL=quick. */
 #define _POSIX_C_SOURCE 200809L
+#ifndef STS_TEST_LINKED  /* the Makefile links tests/sts_impl.c's object instead */
 #define STS_IMPLEMENTATION
+#endif
 #include "../safetensors_spark.h"
 #include "core_util.h"
 

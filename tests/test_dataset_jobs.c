@@ -14,7 +14,9 @@
      with --data, and the reader's verify_checksums on first touch);
    - clean: dry run, only our own left-overs, a live lock refused without force. */
 #define _POSIX_C_SOURCE 200809L
+#ifndef STS_TEST_LINKED  /* the Makefile links tests/sts_impl.c's object instead */
 #define STS_IMPLEMENTATION
+#endif
 #include "../safetensors_spark.h"
 #include <stdarg.h>
 #include <stddef.h>

@@ -15,7 +15,9 @@
      at full strength;
    - edge cases: an empty dataset (shards: []), a projection of zero columns. */
 #define _POSIX_C_SOURCE 200809L
+#ifndef STS_TEST_LINKED  /* the Makefile links tests/sts_impl.c's object instead */
 #define STS_IMPLEMENTATION
+#endif
 #include "../safetensors_spark.h"
 #include "test_dataset_read_util.h"
 #include <signal.h>

@@ -15,7 +15,9 @@
    - allocation failures: the k-th allocation fails for every k (open, lookups, scans): NOMEM or
      success, no leak, and every free passes the allocated size. */
 #define _POSIX_C_SOURCE 200809L
+#ifndef STS_TEST_LINKED  /* the Makefile links tests/sts_impl.c's object instead */
 #define STS_IMPLEMENTATION
+#endif
 #include "../safetensors_spark.h"
 #include "test_dataset_read_util.h"
 

@@ -10,7 +10,9 @@
      Face index names, total data bytes equal to its metadata.total_size, a wide scan whose columns
      (the first shard's tensors) are null in the other shards, an explicit schema across shards. */
 #define _POSIX_C_SOURCE 200809L
+#ifndef STS_TEST_LINKED  /* the Makefile links tests/sts_impl.c's object instead */
 #define STS_IMPLEMENTATION
+#endif
 #include "../safetensors_spark.h"
 #include "test_dataset_read_util.h"
 #include <math.h>

@@ -12,7 +12,9 @@
    - a header-only long scan of a lastWin dataset maps nothing;
    - a sparse file with a 16 GiB tensor scans and looks up in milliseconds. */
 #define _POSIX_C_SOURCE 200809L
+#ifndef STS_TEST_LINKED  /* the Makefile links tests/sts_impl.c's object instead */
 #define STS_IMPLEMENTATION
+#endif
 #include "../safetensors_spark.h"
 #include "test_dataset_read_util.h"
 

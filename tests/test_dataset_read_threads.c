@@ -13,7 +13,9 @@
      against its index entries once); the stale key fails every time, every other key is right.
    Threads never call cmocka: they count failures and the main thread checks. */
 #define _POSIX_C_SOURCE 200809L
+#ifndef STS_TEST_LINKED  /* the Makefile links tests/sts_impl.c's object instead */
 #define STS_IMPLEMENTATION
+#endif
 #include "../safetensors_spark.h"
 #include "test_dataset_read_util.h"
 #include <pthread.h>

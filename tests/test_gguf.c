@@ -10,7 +10,9 @@
    callback, reads that stop at the header, allocation failures at every step, the built-in
    registry choosing the provider. STS_TEST_LEVEL=quick opens a sample of the truncations. */
 #define _POSIX_C_SOURCE 200809L
+#ifndef STS_TEST_LINKED  /* the Makefile links tests/sts_impl.c's object instead */
 #define STS_IMPLEMENTATION
+#endif
 #include "../safetensors_spark.h"
 #include "fs_util.h"
 

@@ -8,7 +8,9 @@
      beside it; producers that fail or miscount; a sink that fails at each write; the k-th
      allocation failing. (tests/gguf/hf_check.py has @huggingface/gguf read what the writer writes.) */
 #define _POSIX_C_SOURCE 200809L
+#ifndef STS_TEST_LINKED  /* the Makefile links tests/sts_impl.c's object instead */
 #define STS_IMPLEMENTATION
+#endif
 #include "../safetensors_spark.h"
 #include "fs_util.h"
 
