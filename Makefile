@@ -91,13 +91,14 @@ $(BUILD)/vg/%: tests/%.c $(HEADER) $(wildcard tests/*.h) $(BUILD)/vg/sts_impl.o
 # Each step builds its programs in parallel first (every one compiles the whole header), then runs them.
 test-unit: sts
 	@$(MAKE) --no-print-directory -j$(JOBS) $(UNIT_BINS)
-	@set -e; for t in $(UNIT_BINS); do echo "--- $$t"; ./$$t; done
+	@bash tests/run_tests.sh $(JOBS) $(UNIT_BINS)
 test-asan: sts
 	@$(MAKE) --no-print-directory -j$(JOBS) $(ASAN_BINS)
-	@set -e; for t in $(ASAN_BINS); do echo "--- $$t"; STS_TEST_LEVEL=quick ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ./$$t; done
+	@STS_TEST_LEVEL=quick ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 bash tests/run_tests.sh $(JOBS) $(ASAN_BINS)
 test-valgrind: sts
 	@$(MAKE) --no-print-directory -j$(JOBS) $(VG_BINS)
-	@set -e; for t in $(VG_BINS); do echo "--- $$t"; STS_TEST_LEVEL=quick valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=all --show-leak-kinds=all ./$$t; done
+	@STS_TEST_LEVEL=quick STS_RUN_WRAP="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=all --show-leak-kinds=all" \
+	    bash tests/run_tests.sh $(JOBS) $(VG_BINS)
 TEST_STEPS := test-unit $(TEST_STEPS) test-asan test-valgrind
 
 test: deps
