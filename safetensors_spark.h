@@ -14642,7 +14642,10 @@ STS__PRIVATE uint32_t sts__gw_vtype(const sts_meta *m, uint32_t want, const char
         }
         return vt;
     case STS_META_ARRAY:
-        if (want != STS__GW_NONE) { *why = "an array's items are not arrays (ggml refuses nested arrays)"; return STS__GW_NONE; }
+        if (want != STS__GW_NONE) {
+            *why = "an array's items are not arrays (ggml refuses nested arrays)";
+            return STS__GW_NONE;
+        }
         if (m->format_type != 0 && m->format_type != STS__GG_ARRAY) break;
         return STS__GG_ARRAY;
     default:
@@ -14736,10 +14739,13 @@ STS__PRIVATE sts_result sts__gw_plan(sts__gwplan *pl, const sts_tensor_spec *spe
     memset(pl, 0, sizeof *pl);
     pl->mem = sts__mem_from(opts);
     pl->align = 32;
-    if (!sts__mem_valid(&pl->mem)) return sts__failx(err, STS_RULE_ARGUMENT, "the allocator needs all three hooks or none");
-    if ((n && !specs) || (n_kv && !kvs)) return sts__failx(err, STS_RULE_ARGUMENT, "sts_gguf_write: NULL specs or kvs with a count");
+    if (!sts__mem_valid(&pl->mem))
+        return sts__failx(err, STS_RULE_ARGUMENT, "the allocator needs all three hooks or none");
+    if ((n && !specs) || (n_kv && !kvs))
+        return sts__failx(err, STS_RULE_ARGUMENT, "sts_gguf_write: NULL specs or kvs with a count");
     if (!sts__mulsz(n_kv ? n_kv : 1, 2 * sizeof *pl->vt, &pl->vt_bytes) ||
-        !sts__mulsz(n ? n : 1, sizeof *pl->gt, &pl->gt_bytes) || !sts__mulsz(n ? n : 1, sizeof *pl->off, &pl->off_bytes) ||
+        !sts__mulsz(n ? n : 1, sizeof *pl->gt, &pl->gt_bytes) ||
+        !sts__mulsz(n ? n : 1, sizeof *pl->off, &pl->off_bytes) ||
         !(pl->vt = (uint32_t *)sts__alloc(&pl->mem, pl->vt_bytes)) ||
         !(pl->gt = (uint32_t *)sts__alloc(&pl->mem, pl->gt_bytes)) ||
         !(pl->off = (uint64_t *)sts__alloc(&pl->mem, pl->off_bytes))) {
@@ -14812,7 +14818,8 @@ STS__PRIVATE sts_result sts__gw_plan(sts__gwplan *pl, const sts_tensor_spec *spe
             (s->name_len && memchr(s->name, 0, s->name_len)))
             STS__GW_FAIL(sts__gw_bad(err, STS_RULE_WRITE_TEXT, "tensor %q: names are UTF-8 without NUL", s->name,
                                      s->name_len));
-        if ((unsigned)s->dtype >= (unsigned)STS_DTYPE_COUNT || (pl->gt[i] = sts__gw_ggml_type(s->dtype)) == STS__GW_NONE)
+        if ((unsigned)s->dtype >= (unsigned)STS_DTYPE_COUNT ||
+            (pl->gt[i] = sts__gw_ggml_type(s->dtype)) == STS__GW_NONE)
             STS__GW_FAIL(sts__gw_bad(err, STS_RULE_WRITE_DTYPE, "tensor %q: %s has no GGUF type (GGUF has F32, F16, "
                                      "BF16, F64, I8, I16, I32, I64)", s->name, s->name_len,
                                      (unsigned)s->dtype < (unsigned)STS_DTYPE_COUNT ? sts_dtype_name(s->dtype) : "?"));
