@@ -934,6 +934,8 @@ STSDEF sts_dataset_info sts_dataset_describe(const sts_dataset *ds);
 STSDEF const char *sts_dataset_file(const sts_dataset *ds, size_t i);        /* file name (NUL-terminated) */
 /* the manifest's samples_count (real rows, never padding); UINT64_MAX when unknown */
 STSDEF uint64_t sts_dataset_file_samples(const sts_dataset *ds, size_t i);
+/* File i's position in dataset_manifest.json's "shards" (name order when there is no manifest). */
+STSDEF size_t sts_dataset_file_order(const sts_dataset *ds, size_t i);
 STSDEF const sts_view *sts_dataset_column(const sts_dataset *ds, size_t i);  /* schema column i: key = name */
 /* Column i of the manifest's "schema" as written (KV mode: the columns, not the per-key tensors;
    batch mode: [batch_size] + the sample shape): key = name, a dim of -1 (rows differ) is
@@ -944,6 +946,25 @@ STSDEF const sts_view *sts_dataset_manifest_column(const sts_dataset *ds, size_t
 STSDEF sts_result sts_dataset_get(const sts_dataset *ds, const char *key, size_t key_len, int with_data,
                                   sts_view *out, sts_error *err);
 STSDEF sts_scan_stats sts_dataset_stats(const sts_dataset *ds);               /* lookups so far */
+
+/* Shard assignment: which of n workers (DataLoader workers, DDP or MPI ranks) reads which shard,
+   the one rule every consumer uses. round_robin: shard i goes to worker i mod n. balance (the
+   connector's rule): shards taken in order, each to the worker with the fewest samples so far,
+   a tie to the lower worker id. Every shard goes to exactly one worker. */
+typedef enum sts_assign_strategy {
+    STS_ASSIGN_BALANCE = 0, STS_ASSIGN_ROUND_ROBIN = 1, STS_ASSIGN_STRATEGY_COUNT
+} sts_assign_strategy;
+/* "balance" or "round_robin"; else STS_ERR_INVALID_ARGUMENT naming it ("unknown strategy 'x'"). */
+STSDEF sts_result sts_assign_strategy_parse(const char *name, sts_assign_strategy *out, sts_error *err);
+STSDEF const char *sts_assign_strategy_name(sts_assign_strategy s);   /* NULL when out of range */
+/* n shards in order, shard i holding samples[i] samples (samples may be NULL for round_robin):
+   owner[i] gets its worker, 0 .. workers - 1. workers == 0: "num_workers must be > 0". */
+STSDEF sts_result sts_assign(const uint64_t *samples, size_t n, uint32_t workers, sts_assign_strategy s,
+                             uint32_t *owner, sts_error *err);
+/* A dataset's shards in the manifest's order (sts_dataset_file_order): owner[i] gets the worker of
+   file i (sts_dataset_file). balance needs every shard's samples_count (a manifest). */
+STSDEF sts_result sts_dataset_assign(const sts_dataset *ds, uint32_t workers, sts_assign_strategy s, uint32_t *owner,
+                                     sts_error *err);
 
 STSDEF sts_result sts_scan_open(const sts_dataset *ds, const sts_scan_spec *spec, sts_scan **out, sts_error *err);
 /* The next row: wide, *cells gets *ncells views, one per projected column (possibly none: a row
@@ -9937,6 +9958,7 @@ typedef struct sts__dfile {
     uint64_t size;                  /* from the manifest or stat */
     uint64_t samples;               /* the manifest's samples_count, or UINT64_MAX */
     uint64_t crc32c;                /* the manifest's crc32c, or UINT64_MAX */
+    size_t order;                   /* its position in the manifest's "shards" (else in name order) */
     sts_file *map;                  /* mapped and parsed on first data access; published by CAS */
     const uint8_t *lk_data;         /* lookups: NULL until the key table's entries for this file were
                                        checked against its header (at its first lookup with data),
@@ -10249,6 +10271,8 @@ STS__PRIVATE sts_result sts__ds_sort_files(sts_dataset *ds, sts_error *err) {
         if (strcmp(ds->files[i - 1].name, ds->files[i].name) == 0)
             return sts__failx(err, STS_RULE_DATASET_MANIFEST, "the manifest lists shard %q twice", ds->files[i].name,
                               ds->files[i].name_len);
+    if (!ds->has_manifest)
+        for (i = 0; i < ds->nfiles; i++) ds->files[i].order = i;  /* no manifest: name order */
     return STS_OK;
 }
 STS__PRIVATE sts_result sts__ds_index_files(sts_dataset *ds, sts_error *err) {
@@ -10279,6 +10303,7 @@ STS__PRIVATE sts_result sts__ds_manifest(sts_dataset *ds, const sts__manifest *m
         if ((r = sts__ds_add_file(ds, x->name, x->name_len, x->bytes, err)) != STS_OK) return r;
         ds->files[ds->nfiles - 1].samples = x->samples;
         ds->files[ds->nfiles - 1].crc32c = x->crc32c;
+        ds->files[ds->nfiles - 1].order = i;
         if ((e = sts__stat_path(ds->files[ds->nfiles - 1].path, &st)) != 0)
             return sts__failx(err, STS_RULE_DATASET_MANIFEST,
                               "shard %q is listed in dataset_manifest.json but missing: %s", x->name,
@@ -11063,6 +11088,103 @@ STSDEF const char *sts_dataset_file(const sts_dataset *ds, size_t i) {
 }
 STSDEF uint64_t sts_dataset_file_samples(const sts_dataset *ds, size_t i) {
     return ds && i < ds->nfiles ? ds->files[i].samples : UINT64_MAX;
+}
+STSDEF size_t sts_dataset_file_order(const sts_dataset *ds, size_t i) {
+    return ds && i < ds->nfiles ? ds->files[i].order : (size_t)-1;
+}
+
+/* ---- shard assignment ---- */
+static const char *const sts__assign_names[STS_ASSIGN_STRATEGY_COUNT] = { "balance", "round_robin" };
+STSDEF const char *sts_assign_strategy_name(sts_assign_strategy s) {
+    return (unsigned)s < (unsigned)STS_ASSIGN_STRATEGY_COUNT ? sts__assign_names[s] : NULL;
+}
+STSDEF sts_result sts_assign_strategy_parse(const char *name, sts_assign_strategy *out, sts_error *err) {
+    int i;
+    if (!name || !out) return sts__failx(err, STS_RULE_ARGUMENT, "sts_assign_strategy_parse needs a name and out");
+    for (i = 0; i < (int)STS_ASSIGN_STRATEGY_COUNT; i++)
+        if (strcmp(name, sts__assign_names[i]) == 0) { *out = (sts_assign_strategy)i; return STS_OK; }
+    return sts__failx(err, STS_RULE_ARGUMENT, "unknown strategy %q (balance or round_robin)", name, strlen(name));
+}
+/* balance: a binary min-heap of (samples so far, worker id) over the first min(workers, n) workers
+   (a worker above n - 1 could only win a tie against a lower one with the same load: never) */
+typedef struct sts__aw { uint64_t load; uint32_t id; } sts__aw;
+STS__INLINE int sts__aw_less(const sts__aw *a, const sts__aw *b) {
+    return a->load < b->load || (a->load == b->load && a->id < b->id);
+}
+STSDEF sts_result sts_assign(const uint64_t *samples, size_t n, uint32_t workers, sts_assign_strategy s,
+                             uint32_t *owner, sts_error *err) {
+    sts__mem m = sts__mem_from(NULL);
+    sts__aw *h;
+    size_t i, k, hn, bytes;
+    if (workers == 0) return sts__failx(err, STS_RULE_ARGUMENT, "num_workers must be > 0");
+    if ((unsigned)s >= (unsigned)STS_ASSIGN_STRATEGY_COUNT)
+        return sts__failx(err, STS_RULE_ARGUMENT, "unknown strategy %d (balance or round_robin)", (int)s);
+    if (n && (!owner || (s == STS_ASSIGN_BALANCE && !samples)))
+        return sts__failx(err, STS_RULE_ARGUMENT, "sts_assign needs owner (and samples for balance)");
+    if (s == STS_ASSIGN_ROUND_ROBIN) {
+        for (i = 0; i < n; i++) owner[i] = (uint32_t)(i % workers);
+        sts__ok(err);
+        return STS_OK;
+    }
+    hn = n < workers ? n : workers;
+    if (!hn) { sts__ok(err); return STS_OK; }
+    if (!sts__mulsz(hn, sizeof *h, &bytes) || !(h = (sts__aw *)sts__alloc(&m, bytes)))
+        return sts__nomem(err, "the workers' loads");
+    for (i = 0; i < hn; i++) { h[i].load = 0; h[i].id = (uint32_t)i; }  /* ids in order: already a heap */
+    for (i = 0; i < n; i++) {
+        sts__aw top = h[0];
+        owner[i] = top.id;
+        top.load = samples[i] > UINT64_MAX - top.load ? UINT64_MAX : top.load + samples[i];
+        for (k = 0;;) {  /* sift the new load down */
+            size_t c = 2 * k + 1, best = k;
+            const sts__aw *bk = &top;
+            if (c < hn && sts__aw_less(&h[c], bk)) { best = c; bk = &h[c]; }
+            if (c + 1 < hn && sts__aw_less(&h[c + 1], bk)) best = c + 1;
+            if (best == k) break;
+            h[k] = h[best];
+            k = best;
+        }
+        h[k] = top;
+    }
+    sts__free(&m, h, bytes);
+    sts__ok(err);
+    return STS_OK;
+}
+STSDEF sts_result sts_dataset_assign(const sts_dataset *ds, uint32_t workers, sts_assign_strategy s, uint32_t *owner,
+                                     sts_error *err) {
+    sts__mem m;
+    size_t i, n, *by = NULL, by_bytes = 0, sm_bytes = 0, ow_bytes = 0;
+    uint64_t *sm = NULL;
+    uint32_t *ow = NULL;
+    sts_result r;
+    if (!ds) return sts__failx(err, STS_RULE_ARGUMENT, "sts_dataset_assign needs a dataset");
+    if (workers == 0) return sts__failx(err, STS_RULE_ARGUMENT, "num_workers must be > 0");
+    m = ds->mem;
+    n = ds->nfiles;
+    if (s == STS_ASSIGN_BALANCE)
+        for (i = 0; i < n; i++)
+            if (ds->files[i].samples == UINT64_MAX)
+                return sts__failx(err, STS_RULE_UNSUPPORTED, "balance needs every shard's samples_count, which "
+                                  "dataset_manifest.json gives (shard %q has none)", ds->files[i].name,
+                                  ds->files[i].name_len);
+    if (!n) { sts__ok(err); return STS_OK; }
+    if (!owner) return sts__failx(err, STS_RULE_ARGUMENT, "sts_dataset_assign needs owner");
+    /* the files in manifest order: by[order] = file index */
+    if (!sts__mulsz(n, sizeof *by, &by_bytes) || !sts__mulsz(n, sizeof *sm, &sm_bytes) ||
+        !sts__mulsz(n, sizeof *ow, &ow_bytes) || !(by = (size_t *)sts__alloc(&m, by_bytes)) ||
+        !(sm = (uint64_t *)sts__alloc(&m, sm_bytes)) || !(ow = (uint32_t *)sts__alloc(&m, ow_bytes))) {
+        r = sts__nomem(err, "the shard order");
+        goto done;
+    }
+    for (i = 0; i < n; i++) by[ds->files[i].order] = i;
+    for (i = 0; i < n; i++) sm[i] = ds->files[by[i]].samples;
+    if ((r = sts_assign(sm, n, workers, s, ow, err)) == STS_OK)
+        for (i = 0; i < n; i++) owner[by[i]] = ow[i];
+done:
+    sts__free(&m, by, by_bytes);
+    sts__free(&m, sm, sm_bytes);
+    sts__free(&m, ow, ow_bytes);
+    return r;
 }
 STSDEF const sts_view *sts_dataset_manifest_column(const sts_dataset *ds, size_t i) {
     return ds && i < ds->nmcols ? &ds->mcols[i] : NULL;

@@ -1917,6 +1917,84 @@ static int cmd_clean(int argc, char **argv) {
     return 0;
 }
 
+/* ---- assign ----------------------------------------------------------------------------------- */
+#define ASSIGN_USAGE "usage: sts assign DIR --workers N [--strategy balance|round_robin] [--worker K]"
+static int cmd_assign(int argc, char **argv) {
+    const char *dir = NULL;
+    uint64_t workers = 0, worker = UINT64_MAX, *load = NULL, total = 0, lo = UINT64_MAX, hi = 0;
+    int k, have_workers = 0, literal = 0, code = 0;
+    sts_assign_strategy st = STS_ASSIGN_BALANCE;
+    sts_read_config rc;
+    sts_dataset *ds;
+    sts_error e;
+    size_t i, n, *by = NULL;
+    uint32_t *owner = NULL;
+    for (k = 1; k < argc; k++) {
+        if (!literal && strcmp(argv[k], "--") == 0) { literal = 1; continue; }
+        if (literal || argv[k][0] != '-' || !argv[k][1]) {
+            if (dir) return usage_error("unexpected argument %s", argv[k]);
+            dir = argv[k];
+        } else if (strcmp(argv[k], "--workers") == 0) {
+            if (k + 1 >= argc || !parse_u64(argv[k + 1], &workers) || workers > UINT32_MAX)
+                return usage_error("--workers takes a number of workers, got %s", k + 1 < argc ? argv[k + 1] : "nothing");
+            have_workers = 1;
+            k++;
+        } else if (strcmp(argv[k], "--strategy") == 0) {
+            if (k + 1 >= argc) return usage_error("--strategy takes balance or round_robin, got %s", "nothing");
+            if (sts_assign_strategy_parse(argv[k + 1], &st, &e) != STS_OK) {
+                fprintf(stderr, "%s: %s\n", prog_cmd, e.message);
+                return EXIT_USAGE;
+            }
+            k++;
+        } else if (strcmp(argv[k], "--worker") == 0) {
+            if (k + 1 >= argc || !parse_u64(argv[k + 1], &worker))
+                return usage_error("--worker takes a worker id, got %s", k + 1 < argc ? argv[k + 1] : "nothing");
+            k++;
+        } else return usage_error("unknown option %s", argv[k]);
+    }
+    if (!dir || !have_workers) return usage_error("%s", ASSIGN_USAGE);
+    if (workers == 0) {  /* the connector's words */
+        fprintf(stderr, "%s: num_workers must be > 0\n", prog_cmd);
+        return EXIT_USAGE;
+    }
+    if (worker != UINT64_MAX && worker >= workers) {
+        fprintf(stderr, "%s: --worker %llu: workers are 0 to %llu\n", prog_cmd, (unsigned long long)worker,
+                (unsigned long long)(workers - 1));
+        return EXIT_USAGE;
+    }
+    memset(&rc, 0, sizeof rc);
+    rc.infer_schema = 1;
+    rc.no_index = 1;  /* the manifest is all it needs */
+    if (sts_dataset_open(dir, &rc, NULL, &ds, &e) != STS_OK) return fail(&e, dir);
+    n = sts_dataset_describe(ds).files;
+    owner = (uint32_t *)calloc(n ? n : 1, sizeof *owner);
+    by = (size_t *)calloc(n ? n : 1, sizeof *by);
+    load = (uint64_t *)calloc((size_t)workers, sizeof *load);
+    if (!owner || !by || !load) { code = out_of_memory(); goto done; }
+    if (sts_dataset_assign(ds, (uint32_t)workers, st, owner, &e) != STS_OK) { code = fail(&e, dir); goto done; }
+    for (i = 0; i < n; i++) by[sts_dataset_file_order(ds, i)] = i;
+    for (i = 0; i < n; i++) {  /* the manifest's order */
+        size_t f = by[i];
+        uint64_t sm = sts_dataset_file_samples(ds, f);
+        if (sm != UINT64_MAX) { load[owner[f]] += sm; total += sm; }
+        if (worker != UINT64_MAX && owner[f] != worker) continue;
+        printf("%u\t%s\t", (unsigned)owner[f], sts_dataset_file(ds, f));
+        if (sm == UINT64_MAX) printf("-\n");
+        else printf("%llu\n", (unsigned long long)sm);
+    }
+    for (i = 0; i < (size_t)workers; i++) {
+        if (load[i] < lo) lo = load[i];
+        if (load[i] > hi) hi = load[i];
+    }
+    fprintf(stderr, "%s: %zu shard%s, %llu samples to %llu worker%s (%s): %llu to %llu samples a worker\n", dir, n,
+            n == 1 ? "" : "s", (unsigned long long)total, (unsigned long long)workers, workers == 1 ? "" : "s",
+            sts_assign_strategy_name(st), (unsigned long long)lo, (unsigned long long)hi);
+done:
+    free(owner); free(by); free(load);
+    sts_dataset_close(ds);
+    return code;
+}
+
 /* ---- convert ---------------------------------------------------------------------------------- */
 typedef struct conv { const sts_file *f; const sts_tensor *t; sts_dtype to; sts_rounding rnd; uint64_t *out_of_range; } conv;
 static sts_result conv_produce(void *user, const sts_tensor_spec *spec, sts_stream *out) {  /* streamed in 1 MiB pieces */
@@ -2412,6 +2490,13 @@ static const command commands[] = {
       "(saturated, or overflowed to inf), and the rows --tail drop dropped. An input that is a file\n"
       "of the dataset in OUT_DIR is refused. A progress bar goes to standard error when it is a\n"
       "terminal." },
+    { "assign", cmd_assign, ASSIGN_USAGE + 7,
+      "Which of N workers (DataLoader workers, DDP or MPI ranks) reads which shard of the dataset,\n"
+      "the rule every consumer uses: one line per shard in dataset_manifest.json's order,\n"
+      "WORKER<TAB>SHARD<TAB>SAMPLES (--worker K: only worker K's), and a summary on standard error.\n"
+      "balance (the default, the connector's rule): shards in order, each to the worker with the\n"
+      "fewest samples so far, a tie to the lower id; it needs the manifest's samples_count.\n"
+      "round_robin: shard i to worker i mod N. Every shard goes to exactly one worker." },
     { "index", cmd_index, "sts index DIR",
       "Rebuild _tensor_index.csv and _tensor_index.json from the dataset's shard headers." },
     { "check", cmd_check, "sts check [--data] DIR|FILE",

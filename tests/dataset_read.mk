@@ -4,7 +4,7 @@
 # plain, under ASan+UBSan and under valgrind; test-tsan-read runs the threads test under ThreadSanitizer.
 # (The reader's fuzz target is fuzz/dataset.mk.)
 DATASET_READ_SRCS := tests/test_dataset_read.c tests/test_dataset_read_errors.c tests/test_dataset_read_pushdown.c \
-                     tests/test_dataset_read_threads.c tests/test_dataset_read_hf.c
+                     tests/test_dataset_read_threads.c tests/test_dataset_read_hf.c tests/test_dataset_assign.c
 UNIT_SRCS += $(DATASET_READ_SRCS)
 
 # Rebuild when the shared helpers or the Hugging Face file maker change.
