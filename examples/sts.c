@@ -1927,7 +1927,7 @@ static int cmd_assign(int argc, char **argv) {
     sts_read_config rc;
     sts_dataset *ds;
     sts_error e;
-    size_t i, n, *by = NULL;
+    size_t i, n, *by = NULL, unknown = 0;
     uint32_t *owner = NULL;
     for (k = 1; k < argc; k++) {
         if (!literal && strcmp(argv[k], "--") == 0) { literal = 1; continue; }
@@ -1977,8 +1977,9 @@ static int cmd_assign(int argc, char **argv) {
         size_t f = by[i];
         uint64_t sm = sts_dataset_file_samples(ds, f);
         if (sm != UINT64_MAX) { load[owner[f]] += sm; total += sm; }
+        else unknown++;
         if (worker != UINT64_MAX && owner[f] != worker) continue;
-        printf("%u\t%s\t", (unsigned)owner[f], sts_dataset_file(ds, f));
+        printf("%u\t%s\t", (unsigned)owner[f], nz(sts_dataset_file(ds, f)));
         if (sm == UINT64_MAX) printf("-\n");
         else printf("%llu\n", (unsigned long long)sm);
     }
@@ -1986,9 +1987,13 @@ static int cmd_assign(int argc, char **argv) {
         if (load[i] < lo) lo = load[i];
         if (load[i] > hi) hi = load[i];
     }
-    fprintf(stderr, "%s: %zu shard%s, %llu samples to %llu worker%s (%s): %llu to %llu samples a worker\n", dir, n,
-            n == 1 ? "" : "s", (unsigned long long)total, (unsigned long long)workers, workers == 1 ? "" : "s",
-            sts_assign_strategy_name(st), (unsigned long long)lo, (unsigned long long)hi);
+    if (unknown)  /* no manifest: no sample counts to sum */
+        fprintf(stderr, "%s: %zu shard%s to %llu worker%s (%s); samples unknown (no dataset_manifest.json)\n", dir, n,
+                n == 1 ? "" : "s", (unsigned long long)workers, workers == 1 ? "" : "s", sts_assign_strategy_name(st));
+    else
+        fprintf(stderr, "%s: %zu shard%s, %llu samples to %llu worker%s (%s): %llu to %llu samples a worker\n", dir, n,
+                n == 1 ? "" : "s", (unsigned long long)total, (unsigned long long)workers, workers == 1 ? "" : "s",
+                sts_assign_strategy_name(st), (unsigned long long)lo, (unsigned long long)hi);
 done:
     free(owner); free(by); free(load);
     sts_dataset_close(ds);
