@@ -1918,7 +1918,7 @@ static int cmd_clean(int argc, char **argv) {
 }
 
 /* ---- assign ----------------------------------------------------------------------------------- */
-#define ASSIGN_USAGE "usage: sts assign DIR --workers N [--strategy balance|round_robin] [--worker K]"
+#define ASSIGN_SYNOPSIS "sts assign DIR --workers N [--strategy balance|round_robin] [--worker K]"
 static int cmd_assign(int argc, char **argv) {
     const char *dir = NULL;
     uint64_t workers = 0, worker = UINT64_MAX, *load = NULL, total = 0, lo = UINT64_MAX, hi = 0;
@@ -1952,7 +1952,7 @@ static int cmd_assign(int argc, char **argv) {
             k++;
         } else return usage_error("unknown option %s", argv[k]);
     }
-    if (!dir || !have_workers) return usage_error("%s", ASSIGN_USAGE);
+    if (!dir || !have_workers) return usage_error("%s", "usage: " ASSIGN_SYNOPSIS);
     if (workers == 0) {  /* the connector's words */
         fprintf(stderr, "%s: num_workers must be > 0\n", prog_cmd);
         return EXIT_USAGE;
@@ -2028,7 +2028,7 @@ static sts_result stdout_sink(void *user, const void *bytes, size_t len) {
    tensor materialised in turn (a zero-copy view where the bytes are mapped and need nothing done;
    else one tensor's converted bytes in memory at a time), block types decoded through
    sts_dequantize, big-endian sources swapped; written by sts_write or sts_gguf_write. */
-#define CONVERT_USAGE "usage: sts convert IN OUT|- [--dtype F16|BF16|F32|F64] [--rounding truncate|nearest_even] [--to safetensors|gguf] [--force-tty]"
+#define CONVERT_SYNOPSIS "sts convert IN OUT|- [--dtype F16|BF16|F32|F64] [--rounding truncate|nearest_even] [--to safetensors|gguf] [--force-tty]"
 typedef struct ar_conv {
     const sts_archive *a;
     const sts_tensor_desc *d;
@@ -2289,7 +2289,7 @@ static int cmd_convert(int argc, char **argv) {
     }
     /* a GGUF output, or an input that is not one safetensors file: through the archive */
     if (in && out && (gguf || which_reader(in) != READ_FILE)) return convert_archive(in, out, to, rnd, gguf, force_tty);
-    if (!in || !out || to == STS_DTYPE_COUNT) return usage_error("%s", CONVERT_USAGE);
+    if (!in || !out || to == STS_DTYPE_COUNT) return usage_error("%s", "usage: " CONVERT_SYNOPSIS);
     /* the output: never the input (the same file under any name), never a FIFO or device */
     memset(&ins, 0, sizeof ins);
     if (inputs_add(&ins, in)) return out_of_memory();
@@ -2495,7 +2495,7 @@ static const command commands[] = {
       "(saturated, or overflowed to inf), and the rows --tail drop dropped. An input that is a file\n"
       "of the dataset in OUT_DIR is refused. A progress bar goes to standard error when it is a\n"
       "terminal." },
-    { "assign", cmd_assign, ASSIGN_USAGE + 7,
+    { "assign", cmd_assign, ASSIGN_SYNOPSIS,
       "Which of N workers (DataLoader workers, DDP or MPI ranks) reads which shard of the dataset,\n"
       "the rule every consumer uses: one line per shard in dataset_manifest.json's order,\n"
       "WORKER<TAB>SHARD<TAB>SAMPLES (--worker K: only worker K's), and a summary on standard error.\n"
@@ -2515,7 +2515,7 @@ static const command commands[] = {
       "the lock of a job whose process is gone (--force: also one that may live, e.g. on another\n"
       "host). Only files of this library's naming; never a shard the manifest names. Each file is\n"
       "listed; --dry-run removes nothing." },
-    { "convert", cmd_convert, CONVERT_USAGE + 7,
+    { "convert", cmd_convert, CONVERT_SYNOPSIS,
       "Convert every floating tensor (F16, BF16, F32, F64) of IN to the dtype and write OUT (other\n"
       "tensors and the metadata are copied). Default rounding: nearest_even, as numpy and PyTorch\n"
       "do (every sts command that converts rounds the same way). The summary line says the rounding\n"
