@@ -4692,42 +4692,64 @@ STSDEF sts_result sts_write_memory(const sts_tensor_spec *specs, size_t n, const
     return STS_OK;
 }
 #ifndef STS_NO_STDIO
-STSDEF sts_result sts_write_path(const char *path, const sts_tensor_spec *specs, size_t n,
-                                 const sts_kv *meta, size_t n_meta, const sts_options *opts, sts_error *err) {
-    sts__plan pl;
+/* A file written atomically through emit: a temporary beside path gets a gathering fd sink (pieces
+   go out in writev batches, flush empties it), then fsync (unless opts->no_fsync) and rename; on a
+   failure the temporary goes and path is as it was. Both file writers (sts_write_path,
+   sts_gguf_write_path) use it. */
+typedef sts_result (*sts__emit_fn)(void *ctx, const sts_sink *sink, sts_result (*flush)(void *user), sts_error *err);
+STS__PRIVATE sts_result sts__write_file_atomic(const char *path, const sts__mem *m, const sts_options *opts,
+                                               sts__emit_fn emit, void *ctx, sts_error *err) {
     sts__atomic a;
     sts__fdsink *fs;
     sts_sink sink;
     sts_result r;
-    if (!path) return sts__failx(err, STS_RULE_ARGUMENT, "sts_write_path needs a path");
-    if ((r = sts__plan_make(&pl, specs, n, meta, n_meta, opts, err)) != STS_OK) return r;
-    if (!(fs = (sts__fdsink *)sts__alloc(&pl.mem, sizeof *fs))) {
-        sts__plan_free(&pl);
-        return sts__nomem(err, "the file sink");
-    }
-    if ((r = sts__atomic_begin(&a, path, &pl.mem, err)) != STS_OK) {
-        sts__free(&pl.mem, fs, sizeof *fs);
-        sts__plan_free(&pl);
+    if (!(fs = (sts__fdsink *)sts__alloc(m, sizeof *fs))) return sts__nomem(err, "the file sink");
+    if ((r = sts__atomic_begin(&a, path, m, err)) != STS_OK) {
+        sts__free(m, fs, sizeof *fs);
         return r;
     }
-    fs->mem = &pl.mem;
+    fs->mem = m;
     fs->fd = a.fd;
     fs->err_no = 0;
     fs->n = 0;
     fs->pending = 0;
     sink.write = sts__fdsink_write;
     sink.user = fs;
-    r = sts__plan_emit(&pl, specs, meta, n_meta, &sink, sts__fdsink_flush_cb, err);
-    sts__plan_free(&pl);
+    r = emit(ctx, &sink, sts__fdsink_flush_cb, err);
     if (r != STS_OK && fs->err_no) sts__fail_errno(err, fs->err_no, "write", path);
-    sts__free(&pl.mem, fs, sizeof *fs);
+    sts__free(m, fs, sizeof *fs);
     if (r != STS_OK) {
         sts__atomic_abort(&a);
         return r;
     }
-    if ((r = sts__atomic_commit(&a, !(opts && opts->no_fsync), err)) != STS_OK) return r;
-    sts__ok(err);
-    return STS_OK;
+    return sts__atomic_commit(&a, !(opts && opts->no_fsync), err);
+}
+typedef struct sts__plan_job {
+    const sts__plan *pl;
+    const sts_tensor_spec *specs;
+    const sts_kv *meta;
+    size_t n_meta;
+} sts__plan_job;
+STS__PRIVATE sts_result sts__plan_emit_job(void *ctx, const sts_sink *sink, sts_result (*flush)(void *user),
+                                           sts_error *err) {
+    const sts__plan_job *j = (const sts__plan_job *)ctx;
+    return sts__plan_emit(j->pl, j->specs, j->meta, j->n_meta, sink, flush, err);
+}
+STSDEF sts_result sts_write_path(const char *path, const sts_tensor_spec *specs, size_t n,
+                                 const sts_kv *meta, size_t n_meta, const sts_options *opts, sts_error *err) {
+    sts__plan pl;
+    sts__plan_job job;
+    sts_result r;
+    if (!path) return sts__failx(err, STS_RULE_ARGUMENT, "sts_write_path needs a path");
+    if ((r = sts__plan_make(&pl, specs, n, meta, n_meta, opts, err)) != STS_OK) return r;
+    job.pl = &pl;
+    job.specs = specs;
+    job.meta = meta;
+    job.n_meta = n_meta;
+    r = sts__write_file_atomic(path, &pl.mem, opts, sts__plan_emit_job, &job, err);
+    sts__plan_free(&pl);
+    if (r == STS_OK) sts__ok(err);
+    return r;
 }
 #endif
 
@@ -12125,8 +12147,9 @@ STSDEF sts_result sts_dataset_clean(const char *dir, const sts_clean_config *cfg
    with pread, bytes in memory, a callback source), the provider registry and probing, the archive
    (typed metadata, descriptors, the name index, lazily opened files published without locks),
    views, window reads, cursors, SHA-256 of tensors and files, materialising through a factory, and
-   the built-in providers: safetensors, sharded checkpoints, datasets, .npy and GGUF (>>gguf).
-   May call: util, json, dtype, header, io, codec (conversions, SHA-256), dataset common, dataset read.
+   the built-in providers: safetensors, sharded checkpoints, datasets, .npy and GGUF (>>gguf), and
+   the GGUF writer (>>gguf_write, through the writer's atomic files).
+   May call: util, json, dtype, header, io, writer, codec (conversions, SHA-256), dataset common, dataset read.
    ============================================================================================== */
 #if defined(__GNUC__) || defined(__clang__)
 #  define STS__AR_LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
@@ -12839,8 +12862,8 @@ STSDEF sts_result sts_archive_file_sha256(const sts_archive *a, size_t file, uin
         if ((r = sts__open_regular(path, &fd, &size, err)) != STS_OK) return r;
         if (size != p->size) {
             sts__close_fd(fd);
-            return sts__failx(err, STS_RULE_IO, "%q changed size while open (%U bytes, now %U)", path, strlen(path),
-                              p->size, size);
+            return sts__failx(err, STS_RULE_IO, "%q changed size since it was opened (%U bytes, now %U)", path,
+                              strlen(path), p->size, size);
         }
         if (!(buf = (uint8_t *)sts__alloc(&a->mem, cap))) {
             sts__close_fd(fd);
@@ -15075,41 +15098,24 @@ STSDEF sts_result sts_gguf_write(const sts_tensor_spec *specs, size_t n, const s
     return r;
 }
 #ifndef STS_NO_STDIO
+typedef struct sts__gw_job { const sts__gwplan *pl; const sts_tensor_spec *specs; size_t n; } sts__gw_job;
+STS__PRIVATE sts_result sts__gw_emit_job(void *ctx, const sts_sink *sink, sts_result (*flush)(void *user),
+                                         sts_error *err) {
+    const sts__gw_job *j = (const sts__gw_job *)ctx;
+    return sts__gw_emit(j->pl, j->specs, j->n, sink, flush, err);
+}
 STSDEF sts_result sts_gguf_write_path(const char *path, const sts_tensor_spec *specs, size_t n, const sts_meta *kvs,
                                       size_t n_kv, const sts_options *opts, sts_error *err) {
     sts__gwplan pl;
-    sts__atomic a;
-    sts__fdsink *fs;
-    sts_sink sink;
+    sts__gw_job job;
     sts_result r;
     if (!path) return sts__failx(err, STS_RULE_ARGUMENT, "sts_gguf_write_path needs a path");
     if ((r = sts__gw_plan(&pl, specs, n, kvs, n_kv, opts, err)) != STS_OK) return r;
-    if ((r = sts__gw_render(&pl, specs, n, kvs, n_kv, err)) != STS_OK) { sts__gw_free(&pl); return r; }
-    if (!(fs = (sts__fdsink *)sts__alloc(&pl.mem, sizeof *fs))) {
-        sts__gw_free(&pl);
-        return sts__nomem(err, "the file sink");
-    }
-    if ((r = sts__atomic_begin(&a, path, &pl.mem, err)) != STS_OK) {
-        sts__free(&pl.mem, fs, sizeof *fs);
-        sts__gw_free(&pl);
-        return r;
-    }
-    fs->mem = &pl.mem;
-    fs->fd = a.fd;
-    fs->err_no = 0;
-    fs->n = 0;
-    fs->pending = 0;
-    sink.write = sts__fdsink_write;
-    sink.user = fs;
-    r = sts__gw_emit(&pl, specs, n, &sink, sts__fdsink_flush_cb, err);
-    if (r != STS_OK && fs->err_no) sts__fail_errno(err, fs->err_no, "write", path);
-    sts__free(&pl.mem, fs, sizeof *fs);
-    if (r != STS_OK) {
-        sts__atomic_abort(&a);
-        sts__gw_free(&pl);
-        return r;
-    }
-    r = sts__atomic_commit(&a, !(opts && opts->no_fsync), err);
+    job.pl = &pl;
+    job.specs = specs;
+    job.n = n;
+    if ((r = sts__gw_render(&pl, specs, n, kvs, n_kv, err)) == STS_OK)
+        r = sts__write_file_atomic(path, &pl.mem, opts, sts__gw_emit_job, &job, err);
     sts__gw_free(&pl);
     if (r == STS_OK) sts__ok(err);
     return r;
