@@ -2024,6 +2024,13 @@ static sts_result stdout_sink(void *user, const void *bytes, size_t len) {
     out_write(o, bytes, len);
     return o->err ? STS_ERR_IO : STS_OK;
 }
+static void stdout_sink_open(out_file *o, sts_sink *sink) {  /* a writer's sink onto standard output */
+    memset(o, 0, sizeof *o);
+    o->name = "-";
+    o->fd = 1;
+    sink->write = stdout_sink;
+    sink->user = o;
+}
 /* convert from any other archive (GGUF, .npy, sharded checkpoints, datasets), or to GGUF: each
    tensor materialised in turn (a zero-copy view where the bytes are mapped and need nothing done;
    else one tensor's converted bytes in memory at a time), block types decoded through
@@ -2211,11 +2218,7 @@ static int convert_archive(const char *in, const char *out, sts_dtype to, sts_ro
     if (to_stdout) {
         out_file o;
         sts_sink sink;
-        memset(&o, 0, sizeof o);
-        o.name = "-";
-        o.fd = 1;
-        sink.write = stdout_sink;
-        sink.user = &o;
+        stdout_sink_open(&o, &sink);
         r = gguf ? sts_gguf_write(specs, n, kvs, nm, &sink, NULL, &e) : sts_write(specs, n, nm ? meta : NULL, nm, &sink, NULL, &e);
         code = r != STS_OK ? (o.err ? out_commit(&o) : fail(failed ? &perr : &e, "standard output")) : out_commit(&o);
     } else {
@@ -2326,11 +2329,7 @@ static int cmd_convert(int argc, char **argv) {
     if (strcmp(out, "-") == 0) {  /* standard output, through a sink */
         out_file o;
         sts_sink sink;
-        memset(&o, 0, sizeof o);
-        o.name = "-";
-        o.fd = 1;
-        sink.write = stdout_sink;
-        sink.user = &o;
+        stdout_sink_open(&o, &sink);
         code = sts_write(specs, n, meta, meta ? sts_metadata_count(f) : 0, &sink, NULL, &e) != STS_OK ? (o.err ? out_commit(&o) : fail(&e, "standard output")) : out_commit(&o);
     } else {  /* the library's atomic write: a temporary beside OUT (a link's target), fsync, rename */
         code = sts_write_path(resolved ? resolved : out, specs, n, meta, meta ? sts_metadata_count(f) : 0, NULL, &e) != STS_OK ? fail(&e, out) : 0;
