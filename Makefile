@@ -62,8 +62,9 @@ VG_BINS    = $(patsubst tests/%.c,$(BUILD)/vg/%,$(UNIT_SRCS))
 # (sts__*) and define no configuration macro. Compiling the implementation is nearly all of a test
 # program's build time, so this halves the suite's. The others compile it in, as users do.
 LINKED_TESTS := test_archive test_archive_threads test_conformance test_core_alloc test_core_io \
-                test_core_roundtrip test_dataset_assign test_dataset_jobs test_dataset_read test_dataset_read_errors test_dataset_read_hf \
-                test_dataset_read_pushdown test_dataset_read_threads test_gguf test_gguf_write
+                test_core_roundtrip test_dataset_assign test_dataset_jobs test_dataset_read test_dataset_read_errors \
+                test_dataset_read_hf test_dataset_read_pushdown test_dataset_read_threads test_dataset_write_batch \
+                dataset_gen test_gguf test_gguf_write
 # $(call sts_linked,NAME,OBJECT): the flag and the object for a linked program, else nothing.
 sts_linked_flag = $(if $(filter $(1),$(LINKED_TESTS)),-DSTS_TEST_LINKED)
 sts_linked_obj = $(if $(filter $(1),$(LINKED_TESTS)),$(2))

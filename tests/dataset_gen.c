@@ -13,7 +13,9 @@
      - kv_plain, kv_index, kv_lastwin: KV mode, two or three tasks, several shards each (small
        white-box target), varying shapes, the shapes option, a custom separator, duplicates. */
 #define _POSIX_C_SOURCE 200809L
+#ifndef STS_TEST_LINKED  /* the Makefile links tests/sts_impl.c's object instead */
 #define STS_IMPLEMENTATION
+#endif
 #include "../safetensors_spark.h"
 #include "dataset_write_util.h"
 #include <math.h>

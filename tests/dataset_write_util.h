@@ -1,7 +1,8 @@
 /* dataset_write_util.h - helpers shared by the dataset-writer tests (tests/test_dataset_write_*.c,
    tests/test_dataset_write_crash.c, tests/dataset_gen.c).
 
-   Include after safetensors_spark.h with STS_IMPLEMENTATION. Each file
+   Include after safetensors_spark.h (public API only: the Makefile links these programs against the
+   implementation compiled once, tests/sts_impl.c). Each file
    defines _POSIX_C_SOURCE 200809L before any include. Everything here is static and marked
    unused, so a file pays only for what it calls. Checks fail through cmocka (fail_msg), except
    where a function returns a message instead (du_check_dataset_msg, for the crash driver, which
@@ -26,6 +27,7 @@
 #include "test_util.h"
 #include "fs_util.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -313,69 +315,235 @@ DU_FN void du_expect_file(const char *label, const char *path, const du_tl *l) {
     }
 }
 
-/* ---- little readers for the JSON documents (on the library's token tape) ---- */
-typedef struct du_json { sts__jdoc d; uint8_t *text; size_t len; } du_json;
-DU_FN int du_json_load(du_json *j, const char *path) {
-    sts__mem m;
-    memset(j, 0, sizeof *j);
-    memset(&m, 0, sizeof m);
-    if (!(j->text = tf_read_opt(path, &j->len))) return 0;
-    if (sts__jdoc_parse(&j->d, j->text, j->len, &m, path, STS_RULE_DATASET_MANIFEST, NULL) != STS_OK) { free(j->text); j->text = NULL; return 0; }
+/* ---- little readers for the JSON documents ----
+   A strict RFC 8259 reader of its own (no library internals, so these tests link the implementation
+   compiled once): a token tape in document order, token 0 the root. Tokens: type '{' '[' '"' '0'
+   (number) 't' 'f' 'n'; containers count their members or elements; next is the first token after
+   a subtree; strings keep their raw bytes between the quotes. Index 0 doubles as "absent" for
+   du_jget, as the root is never a member. */
+typedef struct du_jtok { uint8_t type; uint32_t count, next; size_t at, len; } du_jtok;
+typedef struct du_json { du_jtok *tok; size_t n, cap; uint8_t *text; size_t len; } du_json;
+
+DU_FN size_t du_jws(const du_json *j, size_t i) {
+    while (i < j->len && (j->text[i] == ' ' || j->text[i] == '\t' || j->text[i] == '\n' || j->text[i] == '\r')) i++;
+    return i;
+}
+DU_FN uint32_t du_jpush(du_json *j, uint8_t type, size_t at) {
+    if (j->n == j->cap) {
+        j->cap = j->cap ? j->cap * 2 : 64;
+        j->tok = (du_jtok *)realloc(j->tok, j->cap * sizeof *j->tok);
+        assert_non_null(j->tok);
+    }
+    memset(&j->tok[j->n], 0, sizeof j->tok[j->n]);
+    j->tok[j->n].type = type;
+    j->tok[j->n].at = at;
+    return (uint32_t)j->n++;
+}
+DU_FN int du_jdigits(const du_json *j, size_t *i) {
+    size_t s = *i;
+    while (*i < j->len && j->text[*i] >= '0' && j->text[*i] <= '9') (*i)++;
+    return *i > s;
+}
+/* One value at *i (whitespace skipped first): its tokens appended; 0 on a syntax error. */
+DU_FN int du_jvalue(du_json *j, size_t *i, int depth) {
+    size_t p = du_jws(j, *i);
+    uint32_t t;
+    if (p >= j->len || depth > 64) return 0;
+    switch (j->text[p]) {
+    case '{': case '[': {
+        uint8_t open = j->text[p], close = open == '{' ? '}' : ']';
+        t = du_jpush(j, open, p);
+        p = du_jws(j, p + 1);
+        if (p < j->len && j->text[p] == close) { p++; break; }
+        for (;;) {
+            if (open == '{') {
+                p = du_jws(j, p);
+                if (p >= j->len || j->text[p] != '"' || !du_jvalue(j, &p, depth + 1)) return 0;
+                p = du_jws(j, p);
+                if (p >= j->len || j->text[p++] != ':') return 0;
+            }
+            if (!du_jvalue(j, &p, depth + 1)) return 0;
+            j->tok[t].count++;
+            p = du_jws(j, p);
+            if (p < j->len && j->text[p] == ',') { p++; continue; }
+            if (p < j->len && j->text[p] == close) { p++; break; }
+            return 0;
+        }
+        break;
+    }
+    case '"': {
+        size_t q = p + 1;
+        while (q < j->len && j->text[q] != '"') {
+            if (j->text[q] < 0x20) return 0;
+            if (j->text[q] == '\\') {
+                q++;
+                if (q >= j->len) return 0;
+                if (j->text[q] == 'u') {
+                    int k;
+                    for (k = 1; k <= 4; k++)
+                        if (q + (size_t)k >= j->len || !isxdigit(j->text[q + (size_t)k])) return 0;
+                    q += 4;
+                } else if (!strchr("\"\\/bfnrt", j->text[q])) {
+                    return 0;
+                }
+            }
+            q++;
+        }
+        if (q >= j->len) return 0;
+        t = du_jpush(j, '"', p + 1);
+        j->tok[t].len = q - p - 1;
+        p = q + 1;
+        break;
+    }
+    case 't': case 'f': case 'n': {
+        const char *word = j->text[p] == 't' ? "true" : j->text[p] == 'f' ? "false" : "null";
+        size_t n = strlen(word);
+        if (j->len - p < n || memcmp(j->text + p, word, n) != 0) return 0;
+        t = du_jpush(j, j->text[p], p);
+        j->tok[t].len = n;
+        p += n;
+        break;
+    }
+    default: {
+        size_t s = p;
+        if (j->text[p] == '-') p++;
+        if (p < j->len && j->text[p] == '0') p++;
+        else if (!du_jdigits(j, &p)) return 0;
+        if (p < j->len && j->text[p] == '.') { p++; if (!du_jdigits(j, &p)) return 0; }
+        if (p < j->len && (j->text[p] == 'e' || j->text[p] == 'E')) {
+            p++;
+            if (p < j->len && (j->text[p] == '+' || j->text[p] == '-')) p++;
+            if (!du_jdigits(j, &p)) return 0;
+        }
+        t = du_jpush(j, '0', s);
+        j->tok[t].len = p - s;
+        break;
+    }
+    }
+    j->tok[t].next = (uint32_t)j->n;
+    *i = p;
     return 1;
 }
-DU_FN int du_json_text(du_json *j, const char *text, size_t len) {
-    sts__mem m;
+/* Parses j->text[0, len): one value and nothing after it but whitespace. */
+DU_FN int du_json_parse(du_json *j) {
+    size_t i = 0;
+    if (du_jvalue(j, &i, 0) && du_jws(j, i) == j->len) return 1;
+    free(j->tok);
+    free(j->text);
     memset(j, 0, sizeof *j);
-    memset(&m, 0, sizeof m);
+    return 0;
+}
+DU_FN int du_json_load(du_json *j, const char *path) {
+    memset(j, 0, sizeof *j);
+    if (!(j->text = tf_read_opt(path, &j->len))) return 0;
+    return du_json_parse(j);
+}
+DU_FN int du_json_text(du_json *j, const char *text, size_t len) {
+    memset(j, 0, sizeof *j);
     j->text = (uint8_t *)malloc(len + 1);
     assert_non_null(j->text);
     memcpy(j->text, text, len);
     j->text[len] = 0;
     j->len = len;
-    if (sts__jdoc_parse(&j->d, j->text, j->len, &m, "json", STS_RULE_DATASET_MANIFEST, NULL) != STS_OK) { free(j->text); j->text = NULL; return 0; }
-    return 1;
+    return du_json_parse(j);
 }
-DU_FN void du_json_free(du_json *j) { sts__jdoc_free(&j->d); free(j->text); memset(j, 0, sizeof *j); }
-DU_FN uint32_t du_jget(const du_json *j, uint32_t obj, const char *key) { return sts__jdoc_get(&j->d, obj, key); }
-DU_FN int du_jtype(const du_json *j, uint32_t t) { return j->d.n ? j->d.tok[t].type : 0; }
-/* A string token copied into buf (NUL-terminated); 0 when t is not a string or too long. */
+DU_FN void du_json_free(du_json *j) { free(j->tok); free(j->text); memset(j, 0, sizeof *j); }
+DU_FN uint32_t du_jnext(const du_json *j, uint32_t t) { return j->tok[t].next; }
+/* A string token copied into buf (NUL-terminated, escapes decoded, \u to UTF-8); 0 when t is not
+   a string or buf is too small. */
 DU_FN int du_jstr(const du_json *j, uint32_t t, char *buf, size_t cap) {
-    char tmp[4096];
-    size_t n;
-    const char *p;
-    if (!t || j->d.tok[t].type != '"' || j->d.tok[t].len >= sizeof tmp) return 0;
-    p = sts__jdoc_str(&j->d, t, tmp, &n);
-    if (n >= cap) return 0;
-    memcpy(buf, p, n);
+    const uint8_t *s, *e;
+    size_t n = 0;
+    if (!t || j->tok[t].type != '"') return 0;
+    s = j->text + j->tok[t].at;
+    e = s + j->tok[t].len;
+    while (s < e) {
+        uint32_t c = *s++;
+        uint8_t u[4];
+        size_t k, w = 1;
+        int esc = c == '\\';
+        if (esc) {
+            c = *s++;
+            switch (c) {
+            case 'b': c = '\b'; break;
+            case 'f': c = '\f'; break;
+            case 'n': c = '\n'; break;
+            case 'r': c = '\r'; break;
+            case 't': c = '\t'; break;
+            case 'u': {
+                char hex[5] = {0};
+                memcpy(hex, s, 4);
+                c = (uint32_t)strtoul(hex, NULL, 16);
+                s += 4;
+                if (c >= 0xD800 && c < 0xDC00 && e - s >= 6 && s[0] == '\\' && s[1] == 'u') {
+                    uint32_t lo;
+                    memcpy(hex, s + 2, 4);
+                    lo = (uint32_t)strtoul(hex, NULL, 16);
+                    if (lo >= 0xDC00 && lo < 0xE000) { c = 0x10000 + ((c - 0xD800) << 10) + (lo - 0xDC00); s += 6; }
+                }
+                break;
+            }
+            default: break;  /* " \ / stand for themselves */
+            }
+        }
+        u[0] = (uint8_t)c;  /* a byte of the text as it is, or an escape's code point in UTF-8 */
+        if (!esc || c < 0x80) {}
+        else if (c < 0x800) { u[0] = (uint8_t)(0xC0 | c >> 6); u[1] = (uint8_t)(0x80 | (c & 63)); w = 2; }
+        else if (c < 0x10000) {
+            u[0] = (uint8_t)(0xE0 | c >> 12); u[1] = (uint8_t)(0x80 | (c >> 6 & 63)); u[2] = (uint8_t)(0x80 | (c & 63)); w = 3;
+        } else {
+            u[0] = (uint8_t)(0xF0 | c >> 18); u[1] = (uint8_t)(0x80 | (c >> 12 & 63));
+            u[2] = (uint8_t)(0x80 | (c >> 6 & 63)); u[3] = (uint8_t)(0x80 | (c & 63)); w = 4;
+        }
+        if (n + w >= cap) return 0;
+        for (k = 0; k < w; k++) buf[n++] = (char)u[k];
+    }
     buf[n] = 0;
     return 1;
 }
-DU_FN int du_ju64(const du_json *j, uint32_t t, uint64_t *v) { return t && sts__jdoc_u64(&j->d, t, v); }
-/* A number token as int64 (negative allowed). */
-DU_FN int du_ji64(const du_json *j, uint32_t t, int64_t *v) {
-    const sts__jtok *k;
-    uint64_t u;
-    if (!t) return 0;
-    k = &j->d.tok[t];
-    if (k->type != '0') return 0;
-    if (j->text[k->at] == '-') {
-        uint64_t x = 0;
-        size_t i;
-        if (k->len < 2 || k->len > 19) return 0;
-        for (i = 1; i < k->len; i++) {
-            if (j->text[k->at + i] < '0' || j->text[k->at + i] > '9') return 0;
-            x = x * 10 + (uint64_t)(j->text[k->at + i] - '0');
-        }
-        *v = -(int64_t)x;
-        return 1;
+/* The value of key in object obj (0 when obj is not an object or key is absent; the last one wins). */
+DU_FN uint32_t du_jget(const du_json *j, uint32_t obj, const char *key) {
+    uint32_t k, i, found = 0;
+    char name[4096];
+    if (obj >= j->n || j->tok[obj].type != '{') return 0;
+    for (k = obj + 1, i = 0; i < j->tok[obj].count; i++) {
+        uint32_t v = j->tok[k].next;
+        if (du_jstr(j, k, name, sizeof name) && strcmp(name, key) == 0) found = v;
+        k = j->tok[v].next;
     }
-    if (!sts__jdoc_u64(&j->d, t, &u)) return 0;
-    *v = (int64_t)u;
+    return found;
+}
+DU_FN int du_jtype(const du_json *j, uint32_t t) { return t < j->n ? j->tok[t].type : 0; }
+/* Decimal digits only (no sign, fraction or exponent), no overflow. */
+DU_FN int du_jdec(const uint8_t *s, size_t n, uint64_t *v) {
+    uint64_t x = 0;
+    size_t i;
+    if (n == 0) return 0;
+    for (i = 0; i < n; i++) {
+        unsigned d = (unsigned)(s[i] - '0');
+        if (d > 9 || x > (UINT64_MAX - d) / 10) return 0;
+        x = x * 10 + d;
+    }
+    *v = x;
+    return 1;
+}
+/* A number token as uint64 (du_jdec's rules). */
+DU_FN int du_ju64(const du_json *j, uint32_t t, uint64_t *v) {
+    return t && j->tok[t].type == '0' && du_jdec(j->text + j->tok[t].at, j->tok[t].len, v);
+}
+/* A number token as int64 (an optional minus, then digits). */
+DU_FN int du_ji64(const du_json *j, uint32_t t, int64_t *v) {
+    uint64_t u;
+    int neg;
+    if (!t || j->tok[t].type != '0') return 0;
+    neg = j->text[j->tok[t].at] == '-';
+    if (!du_jdec(j->text + j->tok[t].at + (size_t)neg, j->tok[t].len - (size_t)neg, &u)) return 0;
+    if (u > (uint64_t)INT64_MAX + (uint64_t)neg) return 0;
+    *v = neg ? -(int64_t)(u - 1) - 1 : (int64_t)u;
     return 1;
 }
 DU_FN uint32_t du_jfirst(const du_json *j, uint32_t container) { (void)j; return container + 1; }
-DU_FN uint32_t du_jnext(const du_json *j, uint32_t t) { return sts__jdoc_next(&j->d, t); }
-DU_FN uint32_t du_jcount(const du_json *j, uint32_t t) { return t ? j->d.tok[t].count : 0; }
+DU_FN uint32_t du_jcount(const du_json *j, uint32_t t) { return t ? j->tok[t].count : 0; }
 
 /* ---- the structural check of a dataset folder ----
    The manifest: format_version and safetensors_version "1.0"; shards sorted by path with unique

@@ -14,7 +14,9 @@
    - sub-byte dtypes (F4, F6): whole-byte samples stack, others are refused;
    - an empty task, batch_size 1, zero-size cells. */
 #define _POSIX_C_SOURCE 200809L
+#ifndef STS_TEST_LINKED  /* the Makefile links tests/sts_impl.c's object instead */
 #define STS_IMPLEMENTATION
+#endif
 #include "../safetensors_spark.h"
 #include "dataset_write_util.h"
 #include <math.h>
