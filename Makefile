@@ -64,7 +64,8 @@ VG_BINS    = $(patsubst tests/%.c,$(BUILD)/vg/%,$(UNIT_SRCS))
 LINKED_TESTS := test_archive test_archive_threads test_conformance test_core_alloc test_core_io \
                 test_core_roundtrip test_dataset_assign test_dataset_jobs test_dataset_read test_dataset_read_errors \
                 test_dataset_read_hf test_dataset_read_pushdown test_dataset_read_threads test_dataset_write_batch \
-                dataset_gen test_gguf test_gguf_write
+                test_dataset_write_crash test_dataset_write_io test_dataset_write_kv dataset_gen test_gguf \
+                test_gguf_write
 # $(call sts_linked,NAME,OBJECT): the flag and the object for a linked program, else nothing.
 sts_linked_flag = $(if $(filter $(1),$(LINKED_TESTS)),-DSTS_TEST_LINKED)
 sts_linked_obj = $(if $(filter $(1),$(LINKED_TESTS)),$(2))
@@ -75,6 +76,9 @@ $(BUILD)/unit/sts_impl.o: tests/sts_impl.c $(HEADER)
 $(BUILD)/asan/sts_impl.o: tests/sts_impl.c $(HEADER)
 	@mkdir -p $(dir $@)
 	$(CLANG) -std=c99 $(ASAN_FLAGS) $(STS_WARN) -c -o $@ $<
+$(BUILD)/tsan/sts_impl.o: tests/sts_impl.c $(HEADER)
+	@mkdir -p $(dir $@)
+	$(CLANG) -std=c99 $(TSAN_FLAGS) $(STS_WARN) -c -o $@ $<
 $(BUILD)/vg/sts_impl.o: tests/sts_impl.c $(HEADER)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c99 -O1 -g $(STS_WARN) -c -o $@ $<

@@ -792,6 +792,9 @@ typedef struct sts_write_config {   /* zero = every default; strings are borrowe
                                        writers, the dataset commit and reindex alike */
     int no_io_thread;               /* io_thread = 0: the caller's thread makes every write itself
                                        (default: one I/O thread per task writer, see sts_task_open) */
+    uint64_t target_shard_bytes;    /* not a connector option: the KV roll-over size in bytes, any size > 0,
+                                       instead of target_shard_size_mb (small shards for tests and small
+                                       jobs); 0 = unset. Setting both is refused */
 } sts_write_config;
 
 /* Set one option the way the connector spells it (names case-insensitive; values as strings):
@@ -828,6 +831,13 @@ STSDEF sts_result sts_task_write(sts_task_writer *w, const sts_value *row, sts_e
 STSDEF sts_result sts_task_commit(sts_task_writer *w, char **message, size_t *message_len, sts_error *err);
 /* Frees the writer; when it was not committed, its files are removed first (abort). */
 STSDEF void sts_task_close(sts_task_writer *w);
+typedef struct sts_task_progress {
+    uint64_t rows;      /* rows accepted so far */
+    uint64_t shards;    /* files begun so far. KV mode begins a shard's file when it seals it, so the shard
+                           filling in memory is number `shards`; batch mode begins each file at its first row */
+} sts_task_progress;
+/* Where a task writer stands; all zero for NULL. */
+STSDEF sts_task_progress sts_task_get_progress(const sts_task_writer *w);
 /* Merges the messages of every task: checks them and their shards (existence, size, header),
    cross-task duplicates, then writes the index (when asked) and dataset_manifest.json last. On
    failure nothing is published and the tasks' shards are removed: the folder is as it was. */
@@ -7326,8 +7336,11 @@ STS__PRIVATE sts_result sts__wcfg_mode(sts__wcfg *c, const sts_write_config *cfg
     if (cfg->target_shard_size_mb && (cfg->target_shard_size_mb < 50 || cfg->target_shard_size_mb > 1000))
         return sts__failx(err, STS_RULE_OPTION, "target_shard_size_mb must be between 50 and 1000, got: %U",
                           (uint64_t)cfg->target_shard_size_mb);
+    if (cfg->target_shard_size_mb && cfg->target_shard_bytes)
+        return sts__failx(err, STS_RULE_OPTION, "set target_shard_size_mb or target_shard_bytes, not both");
     /* MiB, as the connector counts */
     c->target = (uint64_t)(cfg->target_shard_size_mb ? cfg->target_shard_size_mb : 300) << 20;
+    if (cfg->target_shard_bytes) c->target = cfg->target_shard_bytes;
     c->sep = cfg->kv_separator ? cfg->kv_separator : "__";
     c->sep_len = strlen(c->sep);
     if (!c->sep_len)
@@ -9003,6 +9016,15 @@ STSDEF sts_result sts_task_commit(sts_task_writer *w, char **message, size_t *me
     *message = o.p;
     sts__ok(err);
     return STS_OK;
+}
+STSDEF sts_task_progress sts_task_get_progress(const sts_task_writer *w) {
+    sts_task_progress p;
+    memset(&p, 0, sizeof p);
+    if (w) {
+        p.rows = w->rows;
+        p.shards = w->nshards;
+    }
+    return p;
 }
 STSDEF void sts_task_close(sts_task_writer *w) {
     sts__mem m;

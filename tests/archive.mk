@@ -13,9 +13,10 @@ $(patsubst tests/%.c,$(BUILD)/vg/%,$(ARCHIVE_SRCS)): $(ARCHIVE_DEPS)
 
 # ThreadSanitizer: 8 threads finding, viewing, reading, materialising and hashing tensors of one
 # archive at once (a sharded checkpoint whose lazy shards race, a single file four ways), full level.
-$(BUILD)/tsan/test_archive_threads: tests/test_archive_threads.c $(HEADER) $(ARCHIVE_DEPS)
+$(BUILD)/tsan/test_archive_threads: tests/test_archive_threads.c $(HEADER) $(ARCHIVE_DEPS) $(BUILD)/tsan/sts_impl.o
 	@mkdir -p $(dir $@)
-	$(CLANG) -std=c99 $(TSAN_FLAGS) $(STS_WARN) -o $@ $< $(UNIT_LIBS)
+	$(CLANG) -std=c99 $(TSAN_FLAGS) $(STS_WARN) $(call sts_linked_flag,$(notdir $@)) -o $@ $< \
+	    $(call sts_linked_obj,$(notdir $@),$(BUILD)/tsan/sts_impl.o) $(UNIT_LIBS)
 .PHONY: test-tsan-archive
 test-tsan-archive: $(BUILD)/tsan/test_archive_threads
 	@echo "--- $<"; $(TSAN_ENV) ./$<

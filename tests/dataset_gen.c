@@ -260,6 +260,7 @@ static void gen_kv(int variant) {
     c.generate_index = variant != 0;
     c.kv_separator = variant == 1 ? "::" : NULL;
     c.duplicates = variant == 2 ? STS_DUPLICATES_LAST_WIN : STS_DUPLICATES_FAIL;
+    c.target_shard_bytes = 1200;  /* several shards */
     c.shapes = variant == 1 ? "{\"emb\": [2, 2]}" : NULL;
     CHECK(sts_dataset_prepare(dir, &c, schema, 4, NULL, &e));
     src_open(&s, name);
@@ -270,7 +271,6 @@ static void gen_kv(int variant) {
         uint32_t id = t * 4 + 1;
         src_task(&s, id);
         CHECK(sts_task_open(dir, id, &c, schema, 4, NULL, &w, &e));
-        w->c.target = 1200;  /* white box: several shards */
         for (i = 0; i < 14; i++) {
             char key[32];
             uint8_t img[64];

@@ -16,9 +16,10 @@ $(patsubst tests/%.c,$(BUILD)/vg/%,$(DATASET_READ_SRCS)): $(DATASET_READ_DEPS)
 # ThreadSanitizer: the threads test built with clang -fsanitize=thread (8 threads of lookups with
 # data and scans over file ranges on shared datasets, with and without the index), full level.
 # The writer's side is test-tsan-write (tests/dataset_write.mk); make test-tsan runs both.
-$(BUILD)/tsan/test_dataset_read_threads: tests/test_dataset_read_threads.c $(HEADER) $(DATASET_READ_DEPS)
+$(BUILD)/tsan/test_dataset_read_threads: tests/test_dataset_read_threads.c $(HEADER) $(DATASET_READ_DEPS) $(BUILD)/tsan/sts_impl.o
 	@mkdir -p $(dir $@)
-	$(CLANG) -std=c99 $(TSAN_FLAGS) $(STS_WARN) -o $@ $< $(UNIT_LIBS)
+	$(CLANG) -std=c99 $(TSAN_FLAGS) $(STS_WARN) $(call sts_linked_flag,$(notdir $@)) -o $@ $< \
+	    $(call sts_linked_obj,$(notdir $@),$(BUILD)/tsan/sts_impl.o) $(UNIT_LIBS)
 .PHONY: test-tsan test-tsan-read
 test-tsan-read: $(BUILD)/tsan/test_dataset_read_threads
 	@echo "--- $<"; $(TSAN_ENV) ./$<

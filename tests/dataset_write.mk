@@ -10,9 +10,10 @@ UNIT_SRCS += $(DATASET_WRITE_SRCS)
 # reader's side is test-tsan-read (tests/dataset_read.mk); make test-tsan runs both.
 TSAN_WRITE_SRCS := tests/test_dataset_write_io.c tests/test_dataset_write_kv.c
 TSAN_WRITE_BINS := $(patsubst tests/%.c,$(BUILD)/tsan/%,$(TSAN_WRITE_SRCS))
-$(BUILD)/tsan/test_dataset_write_%: tests/test_dataset_write_%.c $(HEADER) tests/dataset_write_util.h tests/test_util.h tests/fs_util.h
+$(BUILD)/tsan/test_dataset_write_%: tests/test_dataset_write_%.c $(HEADER) tests/dataset_write_util.h tests/test_util.h tests/fs_util.h $(BUILD)/tsan/sts_impl.o
 	@mkdir -p $(dir $@)
-	$(CLANG) -std=c99 $(TSAN_FLAGS) $(STS_WARN) -o $@ $< $(UNIT_LIBS)
+	$(CLANG) -std=c99 $(TSAN_FLAGS) $(STS_WARN) $(call sts_linked_flag,$(notdir $@)) -o $@ $< \
+	    $(call sts_linked_obj,$(notdir $@),$(BUILD)/tsan/sts_impl.o) $(UNIT_LIBS)
 .PHONY: test-tsan-write
 test-tsan-write: $(TSAN_WRITE_BINS)
 	@set -e; for t in $^; do echo "--- $$t"; STS_TEST_LEVEL=quick $(TSAN_ENV) ./$$t; done

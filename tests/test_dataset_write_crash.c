@@ -19,7 +19,9 @@
    With STS_CRASH_KEEP=<dir>, every manifest and index seen after a kill is copied there, for
    tests/check_dataset.py to validate against the JSON Schemas. */
 #define _POSIX_C_SOURCE 200809L
+#ifndef STS_TEST_LINKED  /* the Makefile links tests/sts_impl.c's object instead */
 #define STS_IMPLEMENTATION
+#endif
 #include "../safetensors_spark.h"
 #include "dataset_write_util.h"
 
@@ -62,12 +64,12 @@ static sts_result job(const char *dir, int kv, int g, int overwrite, int durable
     uint32_t t;
     sts_result r;
     job_config(&c, kv, overwrite, durable);
+    if (kv) c.target_shard_bytes = 1300;  /* three rows per shard */
     if ((r = sts_dataset_prepare(dir, &c, SCH, 3, o, e)) != STS_OK) return r;
     for (t = 0; t < NTASKS; t++) {
         sts_task_writer *w;
         int k;
         if ((r = sts_task_open(dir, t, &c, SCH, 3, o, &w, e)) != STS_OK) goto out;
-        if (kv) w->c.target = 1300;  /* white box: three rows per shard */
         for (k = 0; k < NROWS && r == STS_OK; k++) {
             row rw;
             r = sts_task_write(w, mk_row(&rw, g, t, k), e);

@@ -11,7 +11,9 @@
    - several task writers in parallel threads, and in separate processes (fork, commit messages
      through pipes), merged by one dataset commit; every value read back through the index. */
 #define _POSIX_C_SOURCE 200809L
+#ifndef STS_TEST_LINKED  /* the Makefile links tests/sts_impl.c's object instead */
 #define STS_IMPLEMENTATION
+#endif
 #include "../safetensors_spark.h"
 #include "dataset_write_util.h"
 #include <pthread.h>
@@ -102,8 +104,9 @@ static task_run run_task(const char *dir, const sts_write_config *c, int kv, du_
     memset(&o, 0, sizeof o);
     du_fault_opts(&o, f);
     *msg = NULL;
-    DU_OK("open", sts_task_open(dir, 0, c, SCH, 3, &o, &w, &tr.e), tr.e);
-    if (kv) w->c.target = 350;  /* white box: three or more shards */
+    sts_write_config ct = *c;
+    if (kv) ct.target_shard_bytes = 350;  /* three or more shards */
+    DU_OK("open", sts_task_open(dir, 0, &ct, SCH, 3, &o, &w, &tr.e), tr.e);
     f->armed = 1;
     for (i = 0; i < n && !tr.failed; i++) {
         row r;
@@ -223,8 +226,9 @@ static void two_tasks(const char *dir, const sts_write_config *c, int kv, uint32
         sts_task_writer *w;
         sts_error e;
         int i;
-        DU_OK("open", sts_task_open(dir, base + t, c, SCH, 3, NULL, &w, &e), e);
-        if (kv) w->c.target = 400;
+        sts_write_config ct = *c;
+        if (kv) ct.target_shard_bytes = 400;
+        DU_OK("open", sts_task_open(dir, base + t, &ct, SCH, 3, NULL, &w, &e), e);
         for (i = 0; i < 5; i++) {
             row r;
             DU_OK("row", sts_task_write(w, mk_row(&r, base + t, i, !kv), &e), e);
@@ -434,8 +438,9 @@ static void *thread_task(void *arg) {
     thr *t = (thr *)arg;
     sts_task_writer *w;
     int i;
-    if ((t->r = sts_task_open(t->dir, t->task, t->c, SCH, 3, NULL, &w, &t->e)) != STS_OK) return NULL;
-    w->c.target = 2000;
+    sts_write_config ct = *t->c;
+    ct.target_shard_bytes = 2000;
+    if ((t->r = sts_task_open(t->dir, t->task, &ct, SCH, 3, NULL, &w, &t->e)) != STS_OK) return NULL;
     for (i = 0; i < t->rows && t->r == STS_OK; i++) {
         row r;
         t->r = sts_task_write(w, mk_row(&r, t->task, i, 0), &t->e);
@@ -491,9 +496,11 @@ static void child_task(int fd, const char *dir, const sts_write_config *c, uint3
     char *msg = NULL, head[64];
     size_t len = 0;
     int i;
-    sts_result r = sts_task_open(dir, task, c, SCH, 3, NULL, &w, &e);
+    sts_write_config ct = *c;
+    sts_result r;
+    if (kv) ct.target_shard_bytes = 1500;
+    r = sts_task_open(dir, task, &ct, SCH, 3, NULL, &w, &e);
     if (r == STS_OK) {
-        if (kv) w->c.target = 1500;
         for (i = 0; i < rows && r == STS_OK; i++) {
             row rw;
             r = sts_task_write(w, mk_row(&rw, task, i, !kv), &e);

@@ -11,12 +11,14 @@
      shard, across shards, across tasks (the later path, i.e. the higher task id, wins; task ids
      past 5 digits; shard numbers past 4 digits);
    - keys: invalid ones refused (NUL, not UTF-8), a key making "__metadata__";
-   - the roller with a small target set on the writer (white box: w->c.target): shards within the
+   - the roller with a small target (target_shard_bytes): shards within the
      target unless a single row is larger, never rolled while the next row would have fitted,
      rows never split, memory bounded; one run at the real minimum of 50 MB with ~120 MB of data
      (skipped under STS_TEST_LEVEL=quick). */
 #define _POSIX_C_SOURCE 200809L
+#ifndef STS_TEST_LINKED  /* the Makefile links tests/sts_impl.c's object instead */
 #define STS_IMPLEMENTATION
+#endif
 #include "../safetensors_spark.h"
 #include "dataset_write_util.h"
 
@@ -53,6 +55,31 @@ static void krows_free(krows *rs) {
     memset(rs, 0, sizeof *rs);
 }
 
+/* ---- open writers and the config each was given (kv_put encodes as the writer does) ---- */
+typedef struct kv_open_rec { const sts_task_writer *w; sts_write_config c; } kv_open_rec;
+static kv_open_rec kv_recs[16];
+static size_t kv_rec_next;
+/* sts_task_open with a roll-over target in bytes (0: the config's own), remembering the config. */
+static sts_result kv_open(const char *root, uint32_t task, const sts_write_config *c, uint64_t target,
+                          const sts_options *o, sts_task_writer **w, sts_error *e) {
+    sts_write_config x = *c;
+    sts_result r;
+    size_t i;
+    if (target) { x.target_shard_size_mb = 0; x.target_shard_bytes = target; }
+    if ((r = sts_task_open(root, task, &x, KV, 3, o, w, e)) != STS_OK) return r;
+    for (i = 0; i < 16 && kv_recs[i].w != *w; i++) {}
+    if (i == 16) i = kv_rec_next++ % 16;
+    kv_recs[i].w = *w;
+    kv_recs[i].c = x;
+    return r;
+}
+static const sts_write_config *kv_cfg(const sts_task_writer *w) {
+    size_t i;
+    for (i = 0; i < 16; i++) if (kv_recs[i].w == w) return &kv_recs[i].c;
+    fail_msg("a writer not opened through kv_open");
+    return NULL;
+}
+
 /* Writes one row; records it (tensors and shard) when accepted. Returns the result. */
 static sts_result kv_put(sts_task_writer *w, uint32_t task, const kcell *k, krows *rs, sts_error *e) {
     sts_value v[3];
@@ -80,17 +107,19 @@ static sts_result kv_put(sts_task_writer *w, uint32_t task, const kcell *k, krow
         char name[256];
         uint8_t *enc = (uint8_t *)malloc(k->emb_n * 8 + 1);
         uint64_t en = k->emb_n;
-        size_t sl = strlen(w->c.sep);
+        const sts_write_config *c = kv_cfg(w);
+        const char *sep = c->kv_separator ? c->kv_separator : "__";
+        size_t sl = strlen(sep);
         assert_non_null(enc);
         assert_true(kl < sizeof x->key);
         memcpy(x->key, k->key, kl);
         x->task = task;
-        x->shard = (uint32_t)w->nshards;  /* white box: the open shard's number */
-        memcpy(name, k->key, kl); memcpy(name + kl, w->c.sep, sl); memcpy(name + kl + sl, "img", 3);
+        x->shard = (uint32_t)sts_task_get_progress(w).shards;  /* the shard filling in memory */
+        memcpy(name, k->key, kl); memcpy(name + kl, sep, sl); memcpy(name + kl + sl, "img", 3);
         du_tl_put(&x->t, name, kl + sl + 3, k->img_dtype, k->img_rank, k->img_shape, img, bytes, 0);
-        assert_int_equal(du_encode_array(enc, w->c.dtype, emb, STS_DTYPE_F32, k->emb_n, w->c.rounding), STS_OK);
+        assert_int_equal(du_encode_array(enc, c->dtype, emb, STS_DTYPE_F32, k->emb_n, c->rounding), STS_OK);
         memcpy(name + kl + sl, "emb", 3);
-        du_tl_put(&x->t, name, kl + sl + 3, w->c.dtype, 1, &en, enc, k->emb_n * sts_dtype_bits(w->c.dtype) / 8, 0);
+        du_tl_put(&x->t, name, kl + sl + 3, c->dtype, 1, &en, enc, k->emb_n * sts_dtype_bits(c->dtype) / 8, 0);
         free(enc);
     }
     free(img);
@@ -176,8 +205,7 @@ static void golden(int index, int last_win) {
     for (t = 0; t < 2; t++) {
         sts_task_writer *w;
         int i;
-        DU_OK(label, sts_task_open(root, tasks[t], &c, KV, 3, NULL, &w, &e), e);
-        w->c.target = 900;  /* white box: several shards */
+        DU_OK(label, kv_open(root, tasks[t], &c, 900, NULL, &w, &e), e);
         for (i = 0; i < 12; i++) {
             char key[32];
             kcell k;
@@ -198,7 +226,7 @@ static void golden(int index, int last_win) {
             assert_true(du_ju64(&j, du_jget(&j, 0, "rows"), &v) && v == 12);
             assert_true(du_jstr(&j, du_jget(&j, 0, "kv_separator"), buf, sizeof buf));
             assert_string_equal(buf, index ? "::" : "__");
-            assert_true(du_jcount(&j, du_jget(&j, 0, "shards")) == w->nshards);
+            assert_true(du_jcount(&j, du_jget(&j, 0, "shards")) == sts_task_get_progress(w).shards);
             du_json_free(&j);
         }
         m.n++;
@@ -307,7 +335,7 @@ static void test_schema_varying(void **state) {
         sts_task_writer *w;
         kcell k;
         char key[16];
-        DU_OK("open", sts_task_open(root, (uint32_t)t, &c, KV, 3, NULL, &w, &e), e);
+        DU_OK("open", kv_open(root, (uint32_t)t, &c, 0, NULL, &w, &e), e);
         /* task 0: img [4,5] then [4,6] (dim 1 varies), emb 8 then 8; task 1: img [4,5], emb 3 */
         snprintf(key, sizeof key, "a%d", t);
         k = cell(key, 1, 4, 5, t ? 3 : 8);
@@ -355,7 +383,7 @@ static void test_tensor_dtypes(void **state) {
         tf_tmpdir(root, sizeof root);
         kv_config(&c);
         DU_OK(label, sts_dataset_prepare(root, &c, KV, 3, NULL, &e), e);
-        DU_OK(label, sts_task_open(root, 0, &c, KV, 3, NULL, &w, &e), e);
+        DU_OK(label, kv_open(root, 0, &c, 0, NULL, &w, &e), e);
         for (i = 0; i < 5; i++) {
             char key[16];
             kcell k;
@@ -393,8 +421,7 @@ static void test_dup_fail_in_task(void **state) {
     (void)state;
     tf_tmpdir(root, sizeof root);
     kv_config(&c);
-    DU_OK("open", sts_task_open(root, 0, &c, KV, 3, NULL, &w, &e), e);
-    w->c.target = 700;
+    DU_OK("open", kv_open(root, 0, &c, 700, NULL, &w, &e), e);
     k = cell("alpha", 1, 2, 3, 4); DU_OK("alpha", kv_put(w, 0, &k, &rs, &e), e);
     k = cell("beta", 2, 2, 3, 4); DU_OK("beta", kv_put(w, 0, &k, &rs, &e), e);
     /* the same shard */
@@ -404,7 +431,7 @@ static void test_dup_fail_in_task(void **state) {
     k = cell("gamma", 4, 5, 5, 4); DU_OK("gamma", kv_put(w, 0, &k, &rs, &e), e);
     k = cell("delta", 5, 2, 3, 4); DU_OK("delta", kv_put(w, 0, &k, &rs, &e), e);
     k = cell("eps", 6, 2, 3, 4); DU_OK("eps", kv_put(w, 0, &k, &rs, &e), e);
-    assert_true(w->nshards >= 1);  /* alpha's shard has been rolled out */
+    assert_true(sts_task_get_progress(w).shards >= 1);  /* alpha's shard has been rolled out */
     /* a duplicate of a key in an earlier shard of the task */
     k = cell("alpha", 7, 2, 3, 4);
     tu_err_check("alpha in an earlier shard", kv_put(w, 0, &k, &rs, &e), &e, STS_ERR_DUPLICATE_KEY, STS_RULE_DUPLICATE_KEY, "\"alpha\"", (const char *)NULL);
@@ -475,14 +502,13 @@ static void test_dup_fail_across_tasks(void **state) {
         kcell k;
         char key[16];
         int i;
-        DU_OK("open", sts_task_open(root, (uint32_t)t, &c, KV, 3, NULL, &w, &e), e);
-        w->c.target = 500;
+        DU_OK("open", kv_open(root, (uint32_t)t, &c, 500, NULL, &w, &e), e);
         for (i = 0; i < 4; i++) {
             snprintf(key, sizeof key, "u%d-%d", t, i);
             k = cell(i == 2 ? "x" : key, (uint32_t)i, 2, 2, 2);
             DU_OK("row", kv_put(w, (uint32_t)t, &k, NULL, &e), e);
             if (i == 2) {  /* the shard "x" went to */
-                snprintf(shard_of[t], sizeof shard_of[t], "part-%05d-%04u-", t, (unsigned)w->nshards);
+                snprintf(shard_of[t], sizeof shard_of[t], "part-%05d-%04u-", t, (unsigned)sts_task_get_progress(w).shards);
             }
         }
         DU_OK("commit", sts_task_commit(w, &m.m[m.n], &m.len[m.n], &e), e);
@@ -537,29 +563,28 @@ static void test_last_win(void **state) {
     c.generate_index = 1;
     /* task 2: "same" twice in one shard, "early" in shard 0 and again in a later shard */
     DU_OK("prepare", sts_dataset_prepare(root, &c, KV, 3, NULL, &e), e);
-    DU_OK("open", sts_task_open(root, 2, &c, KV, 3, NULL, &w, &e), e);
-    w->c.target = 800;
+    DU_OK("open", kv_open(root, 2, &c, 800, NULL, &w, &e), e);
     k = cell("early", 1, 2, 2, 2); DU_OK("early", kv_put(w, 2, &k, &rs, &e), e);
     k = cell("same", 2, 2, 2, 2); DU_OK("same", kv_put(w, 2, &k, &rs, &e), e);
     k = cell("same", 3, 3, 3, 5); DU_OK("same again", kv_put(w, 2, &k, &rs, &e), e);   /* another shape too */
-    assert_int_equal(w->nshards, 0);
+    assert_int_equal(sts_task_get_progress(w).shards, 0);
     k = cell("f1", 4, 8, 8, 2); DU_OK("f1", kv_put(w, 2, &k, &rs, &e), e);
     k = cell("f2", 5, 8, 8, 2); DU_OK("f2", kv_put(w, 2, &k, &rs, &e), e);
     k = cell("f3", 6, 8, 8, 2); DU_OK("f3", kv_put(w, 2, &k, &rs, &e), e);
-    assert_true(w->nshards >= 1);
+    assert_true(sts_task_get_progress(w).shards >= 1);
     k = cell("early", 7, 1, 1, 1); DU_OK("early again", kv_put(w, 2, &k, &rs, &e), e);
     k = cell("both", 8, 2, 2, 2); DU_OK("both", kv_put(w, 2, &k, &rs, &e), e);
     DU_OK("commit", sts_task_commit(w, &m.m[m.n], &m.len[m.n], &e), e);
     m.n++;
     sts_task_close(w);
     /* task 5: "both" again (the later task wins); task 1: "both" too (loses to 2 and 5) */
-    DU_OK("open", sts_task_open(root, 5, &c, KV, 3, NULL, &w, &e), e);
+    DU_OK("open", kv_open(root, 5, &c, 0, NULL, &w, &e), e);
     k = cell("both", 9, 2, 2, 2); DU_OK("both 5", kv_put(w, 5, &k, &rs, &e), e);
-    t5_shard = (uint32_t)w->nshards;
+    t5_shard = (uint32_t)sts_task_get_progress(w).shards;
     DU_OK("commit", sts_task_commit(w, &m.m[m.n], &m.len[m.n], &e), e);
     m.n++;
     sts_task_close(w);
-    DU_OK("open", sts_task_open(root, 1, &c, KV, 3, NULL, &w, &e), e);
+    DU_OK("open", kv_open(root, 1, &c, 0, NULL, &w, &e), e);
     k = cell("both", 10, 2, 2, 2); DU_OK("both 1", kv_put(w, 1, &k, &rs, &e), e);
     DU_OK("commit", sts_task_commit(w, &m.m[m.n], &m.len[m.n], &e), e);
     m.n++;
@@ -632,7 +657,7 @@ static void test_last_win_wide_task_ids(void **state) {
     for (t = 0; t < 3; t++) {
         sts_task_writer *w;
         kcell k = cell("k", (uint32_t)t, 1, 1, 1);
-        DU_OK("open", sts_task_open(root, ids[t], &c, KV, 3, NULL, &w, &e), e);
+        DU_OK("open", kv_open(root, ids[t], &c, 0, NULL, &w, &e), e);
         DU_OK("row", kv_put(w, ids[t], &k, NULL, &e), e);
         DU_OK("commit", sts_task_commit(w, &m.m[m.n], &m.len[m.n], &e), e);
         m.n++;
@@ -669,8 +694,7 @@ static void test_last_win_wide_shard_numbers(void **state) {
     c.duplicates = STS_DUPLICATES_LAST_WIN;
     c.generate_index = 1;
     DU_OK("prepare", sts_dataset_prepare(root, &c, KV, 3, NULL, &e), e);
-    DU_OK("open", sts_task_open(root, 0, &c, KV, 3, NULL, &w, &e), e);
-    w->c.target = 1;  /* white box: every row its own shard */
+    DU_OK("open", kv_open(root, 0, &c, 1, NULL, &w, &e), e);
     for (i = 0; i <= 10000; i++) {
         char key[16];
         kcell k;
@@ -710,7 +734,7 @@ static void test_keys(void **state) {
     tf_tmpdir(root, sizeof root);
     kv_config(&c);
     DU_OK("prepare", sts_dataset_prepare(root, &c, KV, 3, NULL, &e), e);
-    DU_OK("open", sts_task_open(root, 0, &c, KV, 3, NULL, &w, &e), e);
+    DU_OK("open", kv_open(root, 0, &c, 0, NULL, &w, &e), e);
     k = cell("a\0b", 1, 1, 1, 1); k.key_len = 3;
     tu_err_check("key with NUL", kv_put(w, 0, &k, NULL, &e), &e, STS_ERR_SCHEMA, STS_RULE_ROW_VALUE, "UTF-8", (const char *)NULL);
     k = cell("\xc3\x28", 1, 1, 1, 1);
@@ -735,7 +759,7 @@ static void test_keys(void **state) {
         tf_clear(root);
         c.generate_index = 1;
         DU_OK("prepare", sts_dataset_prepare(root, &c, KV, 3, NULL, &e), e);
-        DU_OK("open", sts_task_open(root, 0, &c, KV, 3, NULL, &w, &e), e);
+        DU_OK("open", kv_open(root, 0, &c, 0, NULL, &w, &e), e);
         k = cell("caf\xc3\xa9 \"q\" \\ \n,", 1, 1, 1, 1);
         DU_OK("odd key", kv_put(w, 0, &k, NULL, &e), e);
         DU_OK("commit", sts_task_commit(w, &m.m[m.n], &m.len[m.n], &e), e);
@@ -867,8 +891,7 @@ static void roller(int shuffle) {
     tf_tmpdir(root, sizeof root);
     kv_config(&c);
     o = tu_alloc_opts(&al, NULL);
-    DU_OK("open", sts_task_open(root, 0, &c, KV, 3, &o, &w, &e), e);
-    w->c.target = target;  /* white box: 64 KiB */
+    DU_OK("open", kv_open(root, 0, &c, target, &o, &w, &e), e);
     for (i = 0; i < n; i++) {
         char key[32];
         uint64_t d1;
@@ -919,7 +942,7 @@ static void test_roll_exact_fit(void **state) {
         tf_tmpdir(root, sizeof root);
         kv_config(&c);
         /* a dry run to learn the exact size of the first k rows */
-        DU_OK("open", sts_task_open(root, 0, &c, KV, 3, NULL, &w, &e), e);
+        DU_OK("open", kv_open(root, 0, &c, 0, NULL, &w, &e), e);
         for (i = 0; i < ks[v] + 3; i++) {
             char key[32];
             kcell k;
@@ -937,8 +960,7 @@ static void test_roll_exact_fit(void **state) {
         du_tl_free(&first);
         krows_free(&rs);
         /* the real run */
-        DU_OK("open", sts_task_open(root, 0, &c, KV, 3, NULL, &w, &e), e);
-        w->c.target = target;
+        DU_OK("open", kv_open(root, 0, &c, target, NULL, &w, &e), e);
         for (i = 0; i < ks[v] + 3; i++) {
             char key[32];
             kcell k;
@@ -991,9 +1013,8 @@ static void test_roller_50mb(void **state) {
     o = tu_alloc_opts(&al, NULL);
     img = (uint8_t *)malloc((size_t)row_bytes);
     assert_non_null(img);
-    DU_OK("open", sts_task_open(root, 0, &c, KV, 3, &o, &w, &e), e);
-    target = w->c.target;
-    assert_true(target == 50000000u || target == 50u * 1048576u);
+    DU_OK("open", kv_open(root, 0, &c, 0, &o, &w, &e), e);
+    target = 50u * 1048576u;  /* MiB, as the connector counts: a shard that rolls with a row's room left fails below */
     for (i = 0; i < 120; i++) {
         sts_value v[3];
         char key[16];
@@ -1006,7 +1027,7 @@ static void test_roller_50mb(void **state) {
         v[1].data = img; v[1].size = row_bytes; v[1].dtype = STS_DTYPE_U8; v[1].rank = 1; v[1].shape = shape;
         v[2].data = emb; v[2].size = 4;
         DU_OK("row", sts_task_write(w, v, &e), e);
-        row_shard[i] = (uint32_t)w->nshards;
+        row_shard[i] = (uint32_t)sts_task_get_progress(w).shards;
     }
     DU_OK("commit", sts_task_commit(w, &msg, &len, &e), e);
     sts_task_close(w);

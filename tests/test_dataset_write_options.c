@@ -385,6 +385,15 @@ static void test_prepare_refuses_combinations(void **state) {
         c.columns = " img , emb ";
         DU_OK("trimmed columns", sts_task_open(exist, 0, &c, SCHEMA, 5, NULL, &w, &e), e);
         sts_task_close(w);
+        c.columns = NULL;
+        c.target_shard_size_mb = 50;
+        c.target_shard_bytes = 1000;
+        tu_err_check("both targets", sts_task_open(exist, 0, &c, SCHEMA, 5, NULL, &w, &e), &e, STS_ERR_OPTION, STS_RULE_OPTION,
+                     "target_shard_size_mb", "target_shard_bytes", "not both", (const char *)NULL);
+        tu_err_check("both targets (prepare)", sts_dataset_prepare(exist, &c, SCHEMA, 5, NULL, &e), &e, STS_ERR_OPTION,
+                     STS_RULE_OPTION, "not both", (const char *)NULL);
+        c.target_shard_size_mb = 0;
+        c.target_shard_bytes = 0;
         c.columns = "IMG";
         tu_err_check("columns are case-sensitive", sts_task_open(exist, 0, &c, SCHEMA, 5, NULL, &w, &e), &e, STS_ERR_OPTION, STS_RULE_OPTION, "columns", "\"IMG\"", (const char *)NULL);
         /* NULL folder, NULL out, empty folder name */
@@ -526,7 +535,10 @@ static void test_writer_state(void **state) {
     tf_tmpdir(root, sizeof root);
     kv_config(&c);
     DU_OK("open", sts_task_open(root, 0, &c, SCHEMA, 5, NULL, &w, &e), e);
+    assert_true(sts_task_get_progress(w).rows == 0);
     DU_OK("row", sts_task_write(w, make_row(&b, "a", 0), &e), e);
+    assert_true(sts_task_get_progress(w).rows == 1 && sts_task_get_progress(w).shards == 0);
+    assert_true(sts_task_get_progress(NULL).rows == 0 && sts_task_get_progress(NULL).shards == 0);
     tu_err_check("write NULL writer", sts_task_write(NULL, b.v, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
     tu_err_check("write NULL row", sts_task_write(w, NULL, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
     tu_err_check("commit NULL writer", sts_task_commit(NULL, &msg, &len, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_ARGUMENT, (const char *)NULL);
@@ -579,11 +591,12 @@ static void test_writer_state(void **state) {
     }
     {   /* close without commit removes published-to-be and open files alike (abort) */
         kv_config(&c);
+        c.target_shard_bytes = 300;  /* a shard every row or two */
         DU_OK("open", sts_task_open(root, 0, &c, SCHEMA, 5, NULL, &w, &e), e);
-        w->c.target = 300;  /* white box: a shard every row or two */
         DU_OK("r0", sts_task_write(w, make_row(&b, "a", 0), &e), e);
         DU_OK("r1", sts_task_write(w, make_row(&b, "b", 1), &e), e);
         DU_OK("r2", sts_task_write(w, make_row(&b, "c", 2), &e), e);
+        assert_true(sts_task_get_progress(w).rows == 3 && sts_task_get_progress(w).shards >= 1);
         s = du_snapshot(root, 0);
         assert_true(s.n >= 1);  /* sealed temporaries exist now */
         for (size_t i = 0; i < s.n; i++) assert_true(s.e[i].name[0] == '.');
