@@ -65,7 +65,7 @@ LINKED_TESTS := test_archive test_archive_threads test_conformance test_core_all
                 test_core_roundtrip test_dataset_assign test_dataset_jobs test_dataset_read test_dataset_read_errors \
                 test_dataset_read_hf test_dataset_read_pushdown test_dataset_read_threads test_dataset_write_batch \
                 test_dataset_write_crash test_dataset_write_io test_dataset_write_kv dataset_gen test_gguf \
-                test_gguf_write
+                test_gguf_write test_lineage
 # $(call sts_linked,NAME,OBJECT): the flag and the object for a linked program, else nothing.
 sts_linked_flag = $(if $(filter $(1),$(LINKED_TESTS)),-DSTS_TEST_LINKED)
 sts_linked_obj = $(if $(filter $(1),$(LINKED_TESTS)),$(2))

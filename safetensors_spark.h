@@ -47,6 +47,7 @@
          10 archive: one reader for every tensor container                  >>archive
                GGUF v2/v3: ggml's types, a validated reader in both orders   >>gguf
                the GGUF writer: specs and typed KVs as a GGUF v3 file         >>gguf_write
+         11 lineage: the dataset record MLflow stores, with its digest      >>lineage
       license ................................................... end of file
    A new section goes after every section it calls, with a banner: ">>anchor  N. title", an "Owns:"
    line and a "May call:" line; add its anchor here. `make test-layers` (tests/check_layers.py)
@@ -1256,6 +1257,33 @@ STSDEF sts_result sts_gguf_write_size(const sts_tensor_spec *specs, size_t n, co
 /* Atomically: a temporary beside path, fsync (unless opts->no_fsync), rename. */
 STSDEF sts_result sts_gguf_write_path(const char *path, const sts_tensor_spec *specs, size_t n, const sts_meta *kvs,
                                       size_t n_kv, const sts_options *opts, sts_error *err);
+#endif
+
+/* ---- lineage (section 11): the dataset record MLflow stores --------------------------------------
+   What MLflow would store for a dataset folder if a Python user logged
+   MetaDataset(source, name=NAME, schema=Schema([TensorSpec(...) per manifest column])) with
+   mlflow.log_input: one JSON object whose values are strings, in MLflow's order (name, digest,
+   source, source_type, schema) plus "profile" (which a MetaDataset lacks) and, when given,
+   "context" (log_input's context, which MLflow keeps as the input tag mlflow.data.context).
+   Every JSON text is written as Python's json.dumps writes it (", " and ": ", ASCII only, bytes
+   that are not UTF-8 as the surrogate escapes \udc80..\udcff of Python's file names), so the
+   record and its digest are the bytes MLflow computes. format/SPECIFICATION.md section 16. */
+#ifndef STS_NO_STDIO
+typedef struct sts_lineage_config {     /* zero = every default */
+    const char *name;       /* NULL = "safetensors_dataset" */
+    const char *uri;        /* NULL: the folder as Python's os.path.abspath gives it, source_type "local";
+                               else the source's URI, source_type its scheme ("file" and none: "local") */
+    const char *context;    /* NULL: no "context" field */
+} sts_lineage_config;
+/* The record of the dataset in dir (its dataset_manifest.json must exist and be valid), as
+   NUL-terminated JSON in *out (free it with sts_free(opts, *out, *out_len + 1)). Deterministic:
+   the same folder and config give the same bytes. */
+STSDEF sts_result sts_dataset_lineage(const char *dir, const sts_lineage_config *cfg, const sts_options *opts,
+                                      char **out, size_t *out_len, sts_error *err);
+/* The numpy name of a dtype in a record: numpy's own where numpy has the type ("float32", "bool",
+   "complex64"), else the ml_dtypes name that numpy resolves once ml_dtypes is imported ("bfloat16",
+   "float8_e4m3fn", ...). NULL when out of range. */
+STSDEF const char *sts_lineage_dtype_name(sts_dtype d);
 #endif
 
 #ifdef __cplusplus
@@ -3321,6 +3349,62 @@ STS__PRIVATE char *sts__join(const sts__mem *m, const char *dir, const char *nam
     p[dl] = '/';
     memcpy(p + dl + 1, name, nl + 1);
     return p;
+}
+/* Python's os.path.abspath: path joined to the working folder when relative, then normalised
+   lexically (empty and "." parts dropped, ".." taking back the part before it, nothing past the
+   root; exactly two leading slashes kept, as POSIX allows). Allocated (*size bytes, NUL included);
+   NULL with *err_no (ENOMEM, or getcwd's errno). */
+STS__PRIVATE char *sts__abspath(const sts__mem *m, const char *path, size_t *size, int *err_no) {
+    char *cwd = NULL, *out, *p;
+    size_t cap = 256, cl = 0, pl = strlen(path), n = 0, i, lead;
+    *err_no = 0;
+    if (path[0] != '/') {
+        for (;;) {
+            if (!(cwd = (char *)sts__alloc(m, cap))) { *err_no = ENOMEM; return NULL; }
+            if (getcwd(cwd, cap)) break;
+            *err_no = errno ? errno : EIO;
+            sts__free(m, cwd, cap);
+            cwd = NULL;
+            if (*err_no != ERANGE || cap > ((size_t)1 << 20)) return NULL;
+            cap *= 2;
+        }
+        cl = strlen(cwd);
+    }
+    *size = cl + 1 + pl + 1;
+    if (!(out = (char *)sts__alloc(m, *size))) {
+        sts__free(m, cwd, cap);
+        *err_no = ENOMEM;
+        return NULL;
+    }
+    /* the joined text, normalised in place into out: p walks it, parts are appended after a '/' */
+    p = out;
+    if (cwd) memcpy(p, cwd, cl);
+    p[cl] = '/';
+    memcpy(p + cl + 1, path, pl + 1);
+    if (!cwd) memmove(p, p + 1, pl + 1);  /* absolute: no working folder, no joining slash */
+    sts__free(m, cwd, cap);
+    lead = p[0] == '/' && p[1] == '/' && p[2] != '/' ? 2 : 1;
+    i = 0;
+    n = lead;
+    while (p[i]) {
+        size_t s, len;
+        while (p[i] == '/') i++;
+        s = i;
+        while (p[i] && p[i] != '/') i++;
+        len = i - s;
+        if (len == 0 || (len == 1 && p[s] == '.')) continue;
+        if (len == 2 && p[s] == '.' && p[s + 1] == '.') {
+            while (n > lead && out[n - 1] != '/') n--;     /* back over the last part ... */
+            if (n > lead) n--;                             /* ... and its slash */
+            continue;
+        }
+        if (n > lead) out[n++] = '/';
+        memmove(out + n, p + s, len);
+        n += len;
+    }
+    memset(out, '/', lead);
+    out[n] = 0;
+    return out;
 }
 enum { STS__FT_NONE, STS__FT_REG, STS__FT_DIR, STS__FT_OTHER };
 typedef struct sts__stat { uint64_t size; int kind; } sts__stat;
@@ -7188,7 +7272,7 @@ STS__PRIVATE char *sts__out_room(sts__out *o, size_t n) {
 }
 STS__PRIVATE void sts__out_put(sts__out *o, const char *s, size_t n) {
     char *d = sts__out_room(o, n);
-    if (d) { memcpy(d, s, n); o->n += n; }
+    if (d && n) { memcpy(d, s, n); o->n += n; }  /* s may be NULL with n 0: another output that failed */
 }
 STS__PRIVATE void sts__out_cstr(sts__out *o, const char *s) { sts__out_put(o, s, strlen(s)); }
 STS__PRIVATE void sts__out_u64(sts__out *o, uint64_t v) {
@@ -15139,6 +15223,230 @@ STSDEF sts_result sts_gguf_write_path(const char *path, const sts_tensor_spec *s
     if ((r = sts__gw_render(&pl, specs, n, kvs, n_kv, err)) == STS_OK)
         r = sts__write_file_atomic(path, &pl.mem, opts, sts__gw_emit_job, &job, err);
     sts__gw_free(&pl);
+    if (r == STS_OK) sts__ok(err);
+    return r;
+}
+#endif
+
+/* ==============================================================================================
+   >>lineage  11. lineage
+   Owns: the dataset record MLflow stores (sts_dataset_lineage): the manifest's columns as MLflow
+   tensor specs, the local or URI source, MetaDataset's digest, the profile, and JSON text written
+   byte for byte as Python's json.dumps writes it.
+   May call: util, json, dtype, io, codec (SHA-256), dataset common, dataset write (text output).
+   ============================================================================================== */
+#ifndef STS_NO_STDIO
+STSDEF const char *sts_lineage_dtype_name(sts_dtype d) {
+    static const char *const names[STS_DTYPE_COUNT] = {
+        "bool", "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "uint8", "int8", "float8_e5m2",
+        "float8_e4m3fn", "float8_e8m0fnu", "float8_e4m3fnuz", "float8_e5m2fnuz", "int16", "uint16", "float16",
+        "bfloat16", "int32", "uint32", "float32", "complex64", "float64", "int64", "uint64"
+    };
+    return (unsigned)d < STS_DTYPE_COUNT ? names[d] : NULL;
+}
+/* A Python str as json.dumps writes it with ensure_ascii: quoted; \" \\ \b \f \n \r \t; every other
+   character outside ' '..'~' as \uXXXX in lowercase hex (astral ones as a surrogate pair). Bytes
+   that are not UTF-8 become U+DC80..U+DCFF first, as Python's surrogateescape decodes file names. */
+STS__PRIVATE void sts__py_str(sts__out *o, const char *text, size_t n) {
+    static const char hx[] = "0123456789abcdef";
+    const uint8_t *s = (const uint8_t *)text;
+    size_t i = 0;
+    sts__out_put(o, "\"", 1);
+    while (i < n) {
+        uint32_t c = s[i];
+        size_t len = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+        char u[12];
+        if (len > 1) {
+            if (len <= n - i && sts__utf8_check(s + i, len) == len) {
+                c = len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
+                for (size_t k = 1; k < len; k++) c = c << 6 | (s[i + k] & 0x3F);
+            } else {
+                c = 0xDC00 + c;
+                len = 1;
+            }
+        }
+        i += len;
+        if (c >= 0x20 && c <= 0x7E && c != '"' && c != '\\') { char ch = (char)c; sts__out_put(o, &ch, 1); continue; }
+        switch (c) {
+        case '"': sts__out_put(o, "\\\"", 2); continue;
+        case '\\': sts__out_put(o, "\\\\", 2); continue;
+        case '\b': sts__out_put(o, "\\b", 2); continue;
+        case '\f': sts__out_put(o, "\\f", 2); continue;
+        case '\n': sts__out_put(o, "\\n", 2); continue;
+        case '\r': sts__out_put(o, "\\r", 2); continue;
+        case '\t': sts__out_put(o, "\\t", 2); continue;
+        default: break;
+        }
+        if (c >= 0x10000) {
+            uint32_t v = c - 0x10000, hi = 0xD800 + (v >> 10), lo = 0xDC00 + (v & 0x3FF), k;
+            for (k = 0; k < 2; k++) {
+                uint32_t x = k ? lo : hi;
+                u[0] = '\\'; u[1] = 'u';
+                u[2] = hx[x >> 12]; u[3] = hx[x >> 8 & 15]; u[4] = hx[x >> 4 & 15]; u[5] = hx[x & 15];
+                sts__out_put(o, u, 6);
+            }
+        } else {
+            u[0] = '\\'; u[1] = 'u';
+            u[2] = hx[c >> 12]; u[3] = hx[c >> 8 & 15]; u[4] = hx[c >> 4 & 15]; u[5] = hx[c & 15];
+            sts__out_put(o, u, 6);
+        }
+    }
+    sts__out_put(o, "\"", 1);
+}
+STS__PRIVATE void sts__py_cstr(sts__out *o, const char *s) { sts__py_str(o, s, strlen(s)); }
+/* Schema.to_dict() of the manifest's columns, as json.dumps writes the list: [{"name": ...,
+   "type": "tensor", "tensor-spec": {"dtype": ..., "shape": [...]}}, ...]; in batch mode the
+   leading dimension (the batch) is -1. */
+STS__PRIVATE void sts__lineage_schema(sts__out *o, const sts__manifest *mf) {
+    size_t i;
+    uint32_t d;
+    sts__out_put(o, "[", 1);
+    for (i = 0; i < mf->ncols; i++) {
+        const sts__scol *c = &mf->cols[i];
+        if (i) sts__out_put(o, ", ", 2);
+        sts__out_cstr(o, "{\"name\": ");
+        sts__py_str(o, c->name, c->name_len);
+        sts__out_cstr(o, ", \"type\": \"tensor\", \"tensor-spec\": {\"dtype\": ");
+        sts__py_cstr(o, sts_lineage_dtype_name(c->dtype));
+        sts__out_cstr(o, ", \"shape\": [");
+        for (d = 0; d < c->rank; d++) {
+            if (d) sts__out_put(o, ", ", 2);
+            sts__out_i64(o, d == 0 && !mf->kv ? -1 : c->dims[d]);
+        }
+        sts__out_cstr(o, "]}}");
+    }
+    sts__out_put(o, "]", 1);
+}
+/* The scheme of a URI (RFC 3986: a letter, then letters, digits, + - .; before ':'), lowercased as
+   urllib.parse.urlparse gives it; "local" for none or "file". Returns 0 when uri has no scheme. */
+STS__PRIVATE size_t sts__uri_scheme(const char *uri, char *out, size_t cap) {
+    size_t n = 0;
+    if (!((uri[0] | 0x20) >= 'a' && (uri[0] | 0x20) <= 'z')) return 0;
+    while (uri[n] && uri[n] != ':') {
+        char c = uri[n];
+        if (!((c | 0x20) >= 'a' && (c | 0x20) <= 'z') && !(c >= '0' && c <= '9') && c != '+' && c != '-' && c != '.')
+            return 0;
+        n++;
+    }
+    if (uri[n] != ':' || n + 1 > cap) return 0;  /* a scheme longer than cap - 1: none */
+    for (size_t i = 0; i < n; i++) out[i] = (char)(uri[i] >= 'A' && uri[i] <= 'Z' ? uri[i] + 32 : uri[i]);
+    out[n] = 0;
+    return n;
+}
+STSDEF sts_result sts_dataset_lineage(const char *dir, const sts_lineage_config *cfg, const sts_options *opts,
+                                      char **out, size_t *out_len, sts_error *err) {
+    sts__mem m = sts__mem_from(opts);
+    sts__manifest mf;
+    sts__out src, schema, prof, dig, rec;
+    const char *name = cfg && cfg->name ? cfg->name : "safetensors_dataset";
+    char scheme[64] = "local", *abs = NULL, hex[65];
+    size_t abs_size = 0, i;
+    uint64_t rows = 0, bytes = 0;
+    uint8_t sha[32];
+    sts_sha256 h;
+    int found = 0, e = 0, rows_known = 1;
+    sts_result r;
+    if (!dir || !out || !out_len)
+        return sts__failx(err, STS_RULE_ARGUMENT, "sts_dataset_lineage needs dir, out and out_len");
+    if ((r = sts__manifest_read(&m, dir, &mf, &found, err)) != STS_OK) return r;
+    if (!found) return sts__failx(err, STS_RULE_DATASET_MANIFEST, STS__MANIFEST " not found in %q", dir, strlen(dir));
+    if (cfg && cfg->uri) {
+        if (!cfg->uri[0]) { sts__manifest_free(&mf); return sts__failx(err, STS_RULE_ARGUMENT, "the uri is empty"); }
+        if (!sts__uri_scheme(cfg->uri, scheme, sizeof scheme) || strcmp(scheme, "file") == 0)
+            memcpy(scheme, "local", 6);
+    } else if (!(abs = sts__abspath(&m, dir, &abs_size, &e))) {
+        sts__manifest_free(&mf);
+        return e == ENOMEM ? sts__nomem(err, "a path") : sts__fail_errno(err, e, "getcwd for", dir);
+    }
+    for (i = 0; i < mf.nshards; i++) {
+        bytes += mf.shards[i].bytes;
+        if (mf.shards[i].samples == UINT64_MAX) rows_known = 0;
+        else rows += mf.shards[i].samples;
+    }
+    if (!rows_known) rows = mf.total_samples;
+    sts__out_init(&src, &m, -1);
+    sts__out_init(&schema, &m, -1);
+    sts__out_init(&prof, &m, -1);
+    sts__out_init(&dig, &m, -1);
+    sts__out_init(&rec, &m, -1);
+    /* source.to_json(): {"uri": ...} */
+    sts__out_cstr(&src, "{\"uri\": ");
+    if (abs) sts__py_str(&src, abs, strlen(abs));
+    else sts__py_cstr(&src, cfg->uri);
+    sts__out_put(&src, "}", 1);
+    sts__lineage_schema(&schema, &mf);
+    /* MetaDataset._compute_digest: sha256(json.dumps({"name", "source", "source_type", "schema"}))[:8];
+       no columns: MLflow's schema is None and "schema" is "" */
+    sts__out_cstr(&dig, "{\"name\": ");
+    sts__py_cstr(&dig, name);
+    sts__out_cstr(&dig, ", \"source\": ");
+    sts__py_str(&dig, src.p, src.n);
+    sts__out_cstr(&dig, ", \"source_type\": ");
+    sts__py_cstr(&dig, scheme);
+    sts__out_cstr(&dig, ", \"schema\": ");
+    if (mf.ncols) sts__out_put(&dig, schema.p, schema.n);
+    else sts__out_cstr(&dig, "\"\"");
+    sts__out_put(&dig, "}", 1);
+    sts__out_cstr(&prof, "{\"num_rows\": ");
+    sts__out_u64(&prof, rows);
+    sts__out_cstr(&prof, ", \"num_shards\": ");
+    sts__out_u64(&prof, (uint64_t)mf.nshards);
+    sts__out_cstr(&prof, ", \"total_bytes\": ");
+    sts__out_u64(&prof, bytes);
+    sts__out_cstr(&prof, mf.kv ? ", \"format\": \"safetensors\", \"mode\": \"kv\"}" :
+                                 ", \"format\": \"safetensors\", \"mode\": \"batch\"}");
+    if ((r = sts__out_status(&src, "the lineage record", err)) == STS_OK &&
+        (r = sts__out_status(&schema, "the lineage record", err)) == STS_OK &&
+        (r = sts__out_status(&prof, "the lineage record", err)) == STS_OK &&
+        (r = sts__out_status(&dig, "the lineage record", err)) == STS_OK) {
+        sts_sha256_init(&h);
+        sts_sha256_update(&h, dig.p, dig.n);
+        sts_sha256_final(&h, sha);
+        sts_sha256_hex(sha, hex);
+        hex[8] = 0;
+        /* Dataset.to_dict() + MetaDataset's "schema" ({"mlflow_colspec": [...]}), then ours */
+        sts__out_cstr(&rec, "{\"name\": ");
+        sts__py_cstr(&rec, name);
+        sts__out_cstr(&rec, ", \"digest\": ");
+        sts__py_cstr(&rec, hex);
+        sts__out_cstr(&rec, ", \"source\": ");
+        sts__py_str(&rec, src.p, src.n);
+        sts__out_cstr(&rec, ", \"source_type\": ");
+        sts__py_cstr(&rec, scheme);
+        if (mf.ncols) {  /* the text {"mlflow_colspec": [...]}, as one string (dig's buffer reused) */
+            dig.n = 0;
+            sts__out_cstr(&dig, "{\"mlflow_colspec\": ");
+            sts__out_put(&dig, schema.p, schema.n);
+            sts__out_put(&dig, "}", 1);
+            sts__out_cstr(&rec, ", \"schema\": ");
+            sts__py_str(&rec, dig.p, dig.n);
+        }
+        sts__out_cstr(&rec, ", \"profile\": ");
+        sts__py_str(&rec, prof.p, prof.n);
+        if (cfg && cfg->context) {
+            sts__out_cstr(&rec, ", \"context\": ");
+            sts__py_cstr(&rec, cfg->context);
+        }
+        sts__out_put(&rec, "}", 1);
+        if ((r = sts__out_status(&dig, "the lineage record", err)) == STS_OK &&
+            (r = sts__out_status(&rec, "the lineage record", err)) == STS_OK) {
+            char *t = (char *)sts__alloc(&m, rec.n + 1);
+            if (!t) r = sts__nomem(err, "the lineage record");
+            else {
+                memcpy(t, rec.p, rec.n);
+                t[rec.n] = 0;
+                *out = t;
+                *out_len = rec.n;
+            }
+        }
+    }
+    sts__out_free(&src);
+    sts__out_free(&schema);
+    sts__out_free(&prof);
+    sts__out_free(&dig);
+    sts__out_free(&rec);
+    sts__free(&m, abs, abs_size);
+    sts__manifest_free(&mf);
     if (r == STS_OK) sts__ok(err);
     return r;
 }

@@ -2000,6 +2000,43 @@ done:
     return code;
 }
 
+/* ---- lineage ---------------------------------------------------------------------------------- */
+#define LINEAGE_SYNOPSIS "sts lineage DIR [--name NAME] [--uri URI] [--context CONTEXT]"
+static int cmd_lineage(int argc, char **argv) {
+    const char *dir = NULL;
+    sts_lineage_config c;
+    sts_error e;
+    char *rec;
+    size_t len;
+    int k, literal = 0;
+    memset(&c, 0, sizeof c);
+    for (k = 1; k < argc; k++) {
+        const char **to = NULL;
+        if (!literal && strcmp(argv[k], "--") == 0) { literal = 1; continue; }
+        if (literal || argv[k][0] != '-' || !argv[k][1]) {
+            if (dir) return usage_error("unexpected argument %s", argv[k]);
+            dir = argv[k];
+            continue;
+        }
+        if (strcmp(argv[k], "--name") == 0) to = &c.name;
+        else if (strcmp(argv[k], "--uri") == 0) to = &c.uri;
+        else if (strcmp(argv[k], "--context") == 0) to = &c.context;
+        else return usage_error("unknown option %s", argv[k]);
+        if (k + 1 >= argc) return usage_error("%s takes a value", argv[k]);
+        *to = argv[++k];
+    }
+    if (!dir) return usage_error("%s", "usage: " LINEAGE_SYNOPSIS);
+    if (sts_dataset_lineage(dir, &c, NULL, &rec, &len, &e) != STS_OK) return fail(&e, dir);
+    fwrite(rec, 1, len, stdout);
+    putchar('\n');
+    sts_free(NULL, rec, len + 1);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "%s: writing standard output: %s\n", prog_cmd, strerror(errno));
+        return EXIT_INVALID;
+    }
+    return 0;
+}
+
 /* ---- convert ---------------------------------------------------------------------------------- */
 typedef struct conv { const sts_file *f; const sts_tensor *t; sts_dtype to; sts_rounding rnd; uint64_t *out_of_range; } conv;
 static sts_result conv_produce(void *user, const sts_tensor_spec *spec, sts_stream *out) {  /* streamed in 1 MiB pieces */
@@ -2501,6 +2538,14 @@ static const command commands[] = {
       "balance (the default, the connector's rule): shards in order, each to the worker with the\n"
       "fewest samples so far, a tie to the lower id; it needs the manifest's samples_count.\n"
       "round_robin: shard i to worker i mod N. Every shard goes to exactly one worker." },
+    { "lineage", cmd_lineage, LINEAGE_SYNOPSIS,
+      "The dataset record MLflow stores for the dataset in DIR, as one line of JSON: what\n"
+      "mlflow.log_input(MetaDataset(source, name, schema)) would store, with MLflow's digest. Its\n"
+      "values are JSON text: name (default safetensors_dataset), digest, source ({\"uri\": ...}: DIR\n"
+      "made absolute, or --uri), source_type (local, or the URI's scheme), schema (one MLflow\n"
+      "tensor spec per manifest column; batch mode's leading dim is -1), profile (num_rows,\n"
+      "num_shards, total_bytes, format, mode) and, with --context, context (log_input's context).\n"
+      "Needs dataset_manifest.json. The same folder gives the same bytes." },
     { "index", cmd_index, "sts index DIR",
       "Rebuild _tensor_index.csv and _tensor_index.json from the dataset's shard headers." },
     { "check", cmd_check, "sts check [--data] DIR|FILE",
