@@ -206,7 +206,8 @@ static void print_removed(void *user, const char *name, const char *why) {
     (void)user;
     printf("rank 0: removed %s (%s)\n", name, why);
 }
-/* The job: 0 when the dataset was committed, 1 when it was aborted; every rank returns the same. */
+/* The job: 0 when the dataset was committed, 1 when it was aborted, 2 when rank 0 could not prepare
+   the folder (nothing started); every rank returns the same. */
 static int do_write(const args *a, sts_dataset_summary *sum) {
     sts_write_config cfg;
     sts_error err;
@@ -229,7 +230,7 @@ static int do_write(const args *a, sts_dataset_summary *sum) {
         }
     }
     MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);  /* the tasks start once the job holds the folder */
-    if (!ok) return 1;
+    if (!ok) return 2;
     mine = run_task(a, &cfg, &ok, &len);
     if (!mine) { ok = 0; len = 0; }
     if (len > (size_t)INT32_MAX) { ok = 0; len = 0; }
@@ -380,7 +381,10 @@ static int do_read(const args *a, uint64_t *bytes_read) {
     rc.schema = want;
     rc.nschema = 2;
     memset(&mine, 0, sizeof mine);
-    if (!seen) fail = 1;
+    if (!seen) {
+        fprintf(stderr, "rank %d: out of memory (a count for each of %llu rows)\n", rank, (unsigned long long)a->rows);
+        fail = 1;
+    }
     else if (sts_dataset_open(a->dir, &rc, NULL, &ds, &err) != STS_OK) {
         fprintf(stderr, "rank %d: sts_dataset_open %s: %s: %s\n", rank, a->dir, sts_result_name(err.code), err.message);
         fail = 1;
@@ -658,7 +662,8 @@ int main(int argc, char **argv) {
     if (!strcmp(a.mode, "write")) {
         sts_dataset_summary sum;
         rc = do_write(&a, &sum);
-        if (rc) printf("rank %d: the job was aborted (a task failed): nothing published\n", rank);
+        if (rc == 2) printf("rank %d: sts_dataset_prepare failed at rank 0: no task ran\n", rank);
+        else if (rc) printf("rank %d: the job was aborted (a task failed): nothing published\n", rank);
         else printf("rank %d: the dataset was committed: %llu shards, %llu samples, %llu bytes\n", rank,
                     (unsigned long long)sum.shards, (unsigned long long)sum.samples, (unsigned long long)sum.bytes);
     } else if (!strcmp(a.mode, "read")) {
