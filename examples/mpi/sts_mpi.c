@@ -582,14 +582,14 @@ static int bench(args *a) {
             rate(a->no_fsync ? "write()" : "write() + fsync", bt[0], (int)a->repeat, rowbytes);
             rate("; read() + hash", bt[1], (int)a->repeat, rowbytes);
             rate("; mmap + hash", bt[2], (int)a->repeat, rowbytes);
-            printf("; %llu runs\n", (unsigned long long)a->repeat);
+            printf("; %llu run%s\n", (unsigned long long)a->repeat, a->repeat == 1 ? "" : "s");
         }
         printf("bench: %d rank%s, %llu rows of %llu B (%.1f MB, %llu shards%s): ", size, size == 1 ? "" : "s",
                (unsigned long long)a->rows, (unsigned long long)(8 + 4 * a->dim), (double)rowbytes / 1e6,
                (unsigned long long)sum.shards, a->no_fsync ? ", no fsync" : ", fsync'd");
         rate("write", tw, (int)a->repeat, rowbytes);
         rate("; read + check", tr, (int)a->repeat, rowbytes);
-        printf("; %llu runs\n", (unsigned long long)a->repeat);
+        printf("; %llu run%s\n", (unsigned long long)a->repeat, a->repeat == 1 ? "" : "s");
     }
     free(tw);
     free(tr);
