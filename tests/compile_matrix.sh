@@ -195,7 +195,9 @@ fi
 # ---- A7. the examples listed by examples/*.mk (EXAMPLES_MATRIX), as the Makefile builds them ----
 # Entries SOURCE[:NEEDS[:FLAGS]] (see examples/examples.mk): NEEDS are commands that must be on PATH
 # (comma-separated; where one is missing the example is skipped, and said so), FLAGS extra compile
-# flags with commas for spaces. Run by hand, the list is asked of make.
+# flags with commas for spaces. Run by hand, the list is asked of make. An example that needs mpicc is
+# compiled by gcc and clang like the others, given the MPI wrapper's flags (OpenMPI's --showme:compile
+# and --showme:link; another wrapper's -show, its compiler's name dropped).
 if [ -z "${EXAMPLES_MATRIX+set}" ]; then
     EXAMPLES_MATRIX=$(make -s --no-print-directory -C "$ROOT" print-examples-matrix) ||
         { echo "matrix: could not get EXAMPLES_MATRIX from make print-examples-matrix"; exit 1; }
@@ -208,10 +210,16 @@ for entry in $EXAMPLES_MATRIX; do
     missing=""
     for tool in ${needs//,/ }; do command -v "$tool" > /dev/null 2>&1 || missing="$missing $tool"; done
     if [ -n "$missing" ]; then skip "example ${src#examples/}" "needs$missing (not on PATH)"; continue; fi
+    libs=""
+    case ",$needs," in *,mpicc,*)
+        if mc=$(mpicc --showme:compile 2>/dev/null) && ml=$(mpicc --showme:link 2>/dev/null); then
+            flags="$flags $mc"; libs=$ml
+        else ms=$(mpicc -show 2>/dev/null); libs=${ms#* }; fi ;;
+    esac
     for comp in gcc clang; do
         for opt in $(opts gnu $comp); do
             job "example ${src#examples/} c99 $comp $opt" \
-                "$(cc_cmd "$comp") -std=c99 $opt -g $WARN -I$(q "$ROOT") $flags $(q "$ROOT/$src") -o prog"
+                "$(cc_cmd "$comp") -std=c99 $opt -g $WARN -I$(q "$ROOT") $flags $(q "$ROOT/$src") $libs -o prog"
         done
     done
 done
