@@ -841,7 +841,8 @@ typedef struct sts_task_progress {
 STSDEF sts_task_progress sts_task_get_progress(const sts_task_writer *w);
 /* Merges the messages of every task: checks them and their shards (existence, size, header),
    cross-task duplicates, then writes the index (when asked) and dataset_manifest.json last. On
-   failure nothing is published and the tasks' shards are removed: the folder is as it was. */
+   failure nothing is published; the tasks' shards and the job's lock stay, for a corrected commit
+   or for sts_dataset_abort, which removes them. */
 STSDEF sts_result sts_dataset_commit(const char *dir, const sts_write_config *cfg, const char *const *messages,
                                      const size_t *lens, size_t n, const sts_options *opts,
                                      sts_dataset_summary *summary,
@@ -854,7 +855,9 @@ STSDEF sts_result sts_dataset_reindex(const char *dir, const sts_options *opts, 
                                       sts_error *err);
 /* Ends a job without publishing: removes the shards its committed task messages name (never a
    published dataset's) and releases the folder when a message names its job, or when no message is
-   given (a driver that aborts before any task committed). */
+   given (a driver that aborts before any task committed). Releasing it, it first removes this
+   library's temporaries (hidden files of writers that died or were never committed), as prepare
+   does: call it once every task writer of the job has ended. */
 STSDEF sts_result sts_dataset_abort(const char *dir, const char *const *messages, const size_t *lens, size_t n,
                                     const sts_options *opts, sts_error *err);
 /* Drops some task outputs while the job goes on: removes the shards these messages name (a
@@ -10046,7 +10049,10 @@ STSDEF sts_result sts_dataset_abort(const char *dir, const char *const *messages
                     ours = 1;
                 sts__jdoc_free(&d);
             }
-            if (ours) sts__lock_release(&m, dir, l.job, l.job_len);
+            if (ours) {  /* dead writers' temporaries go while the folder is still the job's */
+                (void)sts__folder_pass(dir, &m, 1, 1, NULL);
+                sts__lock_release(&m, dir, l.job, l.job_len);
+            }
         }
         sts__lock_free(&m, &l);
     }

@@ -612,7 +612,7 @@ static void test_writer_state(void **state) {
 /* ================================================================================================
    sts_dataset_abort removes exactly the shards of the messages it is given */
 static void test_dataset_abort(void **state) {
-    char root[64], p[256];
+    char root[64], p[256], tmp[256], lock[256];
     sts_write_config c;
     sts_error e;
     du_msgs m;
@@ -624,12 +624,14 @@ static void test_dataset_abort(void **state) {
     memset(&m, 0, sizeof m);
     tf_tmpdir(root, sizeof root);
     kv_config(&c);
+    c.target_shard_bytes = 400;
     DU_OK("prepare", sts_dataset_prepare(root, &c, SCHEMA, 5, NULL, &e), e);
+    tf_join(lock, sizeof lock, root, ".sts_job.lock");
+    assert_true(tf_exists(lock));
     for (i = 0; i < 3; i++) {
         sts_task_writer *w;
         int r;
         DU_OK("open", sts_task_open(root, (uint32_t)i, &c, SCHEMA, 5, NULL, &w, &e), e);
-        w->c.target = 400;
         for (r = 0; r < 5; r++) {
             row_buf b;
             char key[16];
@@ -642,11 +644,17 @@ static void test_dataset_abort(void **state) {
     }
     tf_join(p, sizeof p, root, "unrelated.bin");
     tf_write(p, "u", 1);
+    /* what a writer that died leaves: a temporary, removed by the abort that ends the job */
+    tf_join(tmp, sizeof tmp, root, ".part-00009-0000-00000000-0000-4000-8000-000000000000.safetensors.tmp-0123456789abcdef");
+    tf_write(tmp, "x", 1);
     before = du_list_shards(root);
     assert_true(before.n >= 6);
     sel[0] = m.m[0]; sel_len[0] = m.len[0];
     sel[1] = m.m[2]; sel_len[1] = m.len[2];
     DU_OK("abort", sts_dataset_abort(root, sel, sel_len, 2, NULL, &e), e);
+    assert_false(tf_exists(tmp));
+    assert_false(tf_exists(lock));
+    tf_write(tmp, "x", 1);  /* no job holds the folder now: an abort leaves temporaries alone */
     after = du_list_shards(root);
     for (i = 0; i < before.n; i++) {
         uint32_t t;
@@ -659,6 +667,8 @@ static void test_dataset_abort(void **state) {
     assert_true(tf_exists(p));
     /* lens may be NULL (NUL-terminated messages); aborting again is harmless */
     DU_OK("abort again, lens NULL", sts_dataset_abort(root, (const char *const *)m.m, NULL, 3, NULL, &e), e);
+    assert_true(tf_exists(tmp));
+    assert_int_equal(unlink(tmp), 0);
     tf_names_free(&after);
     after = du_list_shards(root);
     assert_int_equal(after.n, 0);

@@ -13,8 +13,8 @@
           rank) over rows [rank * N / P, (rank + 1) * N / P), batch mode, B rows a file. Each rank
           sends rank 0 its outcome: the commit message, or why it failed. Rank 0 commits the
           dataset when every rank committed; otherwise it prints the failures, aborts the job with
-          the messages it has (removing the shards they name and the job's lock) and removes what a
-          dead writer left (its hidden temporaries, through sts_dataset_clean): nothing is
+          the messages it has, which removes the shards they name, what a dead writer left (its
+          hidden temporaries) and the job's lock: nothing is
           published and the folder is as it was (rank 0 removes it when it made it). The outcome
           is broadcast, every rank prints it and exits with the same status.
             --fail-after K --fail-rank R   rank R's writer dies after K rows: MPI without fault
@@ -202,9 +202,15 @@ static char *run_task(const args *a, const sts_write_config *cfg, int *ok, size_
     *len = mlen;
     return out;
 }
-static void print_removed(void *user, const char *name, const char *why) {
-    (void)user;
-    printf("rank 0: removed %s (%s)\n", name, why);
+/* What a dead writer leaves: hidden temporaries (.part-*.tmp-*), listed before the abort. */
+static void print_temporaries(const char *dir) {
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    if (!d) return;
+    while ((e = readdir(d)) != NULL)
+        if (strncmp(e->d_name, ".part-", 6) == 0 && strstr(e->d_name, ".tmp-"))
+            printf("rank 0: left by a writer: %s\n", e->d_name);
+    closedir(d);
 }
 /* The job: 0 when the dataset was committed, 1 when it was aborted, 2 when rank 0 could not prepare
    the folder (nothing started); every rank returns the same. */
@@ -270,18 +276,13 @@ static int do_write(const args *a, sts_dataset_summary *sum) {
             }
         }
         if (failed) {
-            sts_clean_config cc;
-            size_t removed = 0;
             outcome = 1;
+            print_temporaries(a->dir);
             printf("rank 0: aborting the job with the %zu commit message%s it has\n", n, n == 1 ? "" : "s");
+            /* every writer has ended (committed, closed or dead): the abort removes the shards the
+               messages name, a dead writer's temporaries and the job's lock */
             if (sts_dataset_abort(a->dir, msgs, mlens, n, NULL, &err) != STS_OK)
                 printf("rank 0: sts_dataset_abort: %s: %s\n", sts_result_name(err.code), err.message);
-            /* a dead writer's temporaries: the job is over (lock released, every writer finished or
-               dead), so they are left-overs that sts_dataset_clean removes */
-            memset(&cc, 0, sizeof cc);
-            cc.removed = print_removed;
-            if (sts_dataset_clean(a->dir, &cc, NULL, &removed, &err) != STS_OK)
-                printf("rank 0: sts_dataset_clean: %s: %s\n", sts_result_name(err.code), err.message);
             if (created) (void)rmdir(a->dir);  /* as it was: absent (only when empty) */
         }
         free(msgs);
