@@ -75,7 +75,12 @@ class DatasetError(ValueError):
     """A dataset file breaks a rule. Attributes: rule (the rule id, as the C library names it),
     path (the file), tensor (the tensor or key, or None). str() reads "rule: path: [tensor "x": ]what"."""
 
-    def __init__(self, rule, path, what, tensor=None):
+    def __init__(self, rule, path=None, what=None, tensor=None):
+        if what is None:  # one message (DataLoader re-raises a worker's exception so): "rule: path: ..."
+            parts = rule.split(": ", 2)
+            self.rule, self.path, self.tensor = parts[0], parts[1] if len(parts) > 1 else None, None
+            super().__init__(rule)
+            return
         self.rule, self.path, self.tensor = rule, path, tensor
         where = f'tensor "{tensor}": ' if tensor is not None else ""
         super().__init__(f"{rule}: {path}: {where}{what}")
@@ -730,7 +735,7 @@ def _make_iterable_class():
                      shuffle=False, seed=0, index="require"):
             super().__init__()
             self.ds = path if isinstance(path, Dataset) else Dataset(path, index=index)
-            if self.ds.mode != "batch":
+            if self.ds.mode not in ("batch", "files"):  # files: no manifest, each file [rows, ...] per column
                 raise DatasetError("unsupported", self.ds.path,
                                    f"a {self.ds.mode} dataset: the iterable dataset reads batch shards (KV: Dataset.row)")
             self.schema = self.ds.schema()
