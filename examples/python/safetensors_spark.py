@@ -45,8 +45,8 @@ import struct
 
 import numpy as np
 
-__all__ = ["DatasetError", "Shard", "read_header", "assign", "Dataset", "validate", "ShardedIterableDataset",
-           "bf16_to_float32", "DTYPE_BITS"]
+# ShardedIterableDataset is left out of __all__: it imports torch, and `import *` must work without it
+__all__ = ["DatasetError", "Shard", "read_header", "assign", "Dataset", "validate", "bf16_to_float32", "DTYPE_BITS"]
 __version__ = "0.1.0"
 
 MANIFEST = "dataset_manifest.json"
@@ -204,7 +204,7 @@ def read_header(path, expect_size=None):
     tensors = {}
     for name, e in obj.items():
         tensors[name] = _check_tensor_fields(path, name, e, "tensor.entry")
-    cursor = 0
+    cursor, last = 0, None
     for name in sorted(tensors, key=lambda k: (tensors[k][2], tensors[k][3])):
         dt, shape, b, e = tensors[name]
         if b != cursor:
@@ -214,10 +214,10 @@ def read_header(path, expect_size=None):
             raise DatasetError("size.mismatch", path,
                                f"{dt} {list(shape)} needs {_nbytes(path, name, dt, shape, 'size.mismatch')} bytes, "
                                f"data_offsets [{b}, {e}] hold {e - b}", name)
-        cursor = e
+        cursor, last = e, name
     if h.data_start + cursor != size:
         raise DatasetError("file.size", path, f"the tensors end at byte {h.data_start + cursor}, the file has {size}"
-                           + (" (truncated)" if h.data_start + cursor > size else " (trailing bytes)"))
+                           + (" (truncated)" if h.data_start + cursor > size else " (trailing bytes)"), last)
     h.tensors = tensors
     return h
 

@@ -455,6 +455,71 @@ class Corruption(unittest.TestCase):
             sts.Dataset(path)
 
 
+def st_file(path, header, data=b"", raw=False):
+    """A safetensors file from a header (a dict, or raw text when raw) and data bytes."""
+    h = (header if raw else json.dumps(header)).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(len(h).to_bytes(8, "little") + h + data)
+    return path
+
+
+class Headers(unittest.TestCase):
+    """read_header's rules, on files made here."""
+
+    def bad(self, header, data=b"", raw=False, rule=None):
+        p = st_file(os.path.join(TMP, "h.safetensors"), header, data, raw)
+        with self.assertRaises(sts.DatasetError) as e:
+            sts.read_header(p)
+        if rule:
+            self.assertEqual(e.exception.rule, rule, str(e.exception))
+        return str(e.exception)
+
+    def test_rules(self):
+        ok = {"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+              "b": {"dtype": "BF16", "shape": [], "data_offsets": [8, 10]}}
+        h = sts.read_header(st_file(os.path.join(TMP, "ok.safetensors"), ok, bytes(10)))
+        self.assertEqual(h.order(), ["a", "b"])
+        self.assertEqual(h.tensors["b"], ("BF16", (), 8, 10))
+        self.assertIn('tensor "b": the tensors end at byte', self.bad(ok, bytes(9), rule="file.size"))
+        self.bad(ok, bytes(11), rule="file.size")
+        self.bad({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+                  "b": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}}, bytes(8), rule="offsets.contiguous")
+        self.bad({"a": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}}, bytes(8), rule="size.mismatch")
+        self.bad({"a": {"dtype": "f32", "shape": [2], "data_offsets": [0, 8]}}, bytes(8), rule="tensor.entry")
+        self.bad({"a": {"dtype": "F32", "shape": [-2], "data_offsets": [0, 8]}}, bytes(8), rule="tensor.entry")
+        self.bad({"a": {"dtype": "F32", "shape": [True], "data_offsets": [0, 4]}}, bytes(4), rule="tensor.entry")
+        self.bad({"a": {"dtype": "F32", "shape": [2.0], "data_offsets": [0, 8]}}, bytes(8), rule="tensor.entry")
+        self.bad({"a": {"dtype": "F32", "shape": [2]}}, bytes(8), rule="tensor.entry")
+        self.bad({"a": {"dtype": "F4", "shape": [3], "data_offsets": [0, 2]}}, bytes(2), rule="size.mismatch")
+        self.bad('{"a": {"dtype": "F32", "shape": [NaN], "data_offsets": [0, 4]}}', bytes(4), raw=True, rule="header.json")
+        self.bad('{"a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}, "a": {"dtype": "U8", "shape": [1], '
+                 '"data_offsets": [0, 1]}}', bytes(1), raw=True, rule="header.json")
+        self.bad("[]", raw=True, rule="header.object")
+        self.bad({"__metadata__": {"k": 1}}, rule="metadata.value")
+        p = os.path.join(TMP, "short.safetensors")
+        with open(p, "wb") as f:
+            f.write(b"\x02\x00\x00")
+        with self.assertRaisesRegex(sts.DatasetError, "header.length"):
+            sts.read_header(p)
+        with open(p, "wb") as f:
+            f.write((2).to_bytes(8, "little") + b"\xff\xfe")
+        with self.assertRaisesRegex(sts.DatasetError, "header.utf8"):
+            sts.read_header(p)
+
+    def test_single_file_and_folder_without_manifest(self):
+        path = pack("bare", {"id": np.arange(11, dtype=np.int64)}, "--batch-size", 4)
+        os.remove(os.path.join(path, "dataset_manifest.json"))
+        names = sorted(n for n in os.listdir(path) if n.endswith(".safetensors"))
+        it = sts.ShardedIterableDataset(path, rank=0, world_size=1)  # round_robin: no samples_count to balance
+        self.assertEqual(it.strategy, "round_robin")
+        seen = [int(i) for b in DataLoader(it, batch_size=3, num_workers=2) for i in b["id"]]
+        self.assertEqual(sorted(seen), list(range(11)))
+        one = sts.Dataset(os.path.join(path, names[1]), index="headers")
+        self.assertEqual(len(one.list_shards()), 1)
+        np.testing.assert_array_equal(one.numpy("id"), np.arange(4, 8))
+
+
 NO_TORCH = r"""
 import sys
 sys.modules["torch"] = None  # import torch now raises ImportError
