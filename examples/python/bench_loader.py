@@ -11,8 +11,16 @@ yields one {column: tensor} dict per sample:
   .npy   np.load(mmap_mode="r") + torch.from_numpy per file, a view per sample.
 Each path runs once to warm the page cache, then --runs times, alternating; the figures are medians:
 samples/s, GB/s (10^9 bytes of sample data a second) and the ratio ours / .npy (the goal: >= 0.9).
+Twice (--cache): with the page cache as the writers left it (np.save writes each file in one call, and
+the kernel keeps such pages in large folios that fault in whole; `sts pack` writes 1 MiB pieces at
+unaligned offsets, which leaves small ones), and after both datasets' pages were dropped and read back
+through the loaders (the default is the first). A line before each says what touching every mapped page
+costs in that state. A third path (unless --no-copy) reads the same shards written again with one
+write() call each, with num_workers=0: the same loader over the page-cache state .npy files have, which
+tells the loader's own cost from the state the writer left.
 usage: bench_loader.py [--gib G] [--shard-mib M] [--sample-shape 3,64,64] [--batch-size B]
-                       [--workers W] [--runs R] [--dir TMPDIR] [--profile]
+                       [--workers 0,2] [--runs R] [--cache as-written|reread|both] [--no-copy]
+                       [--dir TMPDIR] [--profile]
 """
 import argparse
 import os
@@ -103,6 +111,24 @@ def evict(folders):
                 os.close(fd)
 
 
+NAMES = {"ours": ("safetensors_spark.py", "the shards"),
+         "npy": (".npy (np.load mmap + from_numpy)", "the .npy files"),
+         "copy": ("safetensors_spark.py, shards rewritten", "the rewritten shards")}
+
+
+def touch_ms_per_gib(folder, nbytes):
+    """Maps every file of a folder and reads one byte a page: the page-fault cost of its page-cache state
+    (on Linux, files written with large aligned writes sit in large folios that fault in whole)."""
+    t0 = time.perf_counter()
+    for name in sorted(os.listdir(folder)):
+        p = os.path.join(folder, name)
+        if os.path.getsize(p):
+            m = np.memmap(p, dtype=np.uint8, mode="r")
+            int(m[::4096].sum())
+            del m
+    return (time.perf_counter() - t0) * 1e3 / (nbytes / 2 ** 30)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--gib", type=float, default=0.5, help="total sample data in GiB (default 0.5)")
@@ -110,10 +136,11 @@ def main():
     ap.add_argument("--sample-shape", default="3,64,64", help="float32 sample shape (default 3,64,64: 48 KiB)")
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--workers", default="0,2", help="DataLoader num_workers values to run (default 0,2)")
-    ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--cache", choices=("both", "as-written", "reread"), default="both",
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--no-copy", action="store_true", help="skip the third path (the shards rewritten in one write())")
+    ap.add_argument("--cache", choices=("both", "as-written", "reread"), default="as-written",
                     help="as-written: the page cache as the writers left it; reread: both datasets' pages "
-                         "dropped, then read back once through the loaders (default both)")
+                         "dropped, then read back once through the loaders (default as-written)")
     ap.add_argument("--dir", default=os.environ.get("BENCH_DIR", tempfile.gettempdir()))
     ap.add_argument("--profile", action="store_true", help="cProfile one pass of ours with num_workers=0")
     a = ap.parse_args()
@@ -127,6 +154,18 @@ def main():
         # a fresh dataset object a pass, as the .npy files are loaded afresh: no mapping outlives a pass
         paths = {"ours": lambda: sts.ShardedIterableDataset(dsdir, rank=0, world_size=1),
                  "npy": lambda: NpyShards(npydir, len(counts), counts)}
+        dirs = [dsdir, npydir]
+        if not a.no_copy:  # the same shards, each written again with one write() call, as np.save writes
+            cpdir = os.path.join(folder, "copy")
+            os.mkdir(cpdir)
+            for name in os.listdir(dsdir):
+                with open(os.path.join(dsdir, name), "rb") as f:
+                    data = f.read()
+                with open(os.path.join(cpdir, name), "wb") as f:
+                    f.write(data)
+                del data
+            paths["copy"] = lambda: sts.ShardedIterableDataset(cpdir, rank=0, world_size=1)
+            dirs.append(cpdir)
         nbytes = n * (sample + 8)
         print(f"bench-python: {n} samples of float32 {list(shape)} + int64 ({nbytes / 1e9:.2f} GB) in {len(counts)} "
               f"shards of {rows} rows (packed in {pack_s:.1f} s); DataLoader batch_size={a.batch_size}; "
@@ -142,14 +181,17 @@ def main():
         worst = None
         for cache in (("as-written", "reread") if a.cache == "both" else (a.cache,)):
             if cache == "reread":
-                evict([dsdir, npydir])
+                evict(dirs)
             for label in paths:  # warm-up: brings the pages in (reread: through each loader's own mapping)
                 c, _ = run(paths[label](), a.batch_size, 0)
                 assert c == n, f"{label} read {c} samples of {n}"
+            print(f"  page cache {cache}: mapping and touching every page costs "
+                  + ", ".join(f"{touch_ms_per_gib(d, nbytes):.0f} ms/GiB for {NAMES[k][1]}" for k, d in zip(paths, dirs)))
             for w in workers:
-                times = {"ours": [], "npy": []}
+                # the rewritten copy tells the loader's cost from the page cache's: once, without workers
+                times = {k: [] for k in paths if k != "copy" or w == 0}
                 for _ in range(a.runs):
-                    for label in paths:
+                    for label in times:
                         c, t = run(paths[label](), a.batch_size, w)
                         assert c == n, f"{label} read {c} samples of {n}"
                         times[label].append(t)
@@ -157,10 +199,11 @@ def main():
                 ratio = med["npy"] / med["ours"]
                 worst = ratio if worst is None else min(worst, ratio)
                 print(f"  page cache {cache}, num_workers={w}:")
-                for label, name in (("ours", "safetensors_spark.py"), ("npy", ".npy (np.load mmap + from_numpy)")):
-                    print(f"    {name:34s} {n / med[label]:9.0f} samples/s {nbytes / med[label] / 1e9:6.2f} GB/s"
+                for label in times:
+                    print(f"    {NAMES[label][0]:44s} {n / med[label]:9.0f} samples/s {nbytes / med[label] / 1e9:6.2f} GB/s"
                           f"  (runs {', '.join(f'{t:.3f}' for t in times[label])} s)")
-                print(f"    ratio ours / .npy: {ratio:.3f}{'' if ratio >= 0.9 else '  (below the 0.9 goal)'}")
+                print(f"    ratio ours / .npy: {ratio:.3f}{'' if ratio >= 0.9 else '  (below the 0.9 goal)'}"
+                      + (f"; over the rewritten shards: {med['npy'] / med['copy']:.3f}" if "copy" in med else ""))
         print(f"bench-python: lowest ratio {worst:.3f} (goal >= 0.9)")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
