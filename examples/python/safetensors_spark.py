@@ -38,6 +38,7 @@ and as torch's float8 dtypes where the installed torch has them. F4 and F6 are p
 the bytes (uint8, 1-D), torch refuses them. U16, U32 and U64 need torch >= 2.3 for torch tensors.
 """
 
+import collections
 import heapq
 import json
 import os
@@ -86,19 +87,9 @@ class DatasetError(ValueError):
         super().__init__(f"{rule}: {path}: {where}{what}")
 
 
-class Shard(tuple):
-    """One shard: (path, samples_count, bytes); samples_count is None without a manifest."""
-    __slots__ = ()
-
-    def __new__(cls, path, samples_count, nbytes):
-        return tuple.__new__(cls, (path, samples_count, nbytes))
-
-    path = property(lambda s: s[0])
-    samples_count = property(lambda s: s[1])
-    bytes = property(lambda s: s[2])
-
-    def __repr__(self):
-        return f"Shard(path={self[0]!r}, samples_count={self[1]!r}, bytes={self[2]!r})"
+# One shard: its file name, samples_count (None without a manifest) and size in bytes. A namedtuple:
+# it pickles (DataLoader workers started by spawn).
+Shard = collections.namedtuple("Shard", ["path", "samples_count", "bytes"])
 
 
 # ---- headers ----------------------------------------------------------------------------------------
@@ -808,6 +799,9 @@ def _make_iterable_class():
             s = self.ds.list_shards()[i]
             return s.samples_count if s.samples_count is not None else self._shard_columns(i)[1]
 
+    # a module-level name, so that pickle (DataLoader workers started by spawn) finds the class
+    ShardedIterableDataset.__qualname__ = "ShardedIterableDataset"
+    ShardedIterableDataset.__module__ = __name__
     return ShardedIterableDataset
 
 

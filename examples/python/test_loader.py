@@ -185,6 +185,7 @@ class Values(unittest.TestCase):
         self.assertEqual(a.ctypes.data, ds._map(1, "r").ctypes.data + b)
         self.assertEqual(t.data_ptr(), ds._map(1, "c").ctypes.data + b)
         self.assertFalse(a.flags.writeable)
+        self.assertIsInstance(ds[key], torch.Tensor)  # map-style access: torch where it is importable
         with self.assertRaises(ValueError):
             a[0, 0, 0] = 1
         # a torch in-place write stays private (copy-on-write): the file and the numpy view keep the data
@@ -224,6 +225,13 @@ class Split(unittest.TestCase):
                 seen = self.read_all(self.pad, 2, 2, strategy)
                 self.assertEqual(len(seen), self.n)  # padding rows never yielded
                 self.assertEqual(sorted(seen), list(range(self.n)))
+
+    def test_spawned_workers(self):
+        it = sts.ShardedIterableDataset(self.few, rank=0, world_size=1)
+        it.ds.header(0)  # state that must not travel as mappings
+        seen = [int(i) for b in DataLoader(it, batch_size=4, num_workers=2, multiprocessing_context="spawn")
+                for i in b["id"]]
+        self.assertEqual(sorted(seen), list(range(10)))
 
     def test_more_workers_than_shards(self):
         seen = self.read_all(self.few, 2, 2)  # 3 shards, 4 workers: one reads nothing
