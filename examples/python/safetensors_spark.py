@@ -24,12 +24,13 @@ Contents:
   ShardedIterableDataset        torch IterableDataset over batch shards, split across workers and ranks
   bf16_to_float32(bits)         the explicit upcast of BF16 bits for numpy users
 
-Zero copy and writability. numpy arrays are views of a read-only np.memmap (mode "r"): writing to one
-raises ValueError. torch tensors come from torch.frombuffer over a copy-on-write map of the same file (np.memmap
-mode "c", MAP_PRIVATE): nothing is copied when it is made, reading shares the page cache, and since
-torch has no read-only tensors an in-place operation copies only the pages it touches, privately,
-and never reaches the file. (A read-only map would make such a write kill the process with SIGSEGV,
-and torch.frombuffer warns about every non-writable buffer.)
+Zero copy and writability. numpy arrays are views of a read-only np.memmap of the shard (mode "r",
+one per shard, shared): writing to one raises ValueError. torch tensors come from torch.frombuffer over a
+copy-on-write np.memmap of exactly the tensor's byte range (mode "c", MAP_PRIVATE), made for that call
+(the iterable: for that column of that shard in that pass): nothing is copied, reading shares the page
+cache, and since torch has no read-only tensors an in-place operation copies only the pages it touches,
+privately: it never reaches the file, another call or a later epoch. (A read-only map would make such a
+write kill the process with SIGSEGV, and torch.frombuffer warns about every non-writable buffer.)
 
 BF16 and the 8-bit floats. numpy has no bfloat16: Dataset.numpy returns BF16 as its raw bits (uint16),
 which is lossless and copies nothing; bf16_to_float32 upcasts explicitly (a copy, exact). With torch,
@@ -247,7 +248,8 @@ class Dataset:
     no shard twice) and stats every shard; it reads no data. The index is read on the first key access.
     index: "require" (default) - key access needs a _tensor_index.json of this dataset and raises
     DatasetError when it is missing or belongs to another dataset_id; "headers" - without one (or with
-    a stale one), keys come from the shards' headers (SPECIFICATION 13.5)."""
+    a stale one), keys come from the shards' headers (SPECIFICATION 13.5). A path to one file is a
+    dataset of that shard, whose keys are its tensor names (no index applies)."""
 
     def __init__(self, path, index="require"):
         if index not in ("require", "headers"):
@@ -257,7 +259,8 @@ class Dataset:
         self._headers, self._maps, self._keys = {}, {}, None
         self.index_stale = False
         self.manifest = None
-        if os.path.isfile(self.path):
+        self._single = os.path.isfile(self.path)  # one file: its header gives the keys, no index applies
+        if self._single:
             self.dir = os.path.dirname(self.path) or "."
             names = [os.path.basename(self.path)]
             self._shards = [Shard(names[0], None, os.path.getsize(self.path))]
@@ -339,7 +342,7 @@ class Dataset:
 
     @property
     def has_index(self):
-        return os.path.isfile(os.path.join(self.dir, INDEX)) and not os.path.isfile(self.path)
+        return not self._single and os.path.isfile(os.path.join(self.dir, INDEX))
 
     @property
     def batch_size(self):
@@ -434,7 +437,7 @@ class Dataset:
                 if self._index_policy == "require":
                     raise DatasetError("dataset.index", ipath, "stale: its dataset_id is not the manifest's "
                                        f"({self.manifest['dataset_id']}); run `sts index DIR`, or open with index=\"headers\"")
-        elif self._index_policy == "require":
+        elif self._index_policy == "require" and not self._single:
             raise DatasetError("dataset.index", ipath, "missing: key access needs the index (write the dataset with "
                                "generate_index, or run `sts index DIR`; or open with index=\"headers\")")
         if keys is None:  # no index, or a stale one, under index="headers": every header
@@ -505,11 +508,14 @@ class Dataset:
         dt, shape, b, e = got
         return i, name, dt, shape, h.data_start + b, h.data_start + e
 
-    def _map(self, i, mode):
-        m = self._maps.get((i, mode))
+    def _map(self, i):
+        """The read-only map of shard i's whole file, made once (read-only views may share it)."""
+        m = self._maps.get(i)
         if m is None:
-            m = np.memmap(os.path.join(self.dir, self._shards[i].path), dtype=np.uint8, mode=mode)
-            self._maps[(i, mode)] = m
+            h = self.header(i)
+            _same_size(h)
+            m = np.memmap(h.path, dtype=np.uint8, mode="r")
+            self._maps[i] = m
         return m
 
     def info(self, key):
@@ -521,16 +527,21 @@ class Dataset:
         """The key's tensor as a read-only numpy view of its mapped bytes (np.memmap, mode "r"), no copy.
         BF16 comes as uint16 bits, F8_* as uint8 bits, F4/F6 as their packed bytes (module docstring)."""
         i, name, dt, shape, b, e = self._locate(key)
-        return _np_view(self._map(i, "r"), dt, shape, b, e)
+        return _np_view(self._map(i), dt, shape, b, e)
 
     def tensor(self, key):
-        """The key's tensor as a torch.Tensor over the mapped bytes (torch.frombuffer on a copy-on-write
-        map), no copy; BF16 is torch.bfloat16. Needs torch."""
+        """The key's tensor as a torch.Tensor over its mapped bytes, no copy: torch.frombuffer on a
+        copy-on-write np.memmap of exactly the index's byte range, made for this call, so an in-place
+        change stays in this tensor (never in the file, nor in later calls). BF16 is torch.bfloat16.
+        Needs torch."""
         i, name, dt, shape, b, e = self._locate(key)
-        return _torch_view(self._map(i, "c"), dt, shape, b, e, self.shard_path(i), key)
+        return _torch_view(self.header(i), dt, shape, b, e, key)
 
     def __getitem__(self, key):
-        """Map-style access: tensor(key) where torch is importable, else numpy(key)."""
+        """Map-style access: tensor(key) where torch is importable, else numpy(key). An int i is
+        keys()[i], so a DataLoader's sampler can walk the keys (one whole tensor an item)."""
+        if isinstance(key, int):
+            key = self.keys()[key]
         return self.tensor(key) if _torch(required=False) is not None else self.numpy(key)
 
     def row(self, key, columns=None):
@@ -678,13 +689,27 @@ def _torch_dtype(dt, path, key):
     return td
 
 
-def _torch_view(mm, dt, shape, b, e, path, key):
+def _same_size(h):
+    """A shard must still have the size its checked header was read at (a map past the end of a file
+    that shrank would fault when read)."""
+    try:
+        size = os.path.getsize(h.path)
+    except OSError as e:
+        raise DatasetError("dataset.manifest", h.path, f"the shard cannot be read any more ({e.strerror})") from None
+    if size != h.size:
+        raise DatasetError("dataset.manifest", h.path, f"the shard changed size since it was opened ({h.size} -> {size})")
+
+
+def _torch_view(h, dt, shape, b, e, key):
+    """A tensor over the bytes [b, e) of h's file (absolute offsets): a copy-on-write np.memmap of that
+    range (writable, so torch.frombuffer does not warn; writes stay private) and torch.frombuffer."""
     torch = _torch()
-    td = _torch_dtype(dt, path, key)
+    td = _torch_dtype(dt, h.path, key)
     if e == b:
         return torch.empty(shape, dtype=td)
-    count = (e - b) * 8 // DTYPE_BITS[dt]
-    return torch.frombuffer(mm, dtype=td, count=count, offset=b).reshape(shape)
+    _same_size(h)
+    mm = np.memmap(h.path, dtype=np.uint8, mode="c", offset=b, shape=(e - b,))
+    return torch.frombuffer(mm, dtype=td, count=(e - b) * 8 // DTYPE_BITS[dt]).reshape(shape)
 
 
 def bf16_to_float32(bits):
@@ -769,8 +794,9 @@ def _make_iterable_class():
             cols, rows = _batch_columns(h, ds.manifest["schema"], self.columns, shard.samples_count, ds.batch_size) \
                 if ds.has_manifest and "schema" in ds.manifest else _columns_nomanifest(h, self.columns)
             n = rows if shard.samples_count is None else shard.samples_count
-            mm = ds._map(i, "c")
-            return [(c, _torch_view(mm, dt, shape, b, e, h.path, c)[:n]) for c, dt, shape, b, e in cols], n
+            # a map of each column's bytes for this pass only: an in-place change to a sample (or, with
+            # batch=True, to a shard's tensor) never shows in a later epoch
+            return [(c, _torch_view(h, dt, shape, b, e, c)[:n]) for c, dt, shape, b, e in cols], n
 
         def __iter__(self):
             mine = self._split()

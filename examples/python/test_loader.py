@@ -101,6 +101,18 @@ def bf16_bits(x, rounding):
     return ((b >> 16) & 0xFFFF).astype(np.uint16)
 
 
+def mapped_file(addr):
+    """The file mapped at an address of this process (/proc/self/maps), or None: memory that is a
+    mapping of the shard was not copied."""
+    with open("/proc/self/maps") as f:
+        for line in f:
+            parts = line.split(None, 5)
+            lo, hi = (int(x, 16) for x in parts[0].split("-"))
+            if lo <= addr < hi:
+                return parts[5].strip() if len(parts) > 5 else None
+    return None
+
+
 def setUpModule():
     global TMP
     TMP = tempfile.mkdtemp(prefix="sts-py.")
@@ -179,24 +191,39 @@ class Values(unittest.TestCase):
         ds = sts.Dataset(self.plain)
         s = ds.list_shards()[1]
         key = f"{s.path}/x"
+        shard = ds.shard_path(1)
         a, t = ds.numpy(key), ds.tensor(key)
+        self.assertEqual(mapped_file(a.ctypes.data), shard)
+        self.assertEqual(mapped_file(t.data_ptr()), shard)
         h = ds.header(1)
-        b = h.data_start + h.tensors["x"][2]
-        self.assertEqual(a.ctypes.data, ds._map(1, "r").ctypes.data + b)
-        self.assertEqual(t.data_ptr(), ds._map(1, "c").ctypes.data + b)
+        self.assertEqual(t.data_ptr() % 4096, (h.data_start + h.tensors["x"][2]) % 4096)
         self.assertFalse(a.flags.writeable)
-        self.assertIsInstance(ds[key], torch.Tensor)  # map-style access: torch where it is importable
         with self.assertRaises(ValueError):
             a[0, 0, 0] = 1
-        # a torch in-place write stays private (copy-on-write): the file and the numpy view keep the data
+        self.assertIsInstance(ds[key], torch.Tensor)  # map-style access: torch where it is importable
+        self.assertTrue(torch.equal(ds[ds.keys().index(key)], ds[key]))
+        n = sum(b.shape[0] for b in DataLoader(ds, batch_size=None) if b.dtype == torch.float32)
+        self.assertEqual(n, self.n)  # a DataLoader walks the keys (whole tensors) through ints
+        # a torch in-place write stays in that tensor (copy-on-write): the file, the numpy view and
+        # the next tensor() keep the data
         t.zero_()
-        np.testing.assert_array_equal(sts.Dataset(self.plain).numpy(key).view(np.uint32),
-                                      self.x[16:32].view(np.uint32))
-        # the iterable's samples are views of the mapping: one storage per shard column
+        want = self.x[16:32].view(np.uint32)
+        np.testing.assert_array_equal(a.view(np.uint32), want)
+        np.testing.assert_array_equal(ds.tensor(key).numpy().view(np.uint32), want)
+        np.testing.assert_array_equal(sts.Dataset(self.plain).numpy(key).view(np.uint32), want)
+        # the iterable's samples are views of the shard's mapped bytes
         it = sts.ShardedIterableDataset(self.plain, rank=0, world_size=1, strategy="round_robin")
         samples = iter(it)
         s0, s1 = next(samples), next(samples)
         self.assertEqual(s1["x"].data_ptr() - s0["x"].data_ptr(), 6 * 4)
+        self.assertEqual(mapped_file(s0["x"].data_ptr()), ds.shard_path(0))
+        self.assertEqual(mapped_file(s0["id"].data_ptr()), ds.shard_path(0))
+        # batch=True: an in-place change to a shard's tensor does not reach the next epoch
+        whole = sts.ShardedIterableDataset(self.plain, rank=0, world_size=1, strategy="round_robin", batch=True)
+        for b in whole:
+            b["x"].zero_()
+        got = torch.cat([b["x"] for b in whole])
+        np.testing.assert_array_equal(got.numpy().view(np.uint32), self.x.view(np.uint32))
 
 
 class Split(unittest.TestCase):
@@ -523,7 +550,7 @@ class Headers(unittest.TestCase):
         self.assertEqual(it.strategy, "round_robin")
         seen = [int(i) for b in DataLoader(it, batch_size=3, num_workers=2) for i in b["id"]]
         self.assertEqual(sorted(seen), list(range(11)))
-        one = sts.Dataset(os.path.join(path, names[1]), index="headers")
+        one = sts.Dataset(os.path.join(path, names[1]))
         self.assertEqual(len(one.list_shards()), 1)
         np.testing.assert_array_equal(one.numpy("id"), np.arange(4, 8))
 
