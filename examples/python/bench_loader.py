@@ -138,6 +138,7 @@ def main():
     ap.add_argument("--workers", default="0,2", help="DataLoader num_workers values to run (default 0,2)")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--no-copy", action="store_true", help="skip the third path (the shards rewritten in one write())")
+    ap.add_argument("--copy-all", action="store_true", help="run the third path with workers too")
     ap.add_argument("--cache", choices=("both", "as-written", "reread"), default="as-written",
                     help="as-written: the page cache as the writers left it; reread: both datasets' pages "
                          "dropped, then read back once through the loaders (default as-written)")
@@ -189,7 +190,7 @@ def main():
                   + ", ".join(f"{touch_ms_per_gib(d, nbytes):.0f} ms/GiB for {NAMES[k][1]}" for k, d in zip(paths, dirs)))
             for w in workers:
                 # the rewritten copy tells the loader's cost from the page cache's: once, without workers
-                times = {k: [] for k in paths if k != "copy" or w == 0}
+                times = {k: [] for k in paths if k != "copy" or w == 0 or a.copy_all}
                 for _ in range(a.runs):
                     for label in times:
                         c, t = run(paths[label](), a.batch_size, w)
