@@ -42,6 +42,7 @@ the bytes (uint8, 1-D), torch refuses them. U16, U32 and U64 need torch >= 2.3 f
 import collections
 import heapq
 import json
+import mmap
 import os
 import struct
 
@@ -514,7 +515,7 @@ class Dataset:
         if m is None:
             h = self.header(i)
             _same_size(h)
-            m = np.memmap(h.path, dtype=np.uint8, mode="r")
+            m = _hugepage(np.memmap(h.path, dtype=np.uint8, mode="r"))
             self._maps[i] = m
         return m
 
@@ -689,6 +690,21 @@ def _torch_dtype(dt, path, key):
     return td
 
 
+def _hugepage(mm):
+    """madvise(MADV_HUGEPAGE) on a map: where the kernel keeps files in large folios (Linux 6.x on ext4,
+    xfs, ...), the pages this map reads from disk then come in 2 MiB folios that later maps fault in
+    whole (about 10x fewer faults than 4 KiB pages, measured by bench_loader.py). Pages already cached
+    keep their folios. Without THP, or on other systems, nothing changes."""
+    m = getattr(mm, "_mmap", None)
+    advice = getattr(mmap, "MADV_HUGEPAGE", None)
+    if m is not None and advice is not None:
+        try:
+            m.madvise(advice)
+        except (OSError, ValueError):
+            pass
+    return mm
+
+
 def _same_size(h):
     """A shard must still have the size its checked header was read at (a map past the end of a file
     that shrank would fault when read)."""
@@ -708,7 +724,7 @@ def _torch_view(h, dt, shape, b, e, key):
     if e == b:
         return torch.empty(shape, dtype=td)
     _same_size(h)
-    mm = np.memmap(h.path, dtype=np.uint8, mode="c", offset=b, shape=(e - b,))
+    mm = _hugepage(np.memmap(h.path, dtype=np.uint8, mode="c", offset=b, shape=(e - b,)))
     return torch.frombuffer(mm, dtype=td, count=(e - b) * 8 // DTYPE_BITS[dt]).reshape(shape)
 
 
