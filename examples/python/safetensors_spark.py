@@ -557,6 +557,7 @@ class Dataset:
         {"ok", "has_manifest", "has_index", "index_stale", "mode", "shards", "total_samples", "problems"}.
         Checked: every header strictly; the manifest's totals and sorted shard paths; batch shards against
         the schema (exactly its columns, its dtypes and sample shapes, samples_count <= rows <= batch_size);
+        KV tensors against it (key + kv_separator + a column, that column's dtype and shape);
         every index entry against its shard's header, and every batch tensor being indexed.
         Not checked: the shards' crc32c (`sts check --data DIR` does)."""
         problems = []
@@ -581,6 +582,8 @@ class Dataset:
                     _batch_columns(h, schema, list(schema), s.samples_count, self.batch_size)
                 except DatasetError as e:
                     problems.append(str(e))
+            elif self.mode == "kv" and schema is not None:
+                problems += _kv_problems(h, schema, m.get("kv_separator", "__"))
         stale = False
         if self.has_index:
             try:
@@ -624,6 +627,23 @@ def validate(path, index="require"):
         return {"ok": False, "has_manifest": os.path.isfile(os.path.join(p, MANIFEST)),
                 "has_index": os.path.isfile(os.path.join(p, INDEX)), "index_stale": False, "mode": None,
                 "shards": 0, "total_samples": None, "problems": [str(e)]}
+
+
+def _kv_problems(h, schema, sep):
+    """A KV shard against the manifest's schema: every tensor is key + sep + a column, with that column's
+    dtype and shape (-1: any size)."""
+    out = []
+    for name, (dt, shape, b, e) in h.tensors.items():
+        col = next((c for c in schema if name.endswith(sep + c) and len(name) > len(sep + c)), None)
+        if col is None:
+            out.append(str(DatasetError("read.schema", h.path, f"the name is not key{sep}column of a schema column", name)))
+            continue
+        want = schema[col]
+        if dt != want["dtype"] or len(shape) != len(want["shape"]) or \
+                any(w != -1 and w != d for w, d in zip(want["shape"], shape)):
+            out.append(str(DatasetError("read.schema", h.path, f"{dt} {list(shape)} does not match column {col}'s "
+                                        f"{want['dtype']} {want['shape']}", name)))
+    return out
 
 
 def _batch_columns(h, schema, columns, samples, batch_size):

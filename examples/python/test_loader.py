@@ -377,6 +377,17 @@ class Describe(unittest.TestCase):
             ds.numpy("dave__e")
         with self.assertRaisesRegex(sts.DatasetError, "reads batch shards"):
             sts.ShardedIterableDataset(path)
+        self.assertTrue(sts.validate(path)["ok"], sts.validate(path)["problems"])
+        # a schema that disagrees with the tensors is reported, naming the tensor
+        bad = copy(path, "kv_bad")
+        mpath = os.path.join(bad, "dataset_manifest.json")
+        m = load_json(mpath)
+        m["schema"]["e"]["dtype"] = "F16"
+        save_json(mpath, m)
+        r = sts.validate(bad)
+        self.assertFalse(r["ok"])
+        self.assertEqual(len(r["problems"]), 3, r["problems"])
+        self.assertIn('tensor "alice__e": F32 [4] does not match column e\'s F16 [4]', "\n".join(r["problems"]))
 
 
 class Corruption(unittest.TestCase):
