@@ -821,7 +821,7 @@ STSDEF sts_result sts_dataset_prepare(const char *dir, const sts_write_config *c
    is off (or STS_NO_THREADS is defined), it starts one POSIX thread that writes and fsyncs
    finished buffers while the caller's thread encodes the next rows (link with -pthread where the
    C library needs it). An I/O failure on that thread is reported by the next call. Memory stays
-   within the shard target (KV) or a few 1 MiB buffers per column (batch). */
+   within the shard target (KV) or a few 2 MiB buffers per column (batch). */
 STSDEF sts_result sts_task_open(const char *dir, uint32_t task_id, const sts_write_config *cfg,
                                 const sts_column *schema,
                                 size_t ncols, const sts_options *opts, sts_task_writer **out, sts_error *err);
@@ -3907,10 +3907,17 @@ STS__PRIVATE sts_result sts__fdsink_write(void *user, const void *bytes, size_t 
 }
 STS__PRIVATE sts_result sts__fdsink_flush_cb(void *user) { return sts__fdsink_flush((sts__fdsink *)user); }
 /* pwrite until every byte is out; 0 or an errno. */
+/* Writes larger than STS__FOLIO go in pieces that end on STS__FOLIO-aligned file offsets. Linux
+   page caches with large folios size a folio by the write that creates it, and only a folio of
+   exactly 2 MiB at an aligned offset is mapped by one page-table entry: a file written in such
+   pieces faults in under mmap about 15 times faster than one written in 1 MiB or 4 MiB pieces
+   (256 MiB touched page by page: 6 ms against 84-106 ms, Linux 6.18, ext4). Elsewhere the split
+   costs one system call per 2 MiB. */
+#define STS__FOLIO ((uint64_t)2 << 20)
 STS__PRIVATE int sts__pwrite_all(const sts__mem *m, int fd, const void *src, uint64_t len, uint64_t off) {
     const uint8_t *p = (const uint8_t *)src;
     while (len) {
-        size_t chunk = len > ((uint64_t)1 << 30) ? ((size_t)1 << 30) : (size_t)len;
+        size_t chunk = len > STS__FOLIO ? (size_t)(STS__FOLIO - off % STS__FOLIO) : (size_t)len;
         ssize_t put;
         int e = sts__fault(m, "pwrite");
         if (e) return e;
@@ -7108,7 +7115,8 @@ STS__PRIVATE sts_result sts__list_shards(const sts__mem *m, const char *dir, sts
    May call: util, json, dtype, header, io, writer, codec, dataset common.
    ============================================================================================== */
 #ifndef STS_NO_STDIO
-#define STS__STAGE ((size_t)1 << 20)  /* batch mode: write-combining buffer per column */
+#define STS__STAGE ((size_t)STS__FOLIO)  /* batch mode: write-combining buffer per column, flushed at
+                                               STS__FOLIO-aligned file offsets (see sts__pwrite_all) */
 #define STS__CHUNK ((size_t)4 << 20)  /* KV mode: data chunk */
 
 /* >>ds_options ---- small text helpers ---- */
@@ -7845,7 +7853,7 @@ struct sts_task_writer {
     uint64_t chunk_bytes, chunk_budget;     /* allocated; the cap while a sealed shard is being written (0: none yet) */
     uint32_t *echk;                 /* per entry: the chunk holding its data */
     size_t echk_cap;
-    sts__stagebuf *stages;          /* batch: the columns' 1 MiB buffers, lent to the I/O thread when full */
+    sts__stagebuf *stages;          /* batch: the columns' 2 MiB buffers, lent to the I/O thread when full */
     size_t nstages;
     sts__wb wb;                     /* the I/O thread */
     sts__key *keys;
@@ -8178,7 +8186,7 @@ STS__PRIVATE void sts__wb_queue(sts_task_writer *w, int kind, int fd, const uint
     it.shard = (uint32_t)(w->nshards - 1);
     sts__wb_put(&w->wb, &it);
 }
-/* Batch: a free 1 MiB buffer from the pool (at most 4 a column), waiting for the I/O thread to
+/* Batch: a free 2 MiB buffer from the pool (at most 4 a column), waiting for the I/O thread to
    hand one back when all are lent. Returns its index, or -1 when out of memory. */
 #define STS__STAGES_PER_COLUMN 4
 STS__PRIVATE int sts__stage_take(sts_task_writer *w) {
@@ -8391,13 +8399,18 @@ STS__PRIVATE sts_result sts__batch_cell(sts_task_writer *w, sts__ocol *o, const 
         uint64_t from = 0, total = o->kind == STS_VALUE_ARRAY ? v->size : bytes;
         size_t esz = o->kind == STS_VALUE_ARRAY ? sts_dtype_bits(o->dtype) / 8 : 1;
         while (from < total) {  /* elements (arrays) or bytes (tensors), a stage at a time */
-            size_t room, n;
+            size_t room, n, left, edge;
             if (!o->stage) {
                 if ((o->stage_id = sts__stage_take(w)) < 0)
                     return sts__task_fail(w, sts__nomem(err, "a column buffer"));
                 o->stage = w->stages[o->stage_id].p;
             }
-            room = (STS__STAGE - o->stage_len) / esz;
+            /* the stage ends where the file's next STS__FOLIO block begins: each full stage is one
+               aligned 2 MiB write, the first of a column's region a shorter one (an element that
+               straddles the boundary, in a column at an offset no multiple of its size, moves it) */
+            left = STS__STAGE - o->stage_len;
+            edge = (size_t)(STS__FOLIO - (o->stage_off + o->stage_len) % STS__FOLIO);
+            room = o->stage_len && edge == STS__FOLIO ? 0 : (edge < left && edge >= esz ? edge : left) / esz;
             if (!room) { if ((r = sts__stage_flush(w, o, err)) != STS_OK) return r; continue; }
             n = total - from < room ? (size_t)(total - from) : room;
             if (o->kind == STS_VALUE_ARRAY) r = sts__cell_encode(w, o, v, from, n, o->stage + o->stage_len, err);
