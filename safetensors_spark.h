@@ -7820,7 +7820,14 @@ typedef struct sts__key {          /* KV: a tensor name written by this task */
 
 enum { STS__CHUNK_FREE, STS__CHUNK_OPEN, STS__CHUNK_LENT };
 /* last: flush scratch */
-typedef struct sts__dchunk { uint8_t *p; size_t cap, used; int state; size_t last; } sts__dchunk;
+typedef struct sts__dchunk {
+    uint8_t *p;                     /* cap bytes; 2 MiB-aligned inside its block with the default allocator */
+    size_t cap, used;
+    int state;
+    size_t last;
+    uint8_t *block;                 /* what was allocated: block_size bytes */
+    size_t block_size;
+} sts__dchunk;
 typedef struct sts__stagebuf { uint8_t *p; int state; } sts__stagebuf;  /* batch: FREE, OPEN (a column's), LENT */
 
 struct sts_task_writer {
@@ -8483,7 +8490,21 @@ STS__PRIVATE void *sts__kv_data(sts_task_writer *w, uint64_t bytes, sts_error *e
     }
     c = &w->chunks[w->nchunks];
     c->cap = cap;
-    if (!(c->p = (uint8_t *)sts__alloc(&w->c.mem, c->cap))) { sts__nomem(err, "the shard buffer"); return NULL; }
+    /* A shard's data is written once into fresh memory: with malloc, the chunk starts on a 2 MiB
+       boundary of a block 2 MiB larger and asks for huge pages, so filling it takes one page fault
+       per 2 MiB, not per 4 KiB (KV rows of 1 KiB on the 2-vCPU VM: ~13 us a fault, 19% of the
+       time). The slack is address space only. A caller's allocator gets exactly cap bytes. */
+    c->block_size = cap;
+    if (!w->c.mem.a.alloc && cap <= (size_t)-1 - STS__FOLIO) c->block_size = cap + (size_t)STS__FOLIO;
+    if (!(c->block = (uint8_t *)sts__alloc(&w->c.mem, c->block_size))) {
+        sts__nomem(err, "the shard buffer");
+        return NULL;
+    }
+    c->p = c->block;
+    if (c->block_size != cap) {
+        c->p = c->block + (size_t)((STS__FOLIO - (uintptr_t)c->block % STS__FOLIO) % STS__FOLIO);
+        sts__advise_huge(c->p, cap);
+    }
     c->used = (size_t)bytes;
     c->state = STS__CHUNK_OPEN;
     w->chunk_bytes += cap;
@@ -9146,7 +9167,7 @@ STSDEF void sts_task_close(sts_task_writer *w) {
     sts__free(&m, w->rspec, w->c.ncols * sizeof *w->rspec);
     sts__free(&m, w->rhash, 3 * w->c.ncols * sizeof *w->rhash);
     sts__free(&m, w->rrep, 5 * w->c.ncols * sizeof *w->rrep);
-    for (i = 0; i < w->nchunks; i++) sts__free(&m, w->chunks[i].p, w->chunks[i].cap);
+    for (i = 0; i < w->nchunks; i++) sts__free(&m, w->chunks[i].block, w->chunks[i].block_size);
     sts__free(&m, w->chunks, w->chunks_cap * sizeof *w->chunks);
     sts__free(&m, w->keys, w->keys_cap * sizeof *w->keys);
     sts__index_free(&m, &w->kindex);
