@@ -1496,7 +1496,8 @@ STS__PRIVATE void sts__st64(uint8_t *p, uint64_t v) {
 /* ---- error filling ----
    A tiny formatter so that messages need no stdio: %s C string, %q (pointer, size_t) quoted and
    escaped, truncated at a character boundary, %U uint64_t, %z size_t, %d int, %x int as a byte
-   in hex (0x1f), %S (const uint64_t *, size_t) a shape, %% percent. */
+   in hex (0x1f), %S (const uint64_t *, size_t) a shape, %D the same for a schema's shape
+   (STS_DIM_ANY as -1), %% percent. */
 typedef struct sts__buf { char *p; size_t n, cap; } sts__buf;
 
 STS__PRIVATE void sts__buf_put(sts__buf *b, const char *s, size_t n) {
@@ -1541,9 +1542,15 @@ STS__PRIVATE void sts__vformat(sts__buf *b, const char *fmt, va_list ap) {
                     sts__buf_quote(b, a, n, 80); break; }
         case 'U': sts__buf_u64(b, va_arg(ap, uint64_t)); break;
         case 'z': sts__buf_u64(b, (uint64_t)va_arg(ap, size_t)); break;
-        case 'S': { const uint64_t *d = va_arg(ap, const uint64_t *); size_t n = va_arg(ap, size_t), i;
+        case 'S': case 'D': {
+                    int any = *s == 'D';
+                    const uint64_t *d = va_arg(ap, const uint64_t *); size_t n = va_arg(ap, size_t), i;
                     sts__buf_put(b, "[", 1);
-                    for (i = 0; i < n && i < 8; i++) { if (i) sts__buf_put(b, ", ", 2); sts__buf_u64(b, d[i]); }
+                    for (i = 0; i < n && i < 8; i++) {
+                        if (i) sts__buf_put(b, ", ", 2);
+                        if (any && d[i] == UINT64_MAX) sts__buf_put(b, "-1", 2);
+                        else sts__buf_u64(b, d[i]);
+                    }
                     if (n > 8) sts__buf_put(b, ", ...", 5);
                     sts__buf_put(b, "]", 1); break; }
         case 'x': { static const char hx[] = "0123456789abcdef";
@@ -11662,7 +11669,7 @@ STSDEF sts_result sts_scan_next(sts_scan *s, const sts_view **cells, size_t *nce
                     bad = c->v.shape[d] != STS_DIM_ANY && c->v.shape[d] != t->shape[d];
                 if (bad)
                     return sts__failx(err, STS_RULE_READ_SCHEMA,
-                                      "file %q: column %q is %s %S, but the schema says %s %S",
+                                      "file %q: column %q is %s %S, but the schema says %s %D",
                                      s->ds->files[s->cur].name, s->ds->files[s->cur].name_len, c->v.key, c->v.key_len,
                                      sts_dtype_name(t->dtype),
                                      t->shape, (size_t)t->rank, c->has_dtype ? sts_dtype_name(c->v.dtype) : "any",
