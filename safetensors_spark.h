@@ -1812,6 +1812,10 @@ STS__PRIVATE size_t sts__utf8_check(const uint8_t *s, size_t n) {
             uint64_t a;
             memcpy(&a, s + i, 8);
             if ((a & 0x8080808080808080ull) == 0) { i += 8; continue; }
+        } else if (n >= 8 && i + 8 > n) {  /* the last bytes: one word ending at n, when ASCII */
+            uint64_t a;
+            memcpy(&a, s + n - 8, 8);
+            if ((a & 0x8080808080808080ull) == 0) return n;
         }
         if (s[i] < 0x80) { i++; continue; }
         {
