@@ -29,6 +29,8 @@
        the matching rows of the unfiltered scan, so pushdown never loses a row;
      - scans over two file ranges return the rows of the whole scan, in order;
      - with a failing allocator: NOMEM or success, and no byte left allocated after close.
+     - the folder's lineage record (sts_dataset_lineage): a complete error, or printable ASCII JSON
+       in MLflow's field order with an 8-digit hex digest, the same bytes on a second call.
    Under the replay build the same checks run over fuzz/corpus/dataset/. */
 #define _POSIX_C_SOURCE 200809L
 #define STS_IMPLEMENTATION
@@ -440,6 +442,34 @@ static void fz_read(const sts_dataset *ds, int consistent) {
     }
 }
 
+/* The lineage record of the folder (layer 11): a complete error, or one line of ASCII JSON (every
+   byte printable: json.dumps with ensure_ascii) holding the fields in MLflow's order, the digest 8
+   lowercase hex digits, and the same bytes again from a second call. Default allocator: the
+   failing one is the reader's. */
+static void fz_lineage(const char *path) {
+    char *rec = NULL, *again = NULL;
+    size_t n = 0, n2 = 0, i;
+    sts_error e;
+    sts_result r = sts_dataset_lineage(path, NULL, NULL, &rec, &n, &e);
+    if (getenv("FZ_DS_TRACE")) fprintf(stderr, "lineage %s %s\n", sts_result_name(r), r ? e.message : "");
+    if (r != STS_OK) {
+        fz_check_err(r, &e);
+        FZ_CHECK(rec == NULL);
+        return;
+    }
+    FZ_CHECK(rec && strlen(rec) == n);
+    for (i = 0; i < n; i++) FZ_CHECK(rec[i] >= 0x20 && rec[i] <= 0x7e);
+    FZ_CHECK(n > 60 && memcmp(rec, "{\"name\": \"safetensors_dataset\", \"digest\": \"", 43) == 0);
+    FZ_CHECK(rec[51] == '"');
+    for (i = 43; i < 51; i++) FZ_CHECK((rec[i] >= '0' && rec[i] <= '9') || (rec[i] >= 'a' && rec[i] <= 'f'));
+    FZ_CHECK(strstr(rec, "\", \"source\": \"{\\\"uri\\\": ") && strstr(rec, "\"source_type\": \"local\"") &&
+             strstr(rec, "\"profile\": \"{\\\"num_rows\\\": ") && rec[n - 1] == '}');
+    FZ_CHECK(sts_dataset_lineage(path, NULL, NULL, &again, &n2, &e) == STS_OK);
+    FZ_CHECK(n2 == n && memcmp(rec, again, n) == 0);
+    sts_free(NULL, rec, n + 1);
+    sts_free(NULL, again, n2 + 1);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static fz_input in;
     sts_read_config cfg;
@@ -481,6 +511,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         snprintf(path, sizeof path, "%s/%s", fz_dir, name);
     } else
         snprintf(path, sizeof path, "%s", fz_dir);
+    fz_lineage(path);
     r = sts_dataset_open(path, &cfg, &o, &ds, &e);
     if (getenv("FZ_DS_TRACE"))  /* what an input does: FZ_DS_TRACE=1 build/fuzz/replay_dataset FILE */
         fprintf(stderr, "flags %02x, %zu shard(s), manifest %s, index %s: open %s %s\n", in.flags, in.nshards, in.manifest ? "given" : (in.flags & 4) ? "written" : "none",
