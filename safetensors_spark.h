@@ -15284,7 +15284,7 @@ STSDEF sts_result sts_gguf_write_path(const char *path, const sts_tensor_spec *s
    Owns: the dataset record MLflow stores (sts_dataset_lineage): the manifest's columns as MLflow
    tensor specs, the local or URI source, MetaDataset's digest, the profile, and JSON text written
    byte for byte as Python's json.dumps writes it.
-   May call: util, json, dtype, io, codec (SHA-256), dataset common, dataset write (text output).
+   May call: util, json, dtype, io, codec (SHA-256), dataset common, dataset write (sts__out).
    ============================================================================================== */
 #ifndef STS_NO_STDIO
 STSDEF const char *sts_lineage_dtype_name(sts_dtype d) {
@@ -15296,7 +15296,7 @@ STSDEF const char *sts_lineage_dtype_name(sts_dtype d) {
     return (unsigned)d < STS_DTYPE_COUNT ? names[d] : NULL;
 }
 /* A Python str as json.dumps writes it with ensure_ascii: quoted; \" \\ \b \f \n \r \t; every other
-   character outside ' '..'~' as \uXXXX in lowercase hex (astral ones as a surrogate pair). Bytes
+   character outside ' '..'~' as \u and four lowercase hex digits (astral ones as a surrogate pair). Bytes
    that are not UTF-8 become U+DC80..U+DCFF first, as Python's surrogateescape decodes file names. */
 STS__PRIVATE void sts__py_str(sts__out *o, const char *text, size_t n) {
     static const char hx[] = "0123456789abcdef";
