@@ -120,6 +120,16 @@ def _json(text, path, rule):
         raise DatasetError(rule, path, f"not valid JSON ({e})") from None
 
 
+def _read_json(path, rule):
+    """A whole JSON document (a manifest, an index): UTF-8, then _json's rules."""
+    try:
+        with open(path, "rb") as f:
+            text = f.read().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise DatasetError(rule, path, f"not UTF-8 ({e})") from None
+    return _json(text, path, rule)
+
+
 def _check_tensor_fields(path, name, e, rule):
     """dtype, shape, data_offsets of one header or index entry; returns (dtype, shape, begin, end)."""
     if not isinstance(e, dict):
@@ -285,12 +295,7 @@ class Dataset:
     # -- the manifest
     def _read_manifest(self, mpath):
         rule = "dataset.manifest"
-        try:
-            with open(mpath, "rb") as f:
-                text = f.read().decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise DatasetError(rule, mpath, f"not UTF-8 ({e})") from None
-        m = _json(text, mpath, rule)
+        m = _read_json(mpath, rule)
         if not isinstance(m, dict) or not isinstance(m.get("shards"), list):
             raise DatasetError(rule, mpath, "not an object with a shards array")
         for f, ok in (("mode", lambda v: v in ("batch", "kv")), ("duplicates", lambda v: v in ("fail", "lastWin")),
@@ -454,12 +459,7 @@ class Dataset:
     def _read_index(self, ipath):
         """(keys, stale): the index's entries, checked; stale when it is of another dataset_id (keys None)."""
         rule = "dataset.index"
-        try:
-            with open(ipath, "rb") as f:
-                text = f.read().decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise DatasetError(rule, ipath, f"not UTF-8 ({e})") from None
-        idx = _json(text, ipath, rule)
+        idx = _read_json(ipath, rule)
         if not isinstance(idx, dict) or not isinstance(idx.get("tensors"), dict):
             raise DatasetError(rule, ipath, "no tensors object")
         meta = idx.get("metadata")
