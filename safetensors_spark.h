@@ -15284,7 +15284,7 @@ STSDEF sts_result sts_gguf_write_path(const char *path, const sts_tensor_spec *s
    Owns: the dataset record MLflow stores (sts_dataset_lineage): the manifest's columns as MLflow
    tensor specs, the local or URI source, MetaDataset's digest, the profile, and JSON text written
    byte for byte as Python's json.dumps writes it.
-   May call: util, json, dtype, io, codec (SHA-256), dataset common, dataset write (sts__out).
+   May call: util, json, dtype, io, codec (SHA-256), dataset common, dataset write.
    ============================================================================================== */
 #ifndef STS_NO_STDIO
 STSDEF const char *sts_lineage_dtype_name(sts_dtype d) {
