@@ -9584,9 +9584,37 @@ STS__PRIVATE sts_result sts__commit_keys(sts__commit *c, sts_error *err) {
     }
     return STS_OK;
 }
+/* Every shard's name once, as JSON (json 1) or as a CSV field (json 0), in one buffer: names->p +
+   at[s] .. at[s + 1]. An index repeats a shard's name for each of its keys (twice in the JSON):
+   escaping it once a shard, not once a key, took half the JSON index's instructions. 0 when out
+   of memory (o->oom set). */
+STS__PRIVATE int sts__commit_names(sts__commit *c, int json, sts__out *names, size_t **at, sts__out *o) {
+    size_t s;
+    sts__out_init(names, &c->mem, -1);
+    if (!(*at = (size_t *)sts__alloc(&c->mem, (c->nshards + 1) * sizeof **at))) { o->oom = 1; return 0; }
+    for (s = 0; s < c->nshards; s++) {
+        (*at)[s] = names->n;
+        if (json) sts__out_json(names, c->shards[s].name, c->shards[s].name_len);
+        else sts__out_csv(names, c->shards[s].name, c->shards[s].name_len);
+    }
+    (*at)[c->nshards] = names->n;
+    if (names->oom) {
+        sts__free(&c->mem, *at, (c->nshards + 1) * sizeof **at);
+        sts__out_free(names);
+        o->oom = 1;
+        return 0;
+    }
+    return 1;
+}
+STS__PRIVATE void sts__commit_names_free(sts__commit *c, sts__out *names, size_t *at) {
+    sts__free(&c->mem, at, (c->nshards + 1) * sizeof *at);
+    sts__out_free(names);
+}
 /* _tensor_index.csv: tensor_key,file_name,shape,dtype (RFC 4180, CRLF). */
 STS__PRIVATE void sts__commit_csv(sts__commit *c, sts__out *o) {
-    size_t i, k;
+    size_t k, *at;
+    sts__out names;
+    if (!sts__commit_names(c, 0, &names, &at, o)) return;
     sts__out_cstr(o, "tensor_key,file_name,shape,dtype\r\n");
     for (k = 0; k < c->nrefs; k++) {
         const sts__cref *ref = &c->refs[k];
@@ -9595,14 +9623,14 @@ STS__PRIVATE void sts__commit_csv(sts__commit *c, sts__out *o) {
         x = sts_at(c->shards[ref->shard].f, ref->t);
         sts__out_csv(o, x->name, x->name_len);
         sts__out_put(o, ",", 1);
-        sts__out_csv(o, c->shards[ref->shard].name, strlen(c->shards[ref->shard].name));
+        sts__out_put(o, names.p + at[ref->shard], at[ref->shard + 1] - at[ref->shard]);
         sts__out_cstr(o, ",\"");
         sts__out_shape(o, x->shape, x->rank);
         sts__out_cstr(o, "\",");
         sts__out_cstr(o, sts_dtype_name(x->dtype));
         sts__out_cstr(o, "\r\n");
     }
-    (void)i;
+    sts__commit_names_free(c, &names, at);
 }
 /* The JSON key of a tensor in the index: its name in KV mode; "shard/column" in batch mode,
    where every file holds the same column names. */
@@ -9610,7 +9638,7 @@ STS__PRIVATE void sts__commit_key(sts__commit *c, sts__out *o, const sts__cref *
     if (c->kv) { sts__out_json(o, x->name, x->name_len); return; }
     {
         const char *sn = c->shards[ref->shard].name;
-        size_t sl = strlen(sn), n = sl + 1 + x->name_len;
+        size_t sl = c->shards[ref->shard].name_len, n = sl + 1 + x->name_len;
         char small[512], *tmp = n <= sizeof small ? small : (char *)sts__alloc(&c->mem, n);
         if (!tmp) { o->oom = 1; return; }
         memcpy(tmp, sn, sl);
@@ -9622,9 +9650,11 @@ STS__PRIVATE void sts__commit_key(sts__commit *c, sts__out *o, const sts__cref *
 }
 /* _tensor_index.json: Hugging Face's sharded-checkpoint index plus per-tensor details. */
 STS__PRIVATE void sts__commit_json_index(sts__commit *c, sts__out *o) {
-    size_t k;
+    size_t k, *at;
     uint64_t total = 0, count = 0;
     int first;
+    sts__out names;
+    if (!sts__commit_names(c, 1, &names, &at, o)) return;
     for (k = 0; k < c->nrefs; k++)
         if (c->winner[k]) {
             const sts_tensor *x = sts_at(c->shards[c->refs[k].shard].f, c->refs[k].t);
@@ -9648,7 +9678,7 @@ STS__PRIVATE void sts__commit_json_index(sts__commit *c, sts__out *o) {
         first = 0;
         sts__commit_key(c, o, ref, sts_at(c->shards[ref->shard].f, ref->t));
         sts__out_put(o, ":", 1);
-        sts__out_json(o, c->shards[ref->shard].name, strlen(c->shards[ref->shard].name));
+        sts__out_put(o, names.p + at[ref->shard], at[ref->shard + 1] - at[ref->shard]);
     }
     sts__out_cstr(o, "},\n\"tensors\":{");
     for (k = 0, first = 1; k < c->nrefs; k++) {
@@ -9660,7 +9690,7 @@ STS__PRIVATE void sts__commit_json_index(sts__commit *c, sts__out *o) {
         first = 0;
         sts__commit_key(c, o, ref, x);
         sts__out_cstr(o, ":{\"file\":");
-        sts__out_json(o, c->shards[ref->shard].name, strlen(c->shards[ref->shard].name));
+        sts__out_put(o, names.p + at[ref->shard], at[ref->shard + 1] - at[ref->shard]);
         /* the key is not the name */
         if (!c->kv) { sts__out_cstr(o, ",\"tensor\":"); sts__out_json(o, x->name, x->name_len); }
         sts__out_cstr(o, ",\"dtype\":\"");
@@ -9674,6 +9704,7 @@ STS__PRIVATE void sts__commit_json_index(sts__commit *c, sts__out *o) {
         sts__out_cstr(o, "]}");
     }
     sts__out_cstr(o, "}}\n");
+    sts__commit_names_free(c, &names, at);
 }
 STS__PRIVATE void sts__commit_manifest(sts__commit *c, sts__out *o) {
     size_t i;
