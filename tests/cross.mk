@@ -5,7 +5,7 @@
 #   aarch64  little-endian with the NEON codec kernels and the CRC-32C instructions
 # test-cross builds every program for both (-O1, $(JOBS) at a time) and runs each one as soon as it
 # is built. The programs: tests/test_core_*.c, test_codec, test_checksum, test_conformance,
-# tests/test_dataset_*.c, test_sha256 and tests/test_archive*.c. Left out, on both: test_core_parse_nosimd and test_core_roundtrip_nosimd
+# tests/test_dataset_*.c, test_sha256, test_lineage and tests/test_archive*.c. Left out, on both: test_core_parse_nosimd and test_core_roundtrip_nosimd
 # (STS_NO_SIMD cuts only the SSE2 scanner from what they test, so there they are test_core_parse
 # and test_core_roundtrip again). Nothing else is left out: forks, SIGKILL, threads, file locks,
 # /proc/self/io and test_dataset_read_hf's python3 child (a host program, run natively by the kernel)
@@ -19,7 +19,7 @@ CROSS_OPT   ?= -O1
 CROSS_SKIP  := test_core_parse_nosimd test_core_roundtrip_nosimd
 CROSS_NAMES := $(filter-out $(CROSS_SKIP),$(patsubst tests/%.c,%,$(sort $(wildcard tests/test_core_*.c) tests/test_codec.c \
                  tests/test_checksum.c tests/test_conformance.c $(wildcard tests/test_dataset_*.c) \
-                 tests/test_sha256.c $(wildcard tests/test_archive*.c))))
+                 tests/test_sha256.c tests/test_lineage.c $(wildcard tests/test_archive*.c))))
 # One stamp per (arch, program): its run passed.
 CROSS_RUNS  := $(foreach a,$(CROSS_ARCHS),$(patsubst %,$(BUILD)/cross/$(a)/ok/%,$(CROSS_NAMES)))
 # The programs are prerequisites only through a pattern rule: keep them (not intermediate files).

@@ -55,6 +55,12 @@ static void put_manifest(const char *dir, const char *text) {
     tf_join(p, sizeof p, dir, "dataset_manifest.json");
     tf_write(p, text, strlen(text));
 }
+/* root/name, created, holding `manifest` as its dataset_manifest.json (none when NULL). */
+static void make_ds(char *out, size_t cap, const char *root, const char *name, const char *manifest) {
+    tf_join(out, cap, root, name);
+    assert_int_equal(mkdir(out, 0777), 0);
+    if (manifest) put_manifest(out, manifest);
+}
 static char *record(const char *dir, const sts_lineage_config *c) {
     char *out = NULL;
     size_t len = 0;
@@ -75,15 +81,9 @@ static void test_records(void **state) {
     sts_lineage_config c;
     (void)state;
     tf_tmpdir(root, sizeof root);
-    tf_join(d1, sizeof d1, root, "batch");
-    tf_join(d2, sizeof d2, root, "kv");
-    tf_join(d3, sizeof d3, root, "empty");
-    assert_int_equal(mkdir(d1, 0777), 0);
-    assert_int_equal(mkdir(d2, 0777), 0);
-    assert_int_equal(mkdir(d3, 0777), 0);
-    put_manifest(d1, M1);
-    put_manifest(d2, M2);
-    put_manifest(d3, M3);
+    make_ds(d1, sizeof d1, root, "batch", M1);
+    make_ds(d2, sizeof d2, root, "kv", M2);
+    make_ds(d3, sizeof d3, root, "empty", M3);
     memset(&c, 0, sizeof c);
     c.name = "n\x01\xc3\xa9\xf0\x9f\x98\x80\xff";
     c.uri = "gs://b/k";
@@ -104,11 +104,8 @@ static void test_default_source(void **state) {
     size_t i;
     (void)state;
     tf_tmpdir(root, sizeof root);
-    tf_join(ds, sizeof ds, root, "ds");
-    tf_join(sub, sizeof sub, root, "sub");
-    assert_int_equal(mkdir(ds, 0777), 0);
-    assert_int_equal(mkdir(sub, 0777), 0);
-    put_manifest(ds, M3);
+    make_ds(ds, sizeof ds, root, "ds", M3);
+    make_ds(sub, sizeof sub, root, "sub", NULL);
     assert_non_null(getcwd(cwd, sizeof cwd));
     assert_int_equal(chdir(root), 0);
     snprintf(want, sizeof want, "\"source\": \"{\\\"uri\\\": \\\"%s\\\"}\"", ds);
@@ -165,14 +162,9 @@ static void test_errors(void **state) {
     sts_error e;
     (void)state;
     tf_tmpdir(root, sizeof root);
-    tf_join(ds, sizeof ds, root, "ds");
-    tf_join(bad, sizeof bad, root, "bad");
-    tf_join(none, sizeof none, root, "none");
-    assert_int_equal(mkdir(ds, 0777), 0);
-    assert_int_equal(mkdir(bad, 0777), 0);
-    assert_int_equal(mkdir(none, 0777), 0);
-    put_manifest(ds, M2);
-    put_manifest(bad, "{\"shards\": [{\"shard_path\": \"p.safetensors\"}]}");
+    make_ds(ds, sizeof ds, root, "ds", M2);
+    make_ds(bad, sizeof bad, root, "bad", "{\"shards\": [{\"shard_path\": \"p.safetensors\"}]}");
+    make_ds(none, sizeof none, root, "none", NULL);
     tu_err_check("NULL dir", sts_dataset_lineage(NULL, NULL, NULL, &out, &len, &e), &e, STS_ERR_INVALID_ARGUMENT,
                  STS_RULE_ARGUMENT, (const char *)NULL);
     tu_err_check("NULL out", sts_dataset_lineage(ds, NULL, NULL, NULL, &len, &e), &e, STS_ERR_INVALID_ARGUMENT,
@@ -200,9 +192,7 @@ static void test_allocations(void **state) {
     long k;
     (void)state;
     tf_tmpdir(root, sizeof root);
-    tf_join(ds, sizeof ds, root, "ds");
-    assert_int_equal(mkdir(ds, 0777), 0);
-    put_manifest(ds, M1);
+    make_ds(ds, sizeof ds, root, "ds", M1);
     for (k = 1;; k++) {
         tu_alloc al;
         sts_options o;
