@@ -1331,10 +1331,12 @@ STSDEF const char *sts_lineage_dtype_name(sts_dtype d);
 #  define STS__PRIVATE static __attribute__((unused))
 #  define STS__LIKELY(x) __builtin_expect(!!(x), 1)
 #  define STS__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#  define STS__PREFETCH_W(p) __builtin_prefetch((p), 1)   /* a line about to be written */
 #else
 #  define STS__PRIVATE static
 #  define STS__LIKELY(x) (x)
 #  define STS__UNLIKELY(x) (x)
+#  define STS__PREFETCH_W(p) ((void)0)
 #endif
 /* Always inlined: the few helpers that must not cost a call (SIMD steps, the digit reader). */
 #if defined(__GNUC__) || defined(__clang__)
@@ -1696,16 +1698,22 @@ STS__PRIVATE uint64_t sts__seed_from(const void *obj, uint64_t user_seed) {
 
 /* ---- the name index: open addressing over uint32 item indices ----
    Items live in caller arrays; the index reads an item's (pointer, length) through a stride and
-   two field offsets, so the same code indexes tensors, metadata keys and dataset keys. */
+   two field offsets, so the same code indexes tensors, metadata keys and dataset keys. An index
+   made by sts__index_init holds plain item indices and compares the items' stored hashes; one made
+   by sts__index_init_tagged (for items that keep no hash) packs the top bits of each item's hash
+   above its index in the slot, so a probe rejects almost every other name without touching it, at
+   4 bytes a slot and up to 80% load. Read slots through sts__index_item, fill them through
+   sts__index_put: both kinds work alike. */
 #define STS__EMPTY 0xffffffffu
 typedef struct sts__index {
     uint32_t *slots;
-    size_t mask;               /* capacity - 1, capacity a power of two >= 2 x items */
+    size_t mask;               /* capacity - 1, capacity a power of two */
+    uint32_t tags;             /* 0, or the slot bits that hold a hash tag (~mask, tagged indexes) */
 } sts__index;
 typedef struct sts__names {
     const void *items;         /* item i is at items + i * stride; its name at ptr_off, length at len_off */
     size_t stride, ptr_off, len_off;
-    const void *hashes;        /* item i's uint64_t hash is at hashes + i * hash_stride */
+    const void *hashes;        /* item i's uint64_t hash is at hashes + i * hash_stride; NULL: tagged */
     size_t hash_stride;
 } sts__names;
 
@@ -1716,37 +1724,83 @@ STS__PRIVATE const char *sts__name_of(const sts__names *k, size_t i, size_t *len
     memcpy(len, item + k->len_off, sizeof *len);
     return p;
 }
-STS__PRIVATE int sts__index_init(const sts__mem *m, sts__index *ix, size_t items) {
+/* Capacity: a power of two >= 8 with items <= capacity * num / den. */
+STS__PRIVATE int sts__index_alloc(const sts__mem *m, sts__index *ix, size_t items, size_t num, size_t den,
+                                  int tagged) {
     size_t cap = 8, bytes;
-    while (cap < items * 2) { if (cap > ((size_t)-1 >> 2)) return 0; cap <<= 1; }
+    while (cap / den * num < items) { if (cap > ((size_t)-1 >> 2)) return 0; cap <<= 1; }
+    if (tagged && (uint64_t)cap > (uint64_t)1 << 32) return 0;  /* the item index must fit in a slot */
     if (!sts__mulsz(cap, sizeof(uint32_t), &bytes)) return 0;
     ix->slots = (uint32_t *)sts__alloc(m, bytes);
     if (!ix->slots) return 0;
     memset(ix->slots, 0xff, bytes);
     ix->mask = cap - 1;
+    ix->tags = tagged ? ~(uint32_t)ix->mask : 0;
     return 1;
 }
+STS__PRIVATE int sts__index_init(const sts__mem *m, sts__index *ix, size_t items) {
+    return sts__index_alloc(m, ix, items, 1, 2, 0);
+}
+/* Item indices must stay below sts__index_room(): the top index would read as an empty slot. */
+STS__PRIVATE int sts__index_init_tagged(const sts__mem *m, sts__index *ix, size_t items) {
+    return sts__index_alloc(m, ix, items, 4, 5, 1);
+}
+STS__PRIVATE size_t sts__index_room(const sts__index *ix) { return (ix->mask + 1) / 5 * 4; }
 STS__PRIVATE void sts__index_free(const sts__mem *m, sts__index *ix) {
     if (ix->slots) sts__free(m, ix->slots, (ix->mask + 1) * sizeof(uint32_t));
     ix->slots = NULL;
     ix->mask = 0;
+    ix->tags = 0;
+}
+STS__PRIVATE uint32_t sts__index_item(const sts__index *ix, size_t pos) {
+    uint32_t s = ix->slots[pos];
+    return s == STS__EMPTY ? STS__EMPTY : s & ~ix->tags;
+}
+STS__PRIVATE void sts__index_put(sts__index *ix, size_t pos, uint32_t item, uint64_t h) {
+    ix->slots[pos] = ((uint32_t)(h >> 32) & ix->tags) | item;
 }
 /* The slot holding `name`, or the empty slot where it would go. */
 STS__PRIVATE size_t sts__index_probe(const sts__index *ix, const sts__names *k, uint64_t h,
                                      const char *name, size_t len) {
     size_t pos = (size_t)h & ix->mask;
+    uint32_t want = (uint32_t)(h >> 32) & ix->tags;
     for (;;) {
-        uint32_t it = ix->slots[pos];
-        if (it == STS__EMPTY) return pos;
-        uint64_t ih;
-        memcpy(&ih, (const char *)k->hashes + (size_t)it * k->hash_stride, sizeof ih);
-        if (ih == h) {
+        uint32_t s = ix->slots[pos], it;
+        if (s == STS__EMPTY) return pos;
+        it = s & ~ix->tags;
+        if ((s & ix->tags) == want) {
+            uint64_t ih = h;
             size_t ilen;
-            const char *ip = sts__name_of(k, it, &ilen);
-            if (ilen == len && (len == 0 || memcmp(ip, name, len) == 0)) return pos;
+            const char *ip;
+            if (k->hashes) memcpy(&ih, (const char *)k->hashes + (size_t)it * k->hash_stride, sizeof ih);
+            if (ih == h) {
+                ip = sts__name_of(k, it, &ilen);
+                if (ilen == len && (len == 0 || memcmp(ip, name, len) == 0)) return pos;
+            }
         }
         pos = (pos + 1) & ix->mask;
     }
+}
+/* A tagged index moved to a capacity for `items`; the names are hashed again with seed. */
+STS__PRIVATE int sts__index_resize_tagged(const sts__mem *m, sts__index *ix, const sts__names *k, uint64_t seed,
+                                          size_t items) {
+    sts__index nix;
+    size_t i;
+    if (!sts__index_init_tagged(m, &nix, items)) return 0;
+    for (i = 0; ix->slots && i <= ix->mask; i++) {
+        uint32_t it = sts__index_item(ix, i);
+        size_t len, pos;
+        const char *p;
+        uint64_t h;
+        if (it == STS__EMPTY) continue;
+        p = sts__name_of(k, it, &len);
+        h = sts__hash(p, len, seed);
+        for (pos = (size_t)h & nix.mask; nix.slots[pos] != STS__EMPTY; pos = (pos + 1) & nix.mask) {}
+        sts__index_put(&nix, pos, it, h);
+    }
+    sts__index_free(m, ix);
+    *ix = nix;
+    return 1;
 }
 
 /* ---- stable bottom-up merge sort of indices (no recursion) ---- */
@@ -2458,12 +2512,15 @@ STSDEF int sts_dtype_from_name(const char *name, size_t len, sts_dtype *out) {
    May call: util, json, dtype.
    ============================================================================================== */
 typedef struct sts__chunk { struct sts__chunk *next; size_t size; } sts__chunk; /* arena block */
-typedef struct sts__info {      /* per tensor or metadata entry, beside the public struct */
-    uint64_t hash;              /* of the unescaped name */
+typedef struct sts__info {      /* per metadata entry, beside the public struct */
+    uint64_t hash;              /* of the unescaped key */
     uint64_t key_off;           /* file offset of its key in the header */
-    uint64_t shape_at;          /* tensors: index of its first dim in shapes; metadata: 1 = dead */
+    uint64_t dead;              /* 1: a later duplicate replaced it */
 } sts__info;
 
+/* Memory per tensor: the public sts_tensor (48 bytes on LP64), 4 to 5 bytes of tagged index, and
+   shapes stored once per distinct shape (a checkpoint repeats a few shapes; a dataset shard one
+   per column). A tensor's key offset, for messages, is derived from its name (sts__key_off). */
 struct sts_file {
     sts__mem mem;
     const uint8_t *header;      /* the N header bytes */
@@ -2472,33 +2529,43 @@ struct sts_file {
     uint64_t file_size;
     uint64_t seed;              /* name hash seed */
     sts_tensor *tensors;        /* data-offset order once parsed */
-    sts__info *info;            /* parallel to tensors */
-    size_t count, cap, info_cap;
-    sts__index index;           /* tensor names */
-    uint64_t *shapes;           /* all dims, tensors point into it */
-    size_t nshapes, shapes_cap;
+    size_t count, cap;
+    sts__index index;           /* tensor names, tagged */
     sts_kv *meta;
     sts__info *meta_info;       /* parallel to meta */
     size_t meta_count, meta_cap, meta_info_cap;
     sts__index meta_index;
     int has_meta;
-    sts__chunk *arena;          /* unescaped strings */
+    sts__chunk *arena;          /* shapes and unescaped strings; blocks never move */
+    char *arena_at;             /* free space in the newest block */
+    size_t arena_left;
     void *owned;                /* bytes the file owns: a mapping or a heap block */
     size_t owned_size;
     void (*release)(sts_file *f);  /* releases `owned` (unmap or free) */
 };
 
+/* n bytes from the arena, 8-byte aligned. Blocks grow from 256 bytes to 64 KiB. */
 STS__PRIVATE char *sts__arena_alloc(sts_file *f, size_t n) {
-    size_t bytes;
+    size_t need = n ? (n + 7) & ~(size_t)7 : 8, bytes;
     sts__chunk *c;
-    if (n > (size_t)-1 - sizeof(sts__chunk)) return NULL;
-    bytes = sizeof(sts__chunk) + n;
-    c = (sts__chunk *)sts__alloc(&f->mem, bytes);
-    if (!c) return NULL;
-    c->next = f->arena;
-    c->size = bytes;
-    f->arena = c;
-    return (char *)(c + 1);
+    char *p;
+    if (n > (size_t)-1 - sizeof(sts__chunk) - 64 * 1024) return NULL;
+    if (need > f->arena_left) {
+        size_t last = f->arena ? f->arena->size : 128;
+        bytes = last < 64 * 1024 ? last * 2 : 64 * 1024;
+        if (bytes < sizeof(sts__chunk) + need) bytes = sizeof(sts__chunk) + need;
+        c = (sts__chunk *)sts__alloc(&f->mem, bytes);
+        if (!c) return NULL;
+        c->next = f->arena;
+        c->size = bytes;
+        f->arena = c;
+        f->arena_at = (char *)(c + 1);
+        f->arena_left = bytes - sizeof(sts__chunk);
+    }
+    p = f->arena_at;
+    if (need >= f->arena_left) f->arena_left = 0;
+    else { f->arena_at += need; f->arena_left -= need; }
+    return p;
 }
 
 /* ---- file lifetime ---- */
@@ -2516,8 +2583,6 @@ STSDEF void sts_close(sts_file *f) {
     m = f->mem;
     if (f->release) f->release(f);
     sts__free(&m, f->tensors, f->cap * sizeof *f->tensors);
-    sts__free(&m, f->info, f->info_cap * sizeof *f->info);
-    sts__free(&m, f->shapes, f->shapes_cap * sizeof *f->shapes);
     sts__free(&m, f->meta, f->meta_cap * sizeof *f->meta);
     sts__free(&m, f->meta_info, f->meta_info_cap * sizeof *f->meta_info);
     sts__index_free(&m, &f->index);
@@ -2548,6 +2613,7 @@ STS__PRIVATE sts_result sts__check_prefix(const uint8_t *prefix, uint64_t file_s
 }
 
 /* ---- the schema-aware parse ---- */
+#define STS__SHAPE_CACHE 64     /* distinct shapes remembered while parsing (direct-mapped) */
 typedef struct sts__parser {
     sts__json j;
     sts_file *f;
@@ -2557,9 +2623,61 @@ typedef struct sts__parser {
     const uint8_t *last_end;  /* fast path: the previous entry's end offset as text ... */
     size_t last_end_len;
     uint64_t last_end_val;    /* ... and its value (writer order: it is the next begin) */
+    uint64_t *dims;           /* the shape being parsed: dims_local, or a heap block past 16 dims */
+    size_t ndims, dims_cap;
+    uint64_t dims_local[16];
+    struct { const uint64_t *dims; size_t rank; } shapes[STS__SHAPE_CACHE];  /* stored in the arena */
+    size_t dup_at, dup_was;   /* strict mode: the first repeated tensor name (entries), reported later */
+    size_t dead;              /* entries a later one of the same name replaced */
 } sts__parser;
 
 enum { STS__F_DTYPE = 1, STS__F_SHAPE = 2, STS__F_OFFSETS = 4 };
+
+/* A tensor's key in the header, for messages: a name without escapes points just past the key's
+   opening quote; an unescaped copy in the arena is preceded by the key's offset. */
+STS__PRIVATE uint64_t sts__key_off(const sts_file *f, const sts_tensor *t) {
+    uintptr_t p = (uintptr_t)t->name, h = (uintptr_t)f->header;
+    uint64_t off;
+    if (p > h && p - h <= f->header_len) return 8 + (uint64_t)(p - h) - 1;
+    memcpy(&off, t->name - 8, sizeof off);
+    return off;
+}
+STS__PRIVATE int sts__dim_push(sts__parser *ps, uint64_t v) {
+    if (STS__UNLIKELY(ps->ndims == ps->dims_cap)) {
+        size_t ncap = ps->dims_cap * 2, bytes;
+        uint64_t *nd;
+        if (!sts__mulsz(ncap, sizeof *nd, &bytes)) return 0;
+        if (ps->dims == ps->dims_local) {
+            if (!(nd = (uint64_t *)sts__alloc(&ps->f->mem, bytes))) return 0;
+            memcpy(nd, ps->dims, ps->ndims * sizeof *nd);
+        } else if (!(nd = (uint64_t *)sts__realloc(&ps->f->mem, ps->dims, ps->dims_cap * sizeof *nd, bytes)))
+            return 0;
+        ps->dims = nd;
+        ps->dims_cap = ncap;
+    }
+    ps->dims[ps->ndims++] = v;
+    return 1;
+}
+/* The parsed shape (ps->dims) as stored dims: the same pointer for a shape seen before. */
+STS__PRIVATE const uint64_t *sts__shape_store(sts__parser *ps) {
+    static const uint64_t no_dims[1] = { 0 };
+    size_t n = ps->ndims, i, slot;
+    uint64_t h = n;
+    const uint64_t *was;
+    uint64_t *dst;
+    if (n == 0) return no_dims;
+    for (i = 0; i < n; i++) h = (h ^ ps->dims[i]) * STS__K1;
+    slot = (size_t)(h >> 58) % STS__SHAPE_CACHE;
+    if (ps->shapes[slot].rank == n) {
+        for (i = 0, was = ps->shapes[slot].dims; i < n && was[i] == ps->dims[i]; i++) {}
+        if (i == n) return was;
+    }
+    if (n > ((size_t)-1 >> 4) || !(dst = (uint64_t *)(void *)sts__arena_alloc(ps->f, n * sizeof *dst))) return NULL;
+    memcpy(dst, ps->dims, n * sizeof *dst);
+    ps->shapes[slot].dims = dst;
+    ps->shapes[slot].rank = n;
+    return dst;
+}
 
 /* A scanned string as (pointer, length), unescaped into the arena when it has escapes. */
 STS__PRIVATE sts_result sts__str_value(sts__parser *ps, const sts__str *s, const char **p, size_t *n) {
@@ -2569,6 +2687,21 @@ STS__PRIVATE sts_result sts__str_value(sts__parser *ps, const sts__str *s, const
     if (!dst) return sts__nomem(ps->j.err, "an unescaped string");
     *n = sts__json_unescape(s->p, s->n, dst);
     *p = dst;
+    return STS_OK;
+}
+/* A top-level key: as sts__str_value, but an unescaped copy is preceded by the key's file offset
+   (see sts__key_off). */
+STS__PRIVATE sts_result sts__key_value(sts__parser *ps, const sts__str *s, const uint8_t *kat, const char **p,
+                                       size_t *n) {
+    char *dst;
+    uint64_t off;
+    if (!s->esc) { *p = s->p; *n = s->n; return STS_OK; }
+    dst = sts__arena_alloc(ps->f, 8 + s->n);
+    if (!dst) return sts__nomem(ps->j.err, "an unescaped string");
+    off = sts__json_off(&ps->j, kat);
+    memcpy(dst, &off, sizeof off);
+    *n = sts__json_unescape(s->p, s->n, dst + 8);
+    *p = dst + 8;
     return STS_OK;
 }
 /* Which known field a key names (keys compare after unescaping), 0 for unknown. */
@@ -2603,11 +2736,10 @@ STS__PRIVATE sts_result sts__parse_dtype(sts__parser *ps, sts_dtype *d) {
         return sts__json_fail(j, STS_RULE_DTYPE, at, "unknown dtype %q (names are exact and case-sensitive)", s.p, s.n);
     return STS_OK;
 }
-STS__PRIVATE sts_result sts__parse_shape(sts__parser *ps, uint64_t *shape_at, uint32_t *rank) {
+STS__PRIVATE sts_result sts__parse_shape(sts__parser *ps) {
     sts__json *j = &ps->j;
-    sts_file *f = ps->f;
     sts_result r;
-    size_t start = f->nshapes;
+    ps->ndims = 0;
     if (j->p >= j->end || *j->p != '[')
         return sts__json_fail(j, STS_RULE_SHAPE, j->p, "shape must be an array, found %s", sts__json_what(j));
     if ((r = sts__json_enter(j)) != STS_OK) return r;
@@ -2618,10 +2750,7 @@ STS__PRIVATE sts_result sts__parse_shape(sts__parser *ps, uint64_t *shape_at, ui
         uint64_t v;
         sts__json_ws(j);
         if ((r = sts__json_u64(j, &v, STS_RULE_SHAPE, "shape")) != STS_OK) return r;
-        if (STS__UNLIKELY(f->nshapes == f->shapes_cap) &&
-            !sts__grow(&f->mem, (void **)&f->shapes, &f->shapes_cap, f->nshapes + 1, sizeof *f->shapes))
-            return sts__nomem(j->err, "tensor shapes");
-        f->shapes[f->nshapes++] = v;
+        if (!sts__dim_push(ps, v)) return sts__nomem(j->err, "tensor shapes");
         sts__json_ws(j);
         if (STS__LIKELY(j->p < j->end && *j->p == ',')) { j->p++; continue; }
         if (STS__LIKELY(j->p < j->end && *j->p == ']')) { j->p++; break; }
@@ -2629,8 +2758,6 @@ STS__PRIVATE sts_result sts__parse_shape(sts__parser *ps, uint64_t *shape_at, ui
                               "expected ',' or ']' in shape, found %s", sts__json_what(j));
     }
     j->depth--;
-    *shape_at = start;
-    *rank = (uint32_t)(f->nshapes - start);
     return STS_OK;
 }
 STS__PRIVATE sts_result sts__parse_offsets(sts__parser *ps, uint64_t *begin, uint64_t *end) {
@@ -2669,16 +2796,14 @@ STS__PRIVATE size_t sts__fast_u64(const uint8_t *p, const uint8_t *end, uint64_t
     return n;
 }
 /* The writer's exact entry bytes, {"dtype":"X","shape":[..],"data_offsets":[b,e]}, with a local
-   cursor. Returns 1 and fills the outputs, or 0 having changed nothing (the shape pool is rolled
-   back), in which case the general path parses the same bytes and reports any problem; -1 when the
-   shape pool cannot grow (NOMEM, as the general path would say: an allocation that failed is never
-   retried behind the caller's allocator). */
-STS__PRIVATE int sts__parse_entry_fast(sts__parser *ps, sts_dtype *dtype, uint64_t *shape_at, uint32_t *rank,
-                                       uint64_t *begin, uint64_t *end) {
+   cursor. Returns 1 and fills the outputs (the dims in ps->dims), or 0 having moved nothing, in
+   which case the general path parses the same bytes and reports any problem; -1 when the dims
+   cannot grow (NOMEM, as the general path would say: an allocation that failed is never retried
+   behind the caller's allocator). */
+STS__PRIVATE int sts__parse_entry_fast(sts__parser *ps, sts_dtype *dtype, uint64_t *begin, uint64_t *end) {
     sts__json *j = &ps->j;
-    sts_file *f = ps->f;
     const uint8_t *p = j->p, *e = j->end, *q;
-    size_t start = f->nshapes, n;
+    size_t n;
     uint64_t v;
     if (j->depth + 2 > j->max_depth || e - p < 48 || memcmp(p, "{\"dtype\":\"", 10) != 0) return 0;
     p += 10;
@@ -2687,57 +2812,98 @@ STS__PRIVATE int sts__parse_entry_fast(sts__parser *ps, sts_dtype *dtype, uint64
     p = q + 1;
     if (e - p < 11 || memcmp(p, ",\"shape\":[", 10) != 0) return 0;
     p += 10;
+    ps->ndims = 0;
     if (*p == ']') p++;
     else for (;;) {
         uint8_t stop;
-        if (!(n = sts__fast_u64(p, e, &v))) goto undo;
+        if (!(n = sts__fast_u64(p, e, &v))) return 0;
         stop = p[n];
-        if (STS__UNLIKELY(f->nshapes == f->shapes_cap) &&
-            !sts__grow(&f->mem, (void **)&f->shapes, &f->shapes_cap, f->nshapes + 1, sizeof *f->shapes)) {
-            f->nshapes = start;
-            return -1;
-        }
-        f->shapes[f->nshapes++] = v;
+        if (STS__LIKELY(ps->ndims < ps->dims_cap)) ps->dims[ps->ndims++] = v;
+        else if (!sts__dim_push(ps, v)) return -1;
         p += n + 1;
         if (stop == ']') break;
     }
-    if (e - p < 19 || memcmp(p, ",\"data_offsets\":[", 17) != 0) goto undo;
+    if (e - p < 19 || memcmp(p, ",\"data_offsets\":[", 17) != 0) return 0;
     p += 17;
     if (ps->last_end && ps->last_end_len < (size_t)(e - p) && memcmp(p, ps->last_end, ps->last_end_len) == 0 &&
         p[ps->last_end_len] == ',') {
         *begin = ps->last_end_val;  /* writer order: this begin is the previous end, byte for byte */
         p += ps->last_end_len + 1;
     } else {
-        if (!(n = sts__fast_u64(p, e, begin)) || p[n] != ',') goto undo;
+        if (!(n = sts__fast_u64(p, e, begin)) || p[n] != ',') return 0;
         p += n + 1;
     }
-    if (!(n = sts__fast_u64(p, e, end)) || p[n] != ']') goto undo;
-    if (e - (p + n) < 2 || p[n + 1] != '}') goto undo;
+    if (!(n = sts__fast_u64(p, e, end)) || p[n] != ']') return 0;
+    if (e - (p + n) < 2 || p[n + 1] != '}') return 0;
     ps->last_end = p;
     ps->last_end_len = n;
     ps->last_end_val = *end;
     j->p = p + n + 2;
-    *shape_at = start;
-    *rank = (uint32_t)(f->nshapes - start);
     return 1;
-undo:
-    f->nshapes = start;
-    return 0;
 }
-/* One tensor entry, object or positional array; appends it to the file's table. */
-STS__PRIVATE sts_result sts__parse_entry(sts__parser *ps, const char *name, size_t name_len, uint64_t key_off) {
+/* Room for one more tensor. The table is sized to the count the header's length projects from
+   the bytes parsed so far, so a header of uniform entries fills it once. */
+STS__PRIVATE int sts__tensor_room(sts__parser *ps) {
+    sts_file *f = ps->f;
+    size_t used = (size_t)(ps->j.p - ps->j.base), want, bytes;
+    sts_tensor *nt;
+    if (f->count < f->cap) return 1;
+    want = f->count + f->count / 16 + 16;
+    if (used && f->count < ((size_t)-1 >> 8) && (size_t)f->header_len / used < 256) {
+        size_t projected = (size_t)((uint64_t)f->count * f->header_len / used);
+        if (projected + projected / 32 + 16 > want) want = projected + projected / 32 + 16;
+    }
+    if (!sts__mulsz(want, sizeof *nt, &bytes)) return 0;
+    if (!(nt = (sts_tensor *)sts__realloc(&f->mem, f->tensors, f->cap * sizeof *nt, bytes))) return 0;
+    f->tensors = nt;
+    f->cap = want;
+    return 1;
+}
+/* The tensor names as items of the index. */
+STS__PRIVATE sts__names sts__tensor_names(const sts_file *f) {
+    sts__names k;
+    k.items = f->tensors; k.stride = sizeof(sts_tensor);
+    k.ptr_off = offsetof(sts_tensor, name); k.len_off = offsetof(sts_tensor, name_len);
+    k.hashes = NULL; k.hash_stride = 0;
+    return k;
+}
+/* Indexes the newest tensor, in header order: a repeated name replaces the earlier entry, which
+   is marked dead (the reference's map keeps the last); strict mode reports the first repeat once
+   the JSON is known to be well-formed. */
+STS__PRIVATE int sts__index_newest(sts__parser *ps, uint64_t h) {
+    sts_file *f = ps->f;
+    size_t i = f->count - 1, pos;
+    uint32_t was;
+    sts__names k = sts__tensor_names(f);
+    const sts_tensor *t = &f->tensors[i];
+    if (STS__UNLIKELY(f->count > sts__index_room(&f->index)) &&
+        !sts__index_resize_tagged(&f->mem, &f->index, &k, f->seed, f->count + f->count / 2))
+        return 0;
+    pos = sts__index_probe(&f->index, &k, h, t->name, t->name_len);
+    was = sts__index_item(&f->index, pos);
+    if (STS__UNLIKELY(was != STS__EMPTY)) {
+        if (ps->dup_at == (size_t)-1) { ps->dup_at = i; ps->dup_was = was; }
+        f->tensors[was].dtype = STS_DTYPE_COUNT;  /* the earlier entry vanishes */
+        ps->dead++;
+    }
+    sts__index_put(&f->index, pos, (uint32_t)i, h);
+    return 1;
+}
+/* One tensor entry, object or positional array; appends it to the file's table and the index
+   (h: the name's hash, whose home slot the caller prefetched). */
+STS__PRIVATE sts_result sts__parse_entry(sts__parser *ps, const char *name, size_t name_len, uint64_t h) {
     sts__json *j = &ps->j;
     sts_file *f = ps->f;
     sts_tensor *t;
-    sts__info *in;
     sts_result r;
     sts_dtype dtype = STS_DTYPE_COUNT;
-    uint64_t shape_at = 0, begin = 0, end = 0;
-    uint32_t rank = 0;
+    const uint64_t *dims;
+    uint64_t begin = 0, end = 0;
     int have = 0;
     const uint8_t *open = j->p;
+    ps->ndims = 0;
     {
-        int fast = sts__parse_entry_fast(ps, &dtype, &shape_at, &rank, &begin, &end);
+        int fast = sts__parse_entry_fast(ps, &dtype, &begin, &end);
         if (STS__LIKELY(fast > 0)) goto add;
         if (fast < 0) return sts__nomem(j->err, "tensor shapes");
     }
@@ -2756,7 +2922,7 @@ STS__PRIVATE sts_result sts__parse_entry(sts__parser *ps, const char *name, size
         if (j->p < j->end && *j->p == ']') goto arity;
         if ((r = sts__json_expect(j, ',', "','")) != STS_OK) return r;
         sts__json_ws(j);
-        if ((r = sts__parse_shape(ps, &shape_at, &rank)) != STS_OK) return r;
+        if ((r = sts__parse_shape(ps)) != STS_OK) return r;
         sts__json_ws(j);
         if (j->p < j->end && *j->p == ']') goto arity;
         if ((r = sts__json_expect(j, ',', "','")) != STS_OK) return r;
@@ -2787,7 +2953,7 @@ STS__PRIVATE sts_result sts__parse_entry(sts__parser *ps, const char *name, size
             have |= id;
             switch (id) {
             case STS__F_DTYPE: r = sts__parse_dtype(ps, &dtype); break;
-            case STS__F_SHAPE: r = sts__parse_shape(ps, &shape_at, &rank); break;
+            case STS__F_SHAPE: r = sts__parse_shape(ps); break;
             case STS__F_OFFSETS: r = sts__parse_offsets(ps, &begin, &end); break;
             default:
                 if (ps->strict) return sts__json_fail(j, STS_RULE_STRICT_UNKNOWN, kat, "unknown field %q", k.p, k.n);
@@ -2808,25 +2974,18 @@ STS__PRIVATE sts_result sts__parse_entry(sts__parser *ps, const char *name, size
     }
     j->depth--;
 add:
-    if (STS__UNLIKELY(f->count == f->cap) &&
-        !sts__grow(&f->mem, (void **)&f->tensors, &f->cap, f->count + 1, sizeof *f->tensors))
-        return sts__nomem(j->err, "the tensor table");
-    if (STS__UNLIKELY(f->count == f->info_cap) &&
-        !sts__grow(&f->mem, (void **)&f->info, &f->info_cap, f->count + 1, sizeof *f->info))
-        return sts__nomem(j->err, "the tensor table");
-    t = &f->tensors[f->count];
-    in = &f->info[f->count];
-    f->count++;
+    if (STS__UNLIKELY(ps->ndims > 0xffffffffu)) return sts__nomem(j->err, "tensor shapes");
+    if (!(dims = sts__shape_store(ps))) return sts__nomem(j->err, "tensor shapes");
+    if (STS__UNLIKELY(f->count == f->cap) && !sts__tensor_room(ps)) return sts__nomem(j->err, "the tensor table");
+    t = &f->tensors[f->count++];
     t->name = name;
     t->name_len = name_len;
     t->dtype = dtype;
-    t->rank = rank;
-    t->shape = NULL;
+    t->rank = (uint32_t)ps->ndims;
+    t->shape = dims;
     t->begin = begin;
     t->end = end;
-    in->hash = sts__hash(name, name_len, f->seed);
-    in->key_off = key_off;
-    in->shape_at = shape_at;
+    if (!sts__index_newest(ps, h)) { f->count--; return sts__nomem(j->err, "the tensor index"); }
     return STS_OK;
 arity:
     return sts__json_fail(j, STS_RULE_ENTRY_TYPE, open,
@@ -2875,7 +3034,7 @@ STS__PRIVATE sts_result sts__parse_metadata(sts__parser *ps, const uint8_t *key_
         if ((r = sts__str_value(ps, &v, &kv->value, &kv->value_len)) != STS_OK) return r;
         f->meta_info[f->meta_count].hash = sts__hash(kv->key, kv->key_len, f->seed);
         f->meta_info[f->meta_count].key_off = sts__json_off(j, kat);
-        f->meta_info[f->meta_count].shape_at = 0;
+        f->meta_info[f->meta_count].dead = 0;
         f->meta_count++;
         sts__json_ws(j);
         if (j->p < j->end && *j->p == ',') { j->p++; sts__json_ws(j); continue; }
@@ -2905,8 +3064,8 @@ STS__PRIVATE sts_result sts__parse_json(sts__parser *ps) {
     if (j->p < j->end && *j->p == '}') j->p++;
     else for (;;) {
         sts__str k;
-        const char *name;
-        size_t name_len;
+        const char *name = NULL;
+        size_t name_len = 0;
         const uint8_t *kat = j->p;
         if (STS__UNLIKELY(j->p >= j->end || *j->p != '"'))
             return sts__json_fail(j, STS_RULE_JSON_SYNTAX, j->p, "expected a string key, found %s", sts__json_what(j));
@@ -2914,15 +3073,18 @@ STS__PRIVATE sts_result sts__parse_json(sts__parser *ps) {
         if (STS__LIKELY(j->p < j->end && *j->p == ':')) j->p++;
         else if ((r = sts__json_expect(j, ':', "':'")) != STS_OK) return r;
         sts__json_ws(j);
-        if ((r = sts__str_value(ps, &k, &name, &name_len)) != STS_OK) return r;
+        if ((r = sts__key_value(ps, &k, kat, &name, &name_len)) != STS_OK) return r;
         if (name_len == 12 && memcmp(name, "__metadata__", 12) == 0) {
             if ((r = sts__parse_metadata(ps, kat)) != STS_OK) return r;
         } else {
+            uint64_t h;
             if (ps->strict && k.esc && memchr(name, 0, name_len))
                 return sts__json_fail(j, STS_RULE_STRICT_NAME_NUL, kat, "tensor name %q contains NUL", name, name_len);
             j->ctx = name;
             j->ctx_len = name_len;
-            r = sts__parse_entry(ps, name, name_len, sts__json_off(j, kat));
+            h = sts__hash(name, name_len, ps->f->seed);
+            STS__PREFETCH_W(&ps->f->index.slots[(size_t)h & ps->f->index.mask]);
+            r = sts__parse_entry(ps, name, name_len, h);
             j->ctx = NULL;
             if (r != STS_OK) return r;
         }
@@ -2946,13 +3108,6 @@ STS__PRIVATE sts_result sts__parse_json(sts__parser *ps) {
 }
 
 /* ---- after the JSON: duplicates, order, the reference's checks ---- */
-STS__PRIVATE sts__names sts__tensor_names(const sts_file *f) {
-    sts__names k;
-    k.items = f->tensors; k.stride = sizeof(sts_tensor);
-    k.ptr_off = offsetof(sts_tensor, name); k.len_off = offsetof(sts_tensor, name_len);
-    k.hashes = f->info ? (const void *)&f->info[0].hash : NULL; k.hash_stride = sizeof(sts__info);
-    return k;
-}
 STS__PRIVATE sts__names sts__meta_names(const sts_file *f) {
     sts__names k;
     k.items = f->meta; k.stride = sizeof(sts_kv);
@@ -2974,99 +3129,100 @@ STS__PRIVATE sts_result sts__finish_metadata(sts_file *f, int strict, sts_error 
     for (i = 0; i < f->meta_count; i++) {
         const sts_kv *kv = &f->meta[i];
         size_t pos = sts__index_probe(&f->meta_index, &k, f->meta_info[i].hash, kv->key, kv->key_len);
-        uint32_t prev = f->meta_index.slots[pos];
+        uint32_t prev = sts__index_item(&f->meta_index, pos);
         if (prev != STS__EMPTY) {
             if (strict)
                 return sts__fail(err, STS_RULE_STRICT_DUPLICATE, f->meta_info[i].key_off,
                                  "__metadata__ key %q appears twice (first at byte %U)", kv->key, kv->key_len,
                                  f->meta_info[prev].key_off);
-            f->meta_info[prev].shape_at = 1;  /* dead */
+            f->meta_info[prev].dead = 1;
             dups++;
         }
-        f->meta_index.slots[pos] = (uint32_t)i;
+        sts__index_put(&f->meta_index, pos, (uint32_t)i, f->meta_info[i].hash);
     }
     if (!dups) return STS_OK;
     for (i = o = 0; i < f->meta_count; i++)  /* compact, keeping header order */
-        if (!f->meta_info[i].shape_at) { f->meta[o] = f->meta[i]; f->meta_info[o] = f->meta_info[i]; o++; }
+        if (!f->meta_info[i].dead) { f->meta[o] = f->meta[i]; f->meta_info[o] = f->meta_info[i]; o++; }
     f->meta_count = o;
     sts__index_free(&f->mem, &f->meta_index);
     if (!sts__index_init(&f->mem, &f->meta_index, o)) return sts__nomem(err, "the metadata index");
     for (i = 0; i < o; i++) {
         size_t pos = sts__index_probe(&f->meta_index, &k, f->meta_info[i].hash, f->meta[i].key, f->meta[i].key_len);
-        f->meta_index.slots[pos] = (uint32_t)i;
+        sts__index_put(&f->meta_index, pos, (uint32_t)i, f->meta_info[i].hash);
     }
     return STS_OK;
 }
-/* Tensor names: index them in header order, last one wins; then put the survivors in
-   (begin, end) order, stable, remapping the index. */
-STS__PRIVATE sts_result sts__finish_tensors(sts_file *f, int strict, sts_error *err) {
-    static const uint64_t no_dims[1] = { 0 };
-    sts__names k = sts__tensor_names(f);
-    size_t n = f->count, i, live, dead = 0;
+/* The survivors of repeated names in (begin, end) order, stable; the index follows them. */
+STS__PRIVATE sts_result sts__order_tensors(sts_file *f, size_t live, sts_error *err) {
+    size_t *idx = NULL, *tmp = NULL, *ord, n = f->count, i, o;
+    uint32_t *pos = NULL;
+    sts_tensor *nt = NULL;
+    size_t bytes_idx, bytes_t, bytes_pos;
+    if (!sts__mulsz(live ? live : 1, sizeof(size_t), &bytes_idx) ||
+        !sts__mulsz(live ? live : 1, sizeof(sts_tensor), &bytes_t) || !sts__mulsz(n, sizeof(uint32_t), &bytes_pos))
+        return sts__nomem(err, "the tensor order");
+    idx = (size_t *)sts__alloc(&f->mem, bytes_idx);
+    tmp = (size_t *)sts__alloc(&f->mem, bytes_idx);
+    pos = (uint32_t *)sts__alloc(&f->mem, bytes_pos);
+    nt = (sts_tensor *)sts__alloc(&f->mem, bytes_t);
+    if (!idx || !tmp || !pos || !nt) {
+        sts__free(&f->mem, idx, bytes_idx); sts__free(&f->mem, tmp, bytes_idx); sts__free(&f->mem, pos, bytes_pos);
+        sts__free(&f->mem, nt, bytes_t);
+        return sts__nomem(err, "the tensor order");
+    }
+    for (i = o = 0; i < n; i++) if (f->tensors[i].dtype != STS_DTYPE_COUNT) idx[o++] = i;
+    ord = sts__msort(idx, tmp, live, sts__by_offsets, f->tensors);
+    for (o = 0; o < live; o++) { nt[o] = f->tensors[ord[o]]; pos[ord[o]] = (uint32_t)o; }
+    for (i = 0; i <= f->index.mask; i++) {
+        uint32_t s = f->index.slots[i];
+        if (s != STS__EMPTY) f->index.slots[i] = (s & f->index.tags) | pos[s & ~f->index.tags];
+    }
+    sts__free(&f->mem, idx, bytes_idx); sts__free(&f->mem, tmp, bytes_idx); sts__free(&f->mem, pos, bytes_pos);
+    sts__free(&f->mem, f->tensors, f->cap * sizeof *f->tensors);
+    f->tensors = nt;
+    f->count = f->cap = live;
+    return STS_OK;
+}
+/* Tensor names were indexed as parsed, in header order (sts__index_newest). Report a strict
+   duplicate, put the survivors in (begin, end) order, give back the table's slack, then make the
+   reference's checks in its order. */
+STS__PRIVATE sts_result sts__finish_tensors(sts_file *f, const sts__parser *ps, sts_error *err) {
+    size_t n = f->count, i;
     int sorted = 1;
     uint64_t cursor, total;
-    const sts_tensor *prev = NULL;
-    if (!sts__index_init(&f->mem, &f->index, n)) return sts__nomem(err, "the tensor index");
-    for (i = 0; i < n; i++) {
-        sts_tensor *t = &f->tensors[i];
-        size_t pos = sts__index_probe(&f->index, &k, f->info[i].hash, t->name, t->name_len);
-        uint32_t was = f->index.slots[pos];
-        if (STS__UNLIKELY(was != STS__EMPTY)) {
-            if (strict)
-                return sts__fail(err, STS_RULE_STRICT_DUPLICATE, f->info[i].key_off,
-                                 "tensor name %q appears twice (first at byte %U)", t->name, t->name_len,
-                                 f->info[was].key_off);
-            f->tensors[was].dtype = STS_DTYPE_COUNT;  /* the earlier entry vanishes */
-            dead++;
-        }
-        f->index.slots[pos] = (uint32_t)i;
-        if (STS__LIKELY(t->dtype != STS_DTYPE_COUNT) && prev && dead == 0 &&
-            (t->begin < prev->begin || (t->begin == prev->begin && t->end < prev->end)))
-            sorted = 0;
-        prev = t;
+    sts_result r;
+    if (STS__UNLIKELY(ps->strict && ps->dup_at != (size_t)-1)) {
+        const sts_tensor *t = &f->tensors[ps->dup_at];
+        return sts__fail(err, STS_RULE_STRICT_DUPLICATE, sts__key_off(f, t),
+                         "tensor name %q appears twice (first at byte %U)", t->name, t->name_len,
+                         sts__key_off(f, &f->tensors[ps->dup_was]));
     }
-    live = n - dead;
-    if (!sorted || dead) {
-        size_t *idx = NULL, *tmp = NULL, *ord;
-        uint32_t *pos = NULL;
-        sts_tensor *nt = NULL;
-        sts__info *ni = NULL;
-        size_t bytes_idx, bytes_t, bytes_i, bytes_pos, o;
-        if (!sts__mulsz(live ? live : 1, sizeof(size_t), &bytes_idx) ||
-            !sts__mulsz(live ? live : 1, sizeof(sts_tensor), &bytes_t) ||
-            !sts__mulsz(live ? live : 1, sizeof(sts__info), &bytes_i) || !sts__mulsz(n, sizeof(uint32_t), &bytes_pos))
-            return sts__nomem(err, "the tensor order");
-        idx = (size_t *)sts__alloc(&f->mem, bytes_idx);
-        tmp = (size_t *)sts__alloc(&f->mem, bytes_idx);
-        pos = (uint32_t *)sts__alloc(&f->mem, bytes_pos);
-        nt = (sts_tensor *)sts__alloc(&f->mem, bytes_t);
-        ni = (sts__info *)sts__alloc(&f->mem, bytes_i);
-        if (!idx || !tmp || !pos || !nt || !ni) {
-            sts__free(&f->mem, idx, bytes_idx); sts__free(&f->mem, tmp, bytes_idx); sts__free(&f->mem, pos, bytes_pos);
-            sts__free(&f->mem, nt, bytes_t); sts__free(&f->mem, ni, bytes_i);
-            return sts__nomem(err, "the tensor order");
-        }
-        for (i = o = 0; i < n; i++) if (f->tensors[i].dtype != STS_DTYPE_COUNT) idx[o++] = i;
-        ord = sts__msort(idx, tmp, live, sts__by_offsets, f->tensors);
-        for (o = 0; o < live; o++) { nt[o] = f->tensors[ord[o]]; ni[o] = f->info[ord[o]]; pos[ord[o]] = (uint32_t)o; }
-        for (i = 0; i <= f->index.mask; i++)
-            if (f->index.slots[i] != STS__EMPTY) f->index.slots[i] = pos[f->index.slots[i]];
-        sts__free(&f->mem, idx, bytes_idx); sts__free(&f->mem, tmp, bytes_idx); sts__free(&f->mem, pos, bytes_pos);
-        sts__free(&f->mem, f->tensors, f->cap * sizeof *f->tensors);
-        sts__free(&f->mem, f->info, f->info_cap * sizeof *f->info);
-        f->tensors = nt; f->info = ni;
-        f->count = f->cap = f->info_cap = live;
-        n = live;
+    for (i = 1; i < n && !ps->dead; i++) {
+        const sts_tensor *t = &f->tensors[i], *prev = t - 1;
+        if (t->begin < prev->begin || (t->begin == prev->begin && t->end < prev->end)) { sorted = 0; break; }
     }
-    /* The reference's checks, in its order, over the tensors in (begin, end) order. */
+    if (!sorted || ps->dead) {
+        if ((r = sts__order_tensors(f, n - ps->dead, err)) != STS_OK) return r;
+        n = f->count;
+    } else if (f->cap > n) {  /* give back the slack (a refusal is reported, like any other) */
+        sts_tensor *nt = (sts_tensor *)sts__realloc(&f->mem, f->tensors, f->cap * sizeof *nt, (n ? n : 1) * sizeof *nt);
+        if (!nt) return sts__nomem(err, "the tensor table");
+        f->tensors = nt;
+        f->cap = n ? n : 1;
+    }
+    if (f->index.slots && n < sts__index_room(&f->index) / 8) {  /* sized for far more (a long __metadata__) */
+        sts__names k = sts__tensor_names(f);
+        if (!sts__index_resize_tagged(&f->mem, &f->index, &k, f->seed, n))
+            return sts__nomem(err, "the tensor index");
+    }
     cursor = 0;
     for (i = 0; i < n; i++) {
         sts_tensor *t = &f->tensors[i];
-        const uint64_t *dims = f->shapes ? f->shapes + f->info[i].shape_at : no_dims;
-        uint64_t numel = 1, bits, off = f->info[i].key_off;
+        const uint64_t *dims = t->shape;
+        uint64_t numel = 1, bits, off;
         uint32_t d;
-        t->shape = dims;
         if (STS__UNLIKELY(t->begin != cursor || t->end < t->begin)) {
+            off = sts__key_off(f, t);
             if (t->end < t->begin)
                 return sts__fail(err, STS_RULE_OFFSETS_CONTIGUOUS, off,
                                  "tensor %q: data_offsets [%U, %U] end before they begin",
@@ -3083,19 +3239,19 @@ STS__PRIVATE sts_result sts__finish_tensors(sts_file *f, int strict, sts_error *
         }
         for (d = 0; d < t->rank; d++)
             if (STS__UNLIKELY(!sts__mul64(numel, dims[d], &numel)))
-                return sts__fail(err, STS_RULE_NUMEL_OVERFLOW, off,
+                return sts__fail(err, STS_RULE_NUMEL_OVERFLOW, sts__key_off(f, t),
                                  "tensor %q: the product of shape %S overflows 64 bits at dimension %z",
                                  t->name, t->name_len, dims, (size_t)t->rank, (size_t)d);
         if (STS__UNLIKELY(!sts__mul64(numel, sts__dtype_bits[t->dtype], &bits)))
-            return sts__fail(err, STS_RULE_BITS_OVERFLOW, off,
+            return sts__fail(err, STS_RULE_BITS_OVERFLOW, sts__key_off(f, t),
                              "tensor %q: %U elements of %s overflow 64 bits when counted in bits",
                              t->name, t->name_len, numel, sts__dtype_names[t->dtype]);
         if (STS__UNLIKELY(bits % 8))
-            return sts__fail(err, STS_RULE_BYTE_ALIGNED, off,
+            return sts__fail(err, STS_RULE_BYTE_ALIGNED, sts__key_off(f, t),
                              "tensor %q: %U elements of %s are %U bits, not a whole number of bytes",
                              t->name, t->name_len, numel, sts__dtype_names[t->dtype], bits);
         if (STS__UNLIKELY(t->end - t->begin != bits / 8))
-            return sts__fail(err, STS_RULE_SIZE_MATCH, off,
+            return sts__fail(err, STS_RULE_SIZE_MATCH, sts__key_off(f, t),
                              "tensor %q: %s %S needs %U bytes, but data_offsets [%U, %U] hold %U",
                              t->name, t->name_len, sts__dtype_names[t->dtype], dims, (size_t)t->rank, bits / 8,
                              t->begin, t->end, t->end - t->begin);
@@ -3130,17 +3286,23 @@ STS__PRIVATE sts_result sts__parse_core(sts_file *f, const sts_options *o, sts_e
     ps.j.max_depth = o && o->max_depth && o->max_depth < STS_MAX_DEPTH ? o->max_depth : STS_MAX_DEPTH;
     ps.f = f;
     ps.strict = strict;
+    ps.dims = ps.dims_local;
+    ps.dims_cap = sizeof ps.dims_local / sizeof ps.dims_local[0];
+    ps.dup_at = (size_t)-1;
     f->seed = sts__seed_from(f, o ? o->hash_seed : 0);
-    {   /* size the tables from the header length (a writer's entry takes ~100 bytes, ~2 dims) */
-        size_t guess = n / 96 + 16;
-        if (!sts__grow(&f->mem, (void **)&f->tensors, &f->cap, guess, sizeof *f->tensors) ||
-            !sts__grow(&f->mem, (void **)&f->info, &f->info_cap, guess, sizeof *f->info) ||
-            !sts__grow(&f->mem, (void **)&f->shapes, &f->shapes_cap, guess * 2, sizeof *f->shapes))
+    {   /* size the table and the index from the header length (a checkpoint's entries take 120 to
+           140 bytes); sts__tensor_room projects the rest from the bytes parsed */
+        size_t guess = n / 120 + 16;
+        if (!(f->tensors = (sts_tensor *)sts__alloc(&f->mem, guess * sizeof *f->tensors)))
             return sts__nomem(err, "the tensor table");
+        f->cap = guess;
+        if (!sts__index_init_tagged(&f->mem, &f->index, guess)) return sts__nomem(err, "the tensor index");
     }
-    if ((r = sts__parse_json(&ps)) != STS_OK) return r;
+    r = sts__parse_json(&ps);
+    if (ps.dims != ps.dims_local) sts__free(&f->mem, ps.dims, ps.dims_cap * sizeof *ps.dims);
+    if (r != STS_OK) return r;
     if ((r = sts__finish_metadata(f, strict, err)) != STS_OK) return r;
-    return sts__finish_tensors(f, strict, err);
+    return sts__finish_tensors(f, &ps, err);
 }
 /* Common tail of every entry point: f has its bytes attached; parse or release. */
 STS__PRIVATE sts_result sts__finish_open(sts_file *f, const sts_options *o, sts_file **out, sts_error *err) {
@@ -3198,7 +3360,8 @@ STSDEF const sts_tensor *sts_find(const sts_file *f, const char *name, size_t na
     uint32_t it;
     if (!f || f->count == 0 || (!name && name_len)) return NULL;
     k = sts__tensor_names(f);
-    it = f->index.slots[sts__index_probe(&f->index, &k, sts__hash(name, name_len, f->seed), name, name_len)];
+    it = sts__index_item(&f->index,
+                         sts__index_probe(&f->index, &k, sts__hash(name, name_len, f->seed), name, name_len));
     return it == STS__EMPTY ? NULL : &f->tensors[it];
 }
 STSDEF const void *sts_data(const sts_file *f, const sts_tensor *t) {
@@ -3228,7 +3391,8 @@ STSDEF const sts_kv *sts_metadata_find(const sts_file *f, const char *key, size_
     uint32_t it;
     if (!f || f->meta_count == 0 || (!key && key_len)) return NULL;
     k = sts__meta_names(f);
-    it = f->meta_index.slots[sts__index_probe(&f->meta_index, &k, sts__hash(key, key_len, f->seed), key, key_len)];
+    it = sts__index_item(&f->meta_index,
+                         sts__index_probe(&f->meta_index, &k, sts__hash(key, key_len, f->seed), key, key_len));
     return it == STS__EMPTY ? NULL : &f->meta[it];
 }
 

@@ -36,6 +36,12 @@
 
 #include "bench_util.h"
 
+/* bench_parse_simdjson.cpp: the simdjson On-Demand baseline (a stub when simdjson is missing). */
+int bench_simdjson_available(void);
+const char *bench_simdjson_about(void);
+size_t bench_simdjson_padding(void);
+long bench_simdjson_walk(const char *buf, size_t len, size_t capacity, uint64_t *acc);
+
 /* ---- the model: which tensors a checkpoint of this shape holds ---------------------------------- */
 typedef struct model_cfg {
     const char *label;
@@ -67,6 +73,7 @@ typedef struct gen_model {
     gen_tensor *t;
     size_t n, cap;
     uint8_t *file;        /* 8-byte length + header (the prefix given to sts_parse_header) */
+    size_t file_cap;      /* bytes allocated at file: simdjson reads its padding past the header */
     size_t header_len;    /* N */
     uint64_t data_len;    /* sum of tensor sizes */
     uint64_t file_size;   /* 8 + N + data_len */
@@ -168,6 +175,7 @@ static void gen_model_build(gen_model *m, const model_cfg *c) {
 
     cap = 8 + 64 + m->n * 160 + m->names_len;  /* 160 > the fixed bytes of an entry with two 20-digit dims and offsets */
     m->file = (uint8_t *)xrealloc(NULL, cap);
+    m->file_cap = cap;
     h = (char *)m->file + 8;
     o = h;
     o = PUT_LIT(o, "{\"__metadata__\":{\"format\":\"pt\"}");
@@ -327,6 +335,30 @@ static int jsmn_count(const gen_model *m) {
     return jsmn_parse(&p, (const char *)m->file + 8, m->header_len, NULL, 0);
 }
 
+/* ---- memory: every byte the parse asks of its allocator ------------------------------------------ */
+typedef struct count_mem {
+    size_t live, peak, calls;
+} count_mem;
+static void count_add(count_mem *c, size_t old, size_t now) {
+    c->live = c->live - old + now;
+    if (c->live > c->peak) c->peak = c->live;
+    c->calls++;
+}
+static void *count_alloc(void *user, size_t size) {
+    void *p = malloc(size ? size : 1);
+    if (p) count_add((count_mem *)user, 0, size);
+    return p;
+}
+static void *count_realloc(void *user, void *ptr, size_t old_size, size_t new_size) {
+    void *p = realloc(ptr, new_size ? new_size : 1);
+    if (p) count_add((count_mem *)user, old_size, new_size);
+    return p;
+}
+static void count_free(void *user, void *ptr, size_t size) {
+    if (ptr) count_add((count_mem *)user, size, 0);
+    free(ptr);
+}
+
 /* ---- timing ------------------------------------------------------------------------------------ */
 enum { ONLY_ALL, ONLY_STS, ONLY_JSMN };
 
@@ -334,8 +366,10 @@ typedef struct case_result {
     const char *label;
     double mb, tensors;
     bench_stats sts, sts_close, sts_total, jsmn, copy, paired;  /* seconds; paired: ratio */
+    bench_stats simd, paired_simd;                              /* simdjson; sts/simdjson ratio */
     double find_ns;
-    int reps, ntok;
+    size_t mem_peak, mem_kept, mem_calls;                       /* bytes asked of the allocator */
+    int reps, ntok, have_simd;
 } case_result;
 
 static double mbps(double bytes, double seconds) { return seconds > 0 ? bytes / seconds / 1e6 : 0; }
@@ -347,7 +381,7 @@ static int run_case(const model_cfg *c, int iters, int warmup, int only, case_re
     sts_result r;
     jsmntok_t *toks = NULL;
     int ntok = 0, i;
-    double *t_sts, *t_close, *t_total, *t_jsmn, *t_copy, *ratio;
+    double *t_sts, *t_close, *t_total, *t_jsmn, *t_copy, *ratio, *t_simd, *ratio_simd;
     char *dst;
     const char *hdr;
     size_t n;
@@ -361,12 +395,37 @@ static int run_case(const model_cfg *c, int iters, int warmup, int only, case_re
 
     /* correctness before speed */
     if (!check_against_writer(&m, c->label, 0)) return 0;
-    r = sts_parse_header(m.file, 8 + n, m.file_size, NULL, &f, &err);
-    if (r != STS_OK) {
-        fprintf(stderr, "bench_parse: sts_parse_header failed: %s: %s\n", sts_result_name(r), err.message);
-        return 0;
+    {   /* this parse counts what it allocates: the peak, and what the open file keeps */
+        sts_options o;
+        count_mem cm;
+        memset(&o, 0, sizeof o);
+        memset(&cm, 0, sizeof cm);
+        o.allocator.alloc = count_alloc;
+        o.allocator.realloc = count_realloc;
+        o.allocator.free = count_free;
+        o.allocator.user = &cm;
+        r = sts_parse_header(m.file, 8 + n, m.file_size, &o, &f, &err);
+        if (r != STS_OK) {
+            fprintf(stderr, "bench_parse: sts_parse_header failed: %s: %s\n", sts_result_name(r), err.message);
+            return 0;
+        }
+        if (!check_parse(&m, f, c->label)) return 0;
+        res->mem_peak = cm.peak;
+        res->mem_kept = cm.live;
+        res->mem_calls = cm.calls;
+        sts_close(f);
+        if (cm.live != 0) return fail("sts_close did not give back every byte", c->label);
     }
-    if (!check_parse(&m, f, c->label)) return 0;
+    r = sts_parse_header(m.file, 8 + n, m.file_size, NULL, &f, &err);
+    if (r != STS_OK || !check_parse(&m, f, c->label)) return 0;
+    res->have_simd = only == ONLY_ALL && bench_simdjson_available();
+    if (res->have_simd) {  /* simdjson must see every tensor, with its padding inside the buffer */
+        uint64_t acc = 0;
+        long got;
+        if (m.file_cap - 8 < n + bench_simdjson_padding()) return fail("no room for simdjson's padding", c->label);
+        got = bench_simdjson_walk(hdr, n, m.file_cap - 8, &acc);
+        if (got != (long)m.n) return fail("simdjson did not walk every tensor", c->label);
+    }
     {   /* lookup cost: every name once, through the index */
         double t0 = tu_now();
         size_t k, rounds = c->default_iters > 100 ? 20 : 3;
@@ -392,9 +451,11 @@ static int run_case(const model_cfg *c, int iters, int warmup, int only, case_re
     t_jsmn = (double *)xrealloc(NULL, (size_t)iters * sizeof(double));
     t_copy = (double *)xrealloc(NULL, (size_t)iters * sizeof(double));
     ratio = (double *)xrealloc(NULL, (size_t)iters * sizeof(double));
+    t_simd = (double *)xrealloc(NULL, (size_t)iters * sizeof(double));
+    ratio_simd = (double *)xrealloc(NULL, (size_t)iters * sizeof(double));
 
     for (i = -warmup; i < iters; i++) {
-        double a = 0, b = 0, cl = 0, d = 0;
+        double a = 0, b = 0, cl = 0, d = 0, sj = 0;
         if (only != ONLY_JSMN) {
             double t0 = tu_now(), t1, t2;
             r = sts_parse_header(m.file, 8 + n, m.file_size, NULL, &f, NULL);
@@ -421,7 +482,17 @@ static int run_case(const model_cfg *c, int iters, int warmup, int only, case_re
             d = tu_now() - t0;
             bench_sink += (uint8_t)dst[n / 2];
         }
+        if (res->have_simd) {
+            uint64_t acc = 0;
+            double t0 = tu_now();
+            long got = bench_simdjson_walk(hdr, n, m.file_cap - 8, &acc);
+            sj = tu_now() - t0;
+            if (got != (long)m.n) { fprintf(stderr, "bench_parse: simdjson failed in the loop\n"); return 0; }
+            bench_sink += acc;
+        }
         if (i >= 0) {
+            t_simd[i] = sj;
+            ratio_simd[i] = a > 0 && sj > 0 ? sj / a : 0;  /* sts speed / simdjson speed */
             t_sts[i] = a;
             t_close[i] = cl;
             t_total[i] = a + cl;
@@ -441,6 +512,9 @@ static int run_case(const model_cfg *c, int iters, int warmup, int only, case_re
     res->jsmn = bench_summarize(t_jsmn, (size_t)iters);
     res->copy = bench_summarize(t_copy, (size_t)iters);
     res->paired = bench_summarize(ratio, (size_t)iters);
+    res->simd = bench_summarize(t_simd, (size_t)iters);
+    res->paired_simd = bench_summarize(ratio_simd, (size_t)iters);
+    free(t_simd); free(ratio_simd);
     free(t_sts); free(t_close); free(t_total); free(t_jsmn); free(t_copy); free(ratio);
     free(dst);
     free(toks);
@@ -477,6 +551,7 @@ int main(int argc, char **argv) {
     if (iters < 0 || warmup < 0) usage();
     bench_print_build(stdout);
     printf("jsmn: /usr/include/jsmn.h with JSMN_STRICT, JSMN_PARENT_LINKS, JSMN_STATIC; tokens preallocated\n");
+    printf("simdjson: %s\n", bench_simdjson_about());
 
     {   /* the generator itself, against a complete file written by the library */
         gen_model m;
@@ -499,10 +574,19 @@ int main(int argc, char **argv) {
             print_line("sts_parse_header + sts_close", r->mb * 1e6, &r->sts_total);
             printf("  %-34s median %9.3f ms\n", "sts_close alone", r->sts_close.median * 1e3);
             printf("  %-34s %9.1f ns per lookup (all names, untimed loop outside the table)\n", "sts_find", r->find_ns);
+            printf("  %-34s peak %.1f B per tensor (%.2f MB), kept by the open file %.1f B per tensor (%.2f MB), "
+                   "%zu allocator calls\n", "memory asked of the allocator", (double)r->mem_peak / r->tensors,
+                   (double)r->mem_peak / 1e6, (double)r->mem_kept / r->tensors, (double)r->mem_kept / 1e6,
+                   r->mem_calls);
         }
         if (only != ONLY_STS) {
             print_line("jsmn strict tokenize", r->mb * 1e6, &r->jsmn);
             printf("  %-34s %d tokens\n", "jsmn token array", r->ntok);
+        }
+        if (only == ONLY_ALL && r->have_simd) {
+            print_line("simdjson On-Demand, every field", r->mb * 1e6, &r->simd);
+            printf("  %-34s median %.2fx (per-repetition sts/simdjson speed ratio; min %.2fx, max %.2fx)\n",
+                   "sts/simdjson paired ratio", r->paired_simd.median, r->paired_simd.min, r->paired_simd.max);
         }
         if (only == ONLY_ALL) print_line("memcpy", r->mb * 1e6, &r->copy);
         if (only == ONLY_ALL)
@@ -513,14 +597,18 @@ int main(int argc, char **argv) {
     if (!ran) usage();
     if (only == ONLY_ALL) {
         int i;
-        printf("\n| case | header MB | tensors | sts MB/s (median) | sts+close MB/s | jsmn MB/s (median) | ratio sts/jsmn | paired ratio | memcpy MB/s |\n");
-        printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        printf("\n| case | header MB | tensors | sts MB/s (median) | sts+close MB/s | jsmn MB/s (median) | ratio sts/jsmn "
+               "| paired ratio | simdjson MB/s | paired sts/simdjson | memcpy MB/s | B per tensor (peak / kept) |\n");
+        printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
         for (i = 0; i < ran; i++) {
             const case_result *r = &res[i];
             double s = mbps(r->mb * 1e6, r->sts.median), j = mbps(r->mb * 1e6, r->jsmn.median);
-            printf("| %s | %.2f | %.0f | %.0f | %.0f | %.0f | %.2fx | %.2fx | %.0f |\n", r->label, r->mb, r->tensors, s,
-                   mbps(r->mb * 1e6, r->sts_total.median), j, j > 0 ? s / j : 0, r->paired.median,
-                   mbps(r->mb * 1e6, r->copy.median));
+            printf("| %s | %.2f | %.0f | %.0f | %.0f | %.0f | %.2fx | %.2fx | ", r->label, r->mb, r->tensors, s,
+                   mbps(r->mb * 1e6, r->sts_total.median), j, j > 0 ? s / j : 0, r->paired.median);
+            if (r->have_simd) printf("%.0f | %.2fx | ", mbps(r->mb * 1e6, r->simd.median), r->paired_simd.median);
+            else printf("- | - | ");
+            printf("%.0f | %.0f / %.0f |\n", mbps(r->mb * 1e6, r->copy.median), (double)r->mem_peak / r->tensors,
+                   (double)r->mem_kept / r->tensors);
         }
     }
     return 0;

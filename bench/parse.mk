@@ -4,7 +4,22 @@
 #   make bench-parse-profile   callgrind of the 100k case (not part of `make bench`)
 # Built by bench/bench.mk's rule (plain $(OPT), no -march). BENCH_PARSE_ARGS / BENCH_OPEN_ARGS pass
 # options (e.g. --iters 100).
-# jsmn comes from /usr/include/jsmn.h (Debian libjsmn-dev, installed by `make deps`).
+# jsmn comes from /usr/include/jsmn.h (Debian libjsmn-dev, installed by `make deps`), simdjson from
+# Debian's libsimdjson-dev (also `make deps`). Without simdjson, bench_parse links a stub and says so.
+
+SIMDJSON_H    := $(wildcard /usr/include/simdjson.h)
+SIMDJSON_LIBS := $(if $(SIMDJSON_H),-lsimdjson)
+
+# The simdjson walker is C++17 with -march=native: On-Demand picks its kernel at compile time, and
+# without -march it would be simdjson's scalar fallback. It is rebuilt when simdjson appears.
+$(BUILD)/bench/bench_parse_simdjson.o: bench/bench_parse_simdjson.cpp $(SIMDJSON_H)
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 $(OPT) -march=native -Wall -Wextra -c -o $@ $<
+$(BUILD)/bench/bench_parse: bench/bench_parse.c $(BUILD)/bench/bench_parse_simdjson.o bench/bench_util.h \
+                            tests/test_util.h $(HEADER)
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_FLAGS) $(STS_WARN) -DBENCH_CC='"$(CC)"' -DBENCH_FLAGS='"$(BENCH_FLAGS)"' -c -o $@.o $<
+	$(CXX) -o $@ $@.o $(BUILD)/bench/bench_parse_simdjson.o $(SIMDJSON_LIBS) $(BENCH_LIBS)
 
 BENCH_PARSE_ARGS  ?=
 BENCH_OPEN_ARGS   ?=

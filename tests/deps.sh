@@ -10,6 +10,7 @@ command -v clang >/dev/null 2>&1 || need clang
 command -v clang++ >/dev/null 2>&1 || need clang
 command -v pkg-config >/dev/null 2>&1 || need pkg-config
 [ -f /usr/include/jsmn.h ] || need libjsmn-dev
+[ -f /usr/include/simdjson.h ] || need libsimdjson-dev   # bench_parse's baseline
 # make test-gguf-hf installs @huggingface/gguf with npm (it needs node 20 or later)
 command -v node >/dev/null 2>&1 || need nodejs
 command -v npm >/dev/null 2>&1 || need npm

@@ -410,6 +410,73 @@ static void test_partial_allocator(void **state) {
     }
 }
 
+
+/* Memory per tensor (issue 17: at most 64 bytes with the bench's checkpoint headers). A header of
+   n entries with `shapes` distinct rank-2 shapes and names of about name_len bytes; returns the
+   bytes the open file keeps, and the peak, per tensor. */
+static void memory_case(size_t n, size_t shapes, int name_len, const char *meta_value, double *kept, double *peak) {
+    tu_sb b = { 0 };
+    tu_alloc a;
+    sts_options o;
+    sts_file *f = NULL;
+    sts_error e;
+    uint64_t off = 0;
+    size_t i, hl;
+    uint8_t *img;
+    memset(&a, 0, sizeof a);
+    tu_sb_str(&b, "{\"__metadata__\":{\"format\":\"");
+    tu_sb_str(&b, meta_value);
+    tu_sb_str(&b, "\"}");
+    for (i = 0; i < n; i++) {
+        uint64_t d0 = 1 + i % shapes, d1 = 3;
+        tu_sb_printf(&b, ",\"%0*zu\":{\"dtype\":\"F32\",\"shape\":[%llu,%llu],\"data_offsets\":[%llu,%llu]}",
+                     name_len, i, (unsigned long long)d0, (unsigned long long)d1, (unsigned long long)off,
+                     (unsigned long long)(off + d0 * d1 * 4));
+        off += d0 * d1 * 4;
+    }
+    tu_sb_str(&b, "}");
+    hl = b.n;
+    img = (uint8_t *)malloc(8 + hl);
+    assert_non_null(img);
+    for (i = 0; i < 8; i++) img[i] = (uint8_t)((uint64_t)hl >> (8 * i));
+    memcpy(img + 8, b.p, hl);
+    o = tu_alloc_opts(&a, NULL);
+    assert_int_equal(sts_parse_header(img, 8 + hl, 8 + hl + off, &o, &f, &e), STS_OK);
+    assert_int_equal(sts_count(f), n);
+    assert_non_null(sts_find(f, sts_at(f, n / 2)->name, sts_at(f, n / 2)->name_len));
+    *kept = (double)a.bytes / (double)n;
+    *peak = (double)a.peak / (double)n;
+    sts_close(f);
+    assert_int_equal(a.bytes, 0);
+    assert_int_equal(a.bad, 0);
+    print_message("%zu tensors, %zu shapes, names of %d bytes, %zu header bytes: kept %.1f B, peak %.1f B "
+                  "per tensor\n", n, shapes, name_len, hl, *kept, *peak);
+    free(img);
+    tu_sb_free(&b);
+}
+static void test_parse_memory(void **state) {
+    char *big = (char *)malloc(1 << 20);
+    double kept, peak;
+    (void)state;
+    assert_non_null(big);
+    /* checkpoint-like: 40-byte names, a few shapes (the table is sized from the header once) */
+    memory_case(50000, 8, 40, "pt", &kept, &peak);
+    assert_true(kept <= 64.0);
+    assert_true(peak <= 64.0);
+    /* short names: the table and the index grow as the header projects */
+    memory_case(50000, 8, 4, "pt", &kept, &peak);
+    assert_true(kept <= 64.0);
+    /* every shape distinct: 16 bytes of dims each on top */
+    memory_case(20000, 20000, 40, "pt", &kept, &peak);
+    assert_true(kept <= 84.0);
+    /* a long __metadata__ value: the index sized from the header length is given back */
+    memset(big, 'x', (1 << 20) - 1);
+    big[(1 << 20) - 1] = 0;
+    memory_case(10, 1, 8, big, &kept, &peak);
+    assert_true(kept * 10 <= 4096.0);
+    free(big);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_alloc),
@@ -418,6 +485,7 @@ int main(void) {
         cmocka_unit_test(test_write_memory_alloc),
         cmocka_unit_test(test_write_path_alloc),
         cmocka_unit_test(test_partial_allocator),
+        cmocka_unit_test(test_parse_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

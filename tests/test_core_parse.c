@@ -1143,19 +1143,45 @@ static void test_find_many(void **state) {
         assert_null(sts_find(f1, nm, lens[i] + 1));
     }
     {   /* O(1), deterministically (speed belongs in bench/): the name index keeps its load at most
-           1/2 and its probe sequences short. White box: walk every slot's cluster. */
-        size_t cap = f1->index.mask + 1, used = 0, run = 0, longest = 0, probes = 0;
-        for (i = 0; i < cap; i++) if (f1->index.slots[i] != 0xffffffffu) used++;
-        assert_int_equal(used, big);
-        assert_true(cap >= 2 * big);
-        for (i = 0; i < 2 * cap; i++) {  /* twice round: clusters may wrap */
-            if (f1->index.slots[i % cap] != 0xffffffffu) { run++; if (i < cap) probes += run; }
-            else run = 0;
-            if (run > longest) longest = run;
+           4/5, a hit scans few slots and a miss scans one short run; the hash tag in each slot
+           spares a miss almost every name comparison. White box: every item's distance from its
+           home slot, and from every slot the run to the next empty one. */
+        size_t cap = f1->index.mask + 1, used = 0, longest = 0, hit_probes = 0, miss_probes = 0, tag_equal = 0;
+        uint32_t tags = f1->index.tags;
+        assert_true(tags != 0);
+        for (i = 0; i < cap; i++) {
+            uint32_t s = f1->index.slots[i];
+            const sts_tensor *t;
+            uint64_t h;
+            size_t dist;
+            if (s == 0xffffffffu) continue;
+            used++;
+            t = &f1->tensors[s & ~tags];
+            h = sts__hash(t->name, t->name_len, f1->seed);
+            assert_int_equal(s & tags, (uint32_t)(h >> 32) & tags);
+            dist = (i - ((size_t)h & f1->index.mask)) & f1->index.mask;
+            hit_probes += dist + 1;
+            if (dist + 1 > longest) longest = dist + 1;
         }
-        print_message("sts_find: %zu names in %zu slots, longest cluster %zu, mean probes %.2f\n", big, cap, longest, (double)probes / (double)big);
-        assert_true(longest < 64);
-        assert_true((double)probes / (double)big < 3.0);
+        assert_int_equal(used, big);
+        assert_true(cap / 5 * 4 >= big);
+        for (i = 0; i < cap; i++) {  /* a miss whose hash lands on slot i */
+            size_t p = i;
+            for (;;) {
+                uint32_t s = f1->index.slots[p];
+                miss_probes++;
+                if (s == 0xffffffffu) break;
+                if ((s & tags) == ((uint32_t)(i * 2654435761u) & tags)) tag_equal++;  /* a tag spread over all */
+                p = (p + 1) & f1->index.mask;
+            }
+        }
+        print_message("sts_find: %zu names in %zu slots; a hit scans %.2f slots (longest %zu), a miss %.2f slots "
+                      "and compares %.4f names\n", big, cap, (double)hit_probes / (double)big, longest,
+                      (double)miss_probes / (double)cap, (double)tag_equal / (double)cap);
+        assert_true((double)hit_probes / (double)big < 4.0);    /* linear probing at 4/5: 3 on average */
+        assert_true(longest < 512);
+        assert_true((double)miss_probes / (double)cap < 16.0);  /* 13 at 4/5 */
+        assert_true((double)tag_equal / (double)cap < 0.01);
     }
     (void)f2; (void)b2; (void)s2; (void)small;
     sts_close(f1);
