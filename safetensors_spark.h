@@ -9774,6 +9774,30 @@ STS__PRIVATE void sts__commit_names_free(sts__commit *c, sts__out *names, size_t
     sts__free(&c->mem, at, (c->nshards + 1) * sizeof *at);
     sts__out_free(names);
 }
+/* The index writers reserve each entry's worst case once (sts__out_room), then fill it with
+   plain stores: a million keys make a million entries of a dozen pieces each. */
+STS__PRIVATE uint8_t *sts__cput(uint8_t *d, const void *s, size_t n) { memcpy(d, s, n); return d + n; }
+#define STS__CPUT(d, lit) sts__cput((d), (lit), sizeof(lit) - 1)
+STS__PRIVATE uint8_t *sts__cput_shape(uint8_t *d, const uint64_t *dims, uint32_t rank) {  /* [d0,d1] */
+    uint32_t i;
+    *d++ = '[';
+    for (i = 0; i < rank; i++) { if (i) *d++ = ','; d = sts__u64_put(d, dims[i]); }
+    *d++ = ']';
+    return d;
+}
+STS__PRIVATE uint8_t *sts__cput_csv(uint8_t *d, const char *s, size_t n) {  /* RFC 4180: quoted when needed */
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (s[i] == ',' || s[i] == '"' || s[i] == '\r' || s[i] == '\n') break;
+    if (i == n) return sts__cput(d, s, n);
+    *d++ = '"';
+    for (i = 0; i < n; i++) { if (s[i] == '"') *d++ = '"'; *d++ = (uint8_t)s[i]; }
+    *d++ = '"';
+    return d;
+}
+/* Worst cases: a JSON string escaped (6 bytes a byte, quotes), a shape of 20-digit dims. */
+STS__PRIVATE size_t sts__esc_bound(size_t n) { return n < ((size_t)1 << 40) ? 6 * n + 2 : (size_t)-1 / 2; }
+STS__PRIVATE size_t sts__shape_bound(uint32_t rank) { return 2 + 21 * (size_t)rank; }
 /* _tensor_index.csv: tensor_key,file_name,shape,dtype (RFC 4180, CRLF). */
 STS__PRIVATE void sts__commit_csv(sts__commit *c, sts__out *o) {
     size_t k, *at;
@@ -9783,34 +9807,37 @@ STS__PRIVATE void sts__commit_csv(sts__commit *c, sts__out *o) {
     for (k = 0; k < c->nrefs; k++) {
         const sts__cref *ref = &c->refs[k];
         const sts_tensor *x;
+        size_t fl;
+        uint8_t *d, *d0;
         if (!c->winner[k]) continue;
         x = sts_at(c->shards[ref->shard].f, ref->t);
-        sts__out_csv(o, x->name, x->name_len);
-        sts__out_put(o, ",", 1);
-        sts__out_put(o, names.p + at[ref->shard], at[ref->shard + 1] - at[ref->shard]);
-        sts__out_cstr(o, ",\"");
-        sts__out_shape(o, x->shape, x->rank);
-        sts__out_cstr(o, "\",");
-        sts__out_cstr(o, sts_dtype_name(x->dtype));
-        sts__out_cstr(o, "\r\n");
+        fl = at[ref->shard + 1] - at[ref->shard];
+        if (!(d0 = d = (uint8_t *)sts__out_room(o, 2 * x->name_len + fl + sts__shape_bound(x->rank) + 32))) break;
+        d = sts__cput_csv(d, x->name, x->name_len);
+        *d++ = ',';
+        d = sts__cput(d, names.p + at[ref->shard], fl);
+        d = STS__CPUT(d, ",\"");
+        d = sts__cput_shape(d, x->shape, x->rank);
+        d = STS__CPUT(d, "\",");
+        d = sts__cput(d, sts__dtype_names[x->dtype], strlen(sts__dtype_names[x->dtype]));
+        d = STS__CPUT(d, "\r\n");
+        o->n += (size_t)(d - d0);
     }
     sts__commit_names_free(c, &names, at);
 }
-/* The JSON key of a tensor in the index: its name in KV mode; "shard/column" in batch mode,
-   where every file holds the same column names. */
-STS__PRIVATE void sts__commit_key(sts__commit *c, sts__out *o, const sts__cref *ref, const sts_tensor *x) {
-    if (c->kv) { sts__out_json(o, x->name, x->name_len); return; }
-    {
-        const char *sn = c->shards[ref->shard].name;
-        size_t sl = c->shards[ref->shard].name_len, n = sl + 1 + x->name_len;
-        char small[512], *tmp = n <= sizeof small ? small : (char *)sts__alloc(&c->mem, n);
-        if (!tmp) { o->oom = 1; return; }
-        memcpy(tmp, sn, sl);
-        tmp[sl] = '/';
-        memcpy(tmp + sl + 1, x->name, x->name_len);
-        sts__out_json(o, tmp, n);
-        if (tmp != small) sts__free(&c->mem, tmp, n);
-    }
+/* The JSON key of a tensor in the index, written at d (room: sts__commit_key_bound): its name in
+   KV mode; "shard/column" in batch mode, where every file holds the same column names. */
+STS__PRIVATE size_t sts__commit_key_bound(const sts__commit *c, const sts__cref *ref, const sts_tensor *x) {
+    return sts__esc_bound(x->name_len) + (c->kv ? 0 : sts__esc_bound(c->shards[ref->shard].name_len));
+}
+STS__PRIVATE uint8_t *sts__commit_key(const sts__commit *c, uint8_t *d, const sts__cref *ref, const sts_tensor *x) {
+    uint8_t *p;
+    if (c->kv) return sts__esc_put(d, x->name, x->name_len);
+    p = sts__esc_put(d, c->shards[ref->shard].name, c->shards[ref->shard].name_len);
+    p[-1] = '/';                                          /* the shard's closing quote */
+    d = sts__esc_put(p, x->name, x->name_len);
+    memmove(p, p + 1, (size_t)(d - p - 1));               /* the column's opening quote */
+    return d - 1;
 }
 /* _tensor_index.json: Hugging Face's sharded-checkpoint index plus per-tensor details. */
 STS__PRIVATE void sts__commit_json_index(sts__commit *c, sts__out *o) {
@@ -9837,35 +9864,50 @@ STS__PRIVATE void sts__commit_json_index(sts__commit *c, sts__out *o) {
                      "\"},\n\"weight_map\":{");
     for (k = 0, first = 1; k < c->nrefs; k++) {
         const sts__cref *ref = &c->refs[k];
+        const sts_tensor *x;
+        size_t fl;
+        uint8_t *d, *d0;
         if (!c->winner[k]) continue;
-        if (!first) sts__out_put(o, ",", 1);
+        x = sts_at(c->shards[ref->shard].f, ref->t);
+        fl = at[ref->shard + 1] - at[ref->shard];
+        if (!(d0 = d = (uint8_t *)sts__out_room(o, sts__commit_key_bound(c, ref, x) + fl + 2))) break;
+        if (!first) *d++ = ',';
         first = 0;
-        sts__commit_key(c, o, ref, sts_at(c->shards[ref->shard].f, ref->t));
-        sts__out_put(o, ":", 1);
-        sts__out_put(o, names.p + at[ref->shard], at[ref->shard + 1] - at[ref->shard]);
+        d = sts__commit_key(c, d, ref, x);
+        *d++ = ':';
+        d = sts__cput(d, names.p + at[ref->shard], fl);
+        o->n += (size_t)(d - d0);
     }
     sts__out_cstr(o, "},\n\"tensors\":{");
     for (k = 0, first = 1; k < c->nrefs; k++) {
         const sts__cref *ref = &c->refs[k];
         const sts_tensor *x;
+        size_t fl;
+        uint8_t *d, *d0;
         if (!c->winner[k]) continue;
         x = sts_at(c->shards[ref->shard].f, ref->t);
-        if (!first) sts__out_put(o, ",", 1);
+        fl = at[ref->shard + 1] - at[ref->shard];
+        if (!(d0 = d = (uint8_t *)sts__out_room(o, sts__commit_key_bound(c, ref, x) + fl +
+                                                (c->kv ? 0 : sts__esc_bound(x->name_len)) +
+                                                sts__shape_bound(x->rank) + 128)))
+            break;
+        if (!first) *d++ = ',';
         first = 0;
-        sts__commit_key(c, o, ref, x);
-        sts__out_cstr(o, ":{\"file\":");
-        sts__out_put(o, names.p + at[ref->shard], at[ref->shard + 1] - at[ref->shard]);
+        d = sts__commit_key(c, d, ref, x);
+        d = STS__CPUT(d, ":{\"file\":");
+        d = sts__cput(d, names.p + at[ref->shard], fl);
         /* the key is not the name */
-        if (!c->kv) { sts__out_cstr(o, ",\"tensor\":"); sts__out_json(o, x->name, x->name_len); }
-        sts__out_cstr(o, ",\"dtype\":\"");
-        sts__out_cstr(o, sts_dtype_name(x->dtype));
-        sts__out_cstr(o, "\",\"shape\":");
-        sts__out_shape(o, x->shape, x->rank);
-        sts__out_cstr(o, ",\"data_offsets\":[");
-        sts__out_u64(o, x->begin);
-        sts__out_put(o, ",", 1);
-        sts__out_u64(o, x->end);
-        sts__out_cstr(o, "]}");
+        if (!c->kv) { d = STS__CPUT(d, ",\"tensor\":"); d = sts__esc_put(d, x->name, x->name_len); }
+        d = STS__CPUT(d, ",\"dtype\":\"");
+        d = sts__cput(d, sts__dtype_names[x->dtype], strlen(sts__dtype_names[x->dtype]));
+        d = STS__CPUT(d, "\",\"shape\":");
+        d = sts__cput_shape(d, x->shape, x->rank);
+        d = STS__CPUT(d, ",\"data_offsets\":[");
+        d = sts__u64_put(d, x->begin);
+        *d++ = ',';
+        d = sts__u64_put(d, x->end);
+        d = STS__CPUT(d, "]}");
+        o->n += (size_t)(d - d0);
     }
     sts__out_cstr(o, "}}\n");
     sts__commit_names_free(c, &names, at);
