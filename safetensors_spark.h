@@ -1472,7 +1472,7 @@ STS__INLINE size_t sts__dec_u64(const uint8_t *p, const uint8_t *end, uint64_t *
 }
 
 /* ---- little-endian loads and stores by byte assembly ---- */
-STS__PRIVATE uint64_t sts__le64(const uint8_t *p) {
+STS__INLINE uint64_t sts__le64(const uint8_t *p) {
     return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24 |
            (uint64_t)p[4] << 32 | (uint64_t)p[5] << 40 | (uint64_t)p[6] << 48 | (uint64_t)p[7] << 56;
 }
@@ -2788,10 +2788,39 @@ STS__PRIVATE sts_result sts__parse_offsets(sts__parser *ps, uint64_t *begin, uin
 /* Up to 19 digits (no overflow possible), no leading zero, followed by ',' or ']' (p[n], which
    the caller checks); 0 digits on any other form, which the general path then reports exactly. */
 STS__PRIVATE size_t sts__fast_u64(const uint8_t *p, const uint8_t *end, uint64_t *v) {
-    uint64_t x;
+    static const uint64_t pow10[9] = { 1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000 };
+    uint64_t x = 0;
+    size_t n = 0;
     int big;
-    size_t n = sts__dec_u64(p, end, &x, &big);
-    if (n == 0 || n > 19 || p + n >= end || (p[n] != ',' && p[n] != ']') || (p[0] == '0' && n > 1)) return 0;
+    while (end - (p + n) >= 8) {  /* eight bytes a step, as a little-endian word (any host) */
+        uint64_t w = sts__le64(p + n), d;
+        uint64_t m = ((w - 0x3030303030303030ull) | (w + 0x4646464646464646ull)) & 0x8080808080808080ull;
+        size_t k;  /* leading digits: borrows and carries only reach bytes above a non-digit */
+#if defined(__GNUC__) || defined(__clang__)
+        k = m ? (size_t)__builtin_ctzll(m) >> 3 : 8;
+#else
+        for (k = 0; k < 8 && !(m >> (8 * k) & 0x80); k++) {}
+#endif
+        if (k == 0) break;
+        w <<= 8 * (8 - k);  /* the digits to the top; zero bytes below read as leading zeros */
+        d = (w & 0x0F0F0F0F0F0F0F0Full) * 2561 >> 8;
+        d = (d & 0x00FF00FF00FF00FFull) * 6553601 >> 16;
+        d = (d & 0x0000FFFF0000FFFFull) * 42949672960001ull >> 32;
+        if (n + k > 19) return 0;
+        x = x * pow10[k] + d;
+        n += k;
+        if (k < 8) goto done;
+    }
+    {   /* the last bytes of the header, one at a time */
+        uint64_t y;
+        size_t r = sts__dec_u64(p + n, end, &y, &big);
+        if (n + r > 19) return 0;
+        x = x * pow10[r < 9 ? r : 0] + y;
+        if (r > 8) return 0;
+        n += r;
+    }
+done:
+    if (n == 0 || p + n >= end || (p[n] != ',' && p[n] != ']') || (p[0] == '0' && n > 1)) return 0;
     *v = x;
     return n;
 }
@@ -2807,8 +2836,8 @@ STS__PRIVATE int sts__parse_entry_fast(sts__parser *ps, sts_dtype *dtype, uint64
     uint64_t v;
     if (j->depth + 2 > j->max_depth || e - p < 48 || memcmp(p, "{\"dtype\":\"", 10) != 0) return 0;
     p += 10;
-    for (q = p; q < e && q - p < 12 && ((*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') || *q == '_'); q++) {}
-    if (q >= e || *q != '"' || !sts_dtype_from_name((const char *)p, (size_t)(q - p), dtype)) return 0;
+    for (q = p; q < p + 13 && *q != '"'; q++) {}  /* e - p >= 38 here; a name with escapes matches no dtype */
+    if (*q != '"' || !sts_dtype_from_name((const char *)p, (size_t)(q - p), dtype)) return 0;
     p = q + 1;
     if (e - p < 11 || memcmp(p, ",\"shape\":[", 10) != 0) return 0;
     p += 10;

@@ -1116,6 +1116,44 @@ static sts_file *many_file(size_t n, char (*names)[16], size_t *lens, void **byt
     assert_int_equal(sts_count(f), n);
     return f;
 }
+
+/* The fast path's digit reader (eight bytes a step) against a byte-at-a-time reading: every
+   length from 1 to 24 digits, every stop byte class, leading zeros, and every position of the
+   number against the end of the buffer (the last bytes are read one at a time). */
+static void test_fast_u64(void **state) {
+    static const char stops[] = ",]}: /\x00\xff\x80\xb0\xba" "9";
+    uint64_t rng = 0x9E3779B97F4A7C15ull;
+    size_t len, st, tail, trial;
+    (void)state;
+    for (len = 1; len <= 24; len++)
+        for (st = 0; st < sizeof stops - 1; st++)
+            for (tail = 0; tail <= 17; tail++)
+                for (trial = 0; trial < 8; trial++) {
+                    uint8_t buf[64];
+                    uint64_t want = 0, got = 0;
+                    size_t i, n, total = len + 1 + tail, want_n;
+                    int over = 0;
+                    for (i = 0; i < len; i++) {
+                        rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+                        buf[i] = (uint8_t)('0' + (trial == 1 && i == 0 ? 0 : rng % 10));
+                    }
+                    buf[len] = (uint8_t)stops[st];
+                    for (i = len + 1; i < total; i++) buf[i] = (uint8_t)('0' + i % 10);
+                    for (i = 0; i < len; i++) {
+                        if (want > (UINT64_MAX - 9) / 10) over = 1;
+                        want = want * 10 + (uint64_t)(buf[i] - '0');
+                    }
+                    /* the fast path takes 1 to 19 digits without a leading zero, then ',' or ']' */
+                    want_n = (len <= 19 && !over && !(buf[0] == '0' && len > 1) && len < total &&
+                              (buf[len] == ',' || buf[len] == ']')) ? len : 0;
+                    n = sts__fast_u64(buf, buf + total, &got);
+                    if (n != want_n || (n && got != want))
+                        fail_msg("len %zu stop %x tail %zu: got %zu digits = %llu, want %zu = %llu", len,
+                                 (unsigned)(uint8_t)stops[st], tail, n, (unsigned long long)got, want_n,
+                                 (unsigned long long)want);
+                }
+}
+
 static void test_find_many(void **state) {
     size_t big = 100000, small = 1000, i;
     char (*names)[16] = (char (*)[16])malloc(big * 16);
@@ -1404,6 +1442,7 @@ int main(void) {
         cmocka_unit_test(test_message_quoting),
         cmocka_unit_test(test_metadata),
         cmocka_unit_test(test_at_order),
+        cmocka_unit_test(test_fast_u64),
         cmocka_unit_test(test_find_many),
         cmocka_unit_test(test_header_only),
         cmocka_unit_test(test_accessors_null_and_args),
