@@ -3320,12 +3320,13 @@ STS__PRIVATE sts_result sts__parse_core(sts_file *f, const sts_options *o, sts_e
     ps.dup_at = (size_t)-1;
     f->seed = sts__seed_from(f, o ? o->hash_seed : 0);
     {   /* size the table and the index from the header length (a checkpoint's entries take 120 to
-           140 bytes); sts__tensor_room projects the rest from the bytes parsed */
+           140 bytes); sts__tensor_room projects the rest from the bytes parsed. The index, whose
+           size doubles, is sized for the lower estimate: it grows once if the count passes it. */
         size_t guess = n / 120 + 16;
         if (!(f->tensors = (sts_tensor *)sts__alloc(&f->mem, guess * sizeof *f->tensors)))
             return sts__nomem(err, "the tensor table");
         f->cap = guess;
-        if (!sts__index_init_tagged(&f->mem, &f->index, guess)) return sts__nomem(err, "the tensor index");
+        if (!sts__index_init_tagged(&f->mem, &f->index, n / 140 + 16)) return sts__nomem(err, "the tensor index");
     }
     r = sts__parse_json(&ps);
     if (ps.dims != ps.dims_local) sts__free(&f->mem, ps.dims, ps.dims_cap * sizeof *ps.dims);
