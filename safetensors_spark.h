@@ -2457,7 +2457,9 @@ STS__PRIVATE int sts__jdoc_u64(const sts__jdoc *d, uint32_t t, uint64_t *v) {
 #define STS__DTYPE_NAME(name, bits) #name,
 #define STS__DTYPE_BITS(name, bits) bits,
 static const char *const sts__dtype_names[] = { STS_DTYPE_LIST(STS__DTYPE_NAME) "?" };
+#define STS__DTYPE_NAME_LEN(name, bits) sizeof(#name) - 1,
 static const unsigned char sts__dtype_bits[] = { STS_DTYPE_LIST(STS__DTYPE_BITS) 0 };
+static const unsigned char sts__dtype_name_len[] = { STS_DTYPE_LIST(STS__DTYPE_NAME_LEN) 1 };
 
 STSDEF const char *sts_dtype_name(sts_dtype d) {
     return (unsigned)d < (unsigned)STS_DTYPE_COUNT ? sts__dtype_names[d] : "?";
@@ -2633,12 +2635,17 @@ typedef struct sts__parser {
 
 enum { STS__F_DTYPE = 1, STS__F_SHAPE = 2, STS__F_OFFSETS = 4 };
 
+/* A name the header held without escapes: it lies in the header bytes, between its quotes, so
+   those bytes (name - 1 .. name + len + 1) are already its JSON string. */
+STS__PRIVATE int sts__name_raw(const sts_file *f, const sts_tensor *t) {
+    uintptr_t p = (uintptr_t)t->name, h = (uintptr_t)f->header;
+    return p > h && p - h <= f->header_len;
+}
 /* A tensor's key in the header, for messages: a name without escapes points just past the key's
    opening quote; an unescaped copy in the arena is preceded by the key's offset. */
 STS__PRIVATE uint64_t sts__key_off(const sts_file *f, const sts_tensor *t) {
-    uintptr_t p = (uintptr_t)t->name, h = (uintptr_t)f->header;
     uint64_t off;
-    if (p > h && p - h <= f->header_len) return 8 + (uint64_t)(p - h) - 1;
+    if (sts__name_raw(f, t)) return 8 + (uint64_t)((uintptr_t)t->name - (uintptr_t)f->header) - 1;
     memcpy(&off, t->name - 8, sizeof off);
     return off;
 }
@@ -9828,41 +9835,86 @@ STS__PRIVATE uint8_t *sts__cput_csv(uint8_t *d, const char *s, size_t n) {  /* R
 /* Worst cases: a JSON string escaped (6 bytes a byte, quotes), a shape of 20-digit dims. */
 STS__PRIVATE size_t sts__esc_bound(size_t n) { return n < ((size_t)1 << 40) ? 6 * n + 2 : (size_t)-1 / 2; }
 STS__PRIVATE size_t sts__shape_bound(uint32_t rank) { return 2 + 21 * (size_t)rank; }
-/* _tensor_index.csv: tensor_key,file_name,shape,dtype (RFC 4180, CRLF). */
+/* The text of the previous entry's shape and end offset. A number's text is a function of its
+   value and a shape's of its dims, so an entry that repeats them copies the text: a KV shard's
+   keys usually share one shape (one interned dims array) and each begins where the previous one
+   ended. shape_len 0: nothing kept (a shape longer than the buffer is written each time). */
+typedef struct sts__crender {
+    const uint64_t *dims;
+    uint32_t rank;
+    unsigned shape_len, end_len;
+    uint64_t end;
+    uint8_t shape[64], end_text[20];
+} sts__crender;
+STS__PRIVATE uint8_t *sts__crender_shape(sts__crender *r, uint8_t *d, const sts_tensor *x) {
+    uint8_t *d0 = d;
+    if (r->shape_len && x->rank == r->rank &&
+        (x->shape == r->dims || memcmp(x->shape, r->dims, (size_t)x->rank * sizeof *x->shape) == 0))
+        return sts__cput(d, r->shape, r->shape_len);
+    d = sts__cput_shape(d, x->shape, x->rank);
+    r->shape_len = (size_t)(d - d0) <= sizeof r->shape && x->rank ? (unsigned)(d - d0) : 0;
+    if (r->shape_len) { memcpy(r->shape, d0, r->shape_len); r->dims = x->shape; r->rank = x->rank; }
+    return d;
+}
+STS__PRIVATE uint8_t *sts__crender_offsets(sts__crender *r, uint8_t *d, const sts_tensor *x) {  /* b,e */
+    uint8_t *e;
+    if (r->end_len && x->begin == r->end) d = sts__cput(d, r->end_text, r->end_len);
+    else d = sts__u64_put(d, x->begin);
+    *d++ = ',';
+    e = sts__u64_put(d, x->end);
+    r->end = x->end;
+    r->end_len = (unsigned)(e - d);
+    memcpy(r->end_text, d, r->end_len);
+    return e;
+}
+STS__PRIVATE uint8_t *sts__cput_dtype(uint8_t *d, sts_dtype t) {
+    return sts__cput(d, sts__dtype_names[t], sts__dtype_name_len[t]);
+}
+/* _tensor_index.csv: tensor_key,file_name,shape,dtype (RFC 4180, CRLF). A name the header held
+   unescaped has no quote, CR or LF: only a comma makes it quoted. */
 STS__PRIVATE void sts__commit_csv(sts__commit *c, sts__out *o) {
     size_t k, *at;
     sts__out names;
+    sts__crender rs;
     if (!sts__commit_names(c, 0, &names, &at, o)) return;
+    memset(&rs, 0, sizeof rs);
     sts__out_cstr(o, "tensor_key,file_name,shape,dtype\r\n");
     for (k = 0; k < c->nrefs; k++) {
         const sts__cref *ref = &c->refs[k];
+        const sts_file *f;
         const sts_tensor *x;
         size_t fl;
         uint8_t *d, *d0;
         if (!c->winner[k]) continue;
-        x = sts_at(c->shards[ref->shard].f, ref->t);
+        f = c->shards[ref->shard].f;
+        x = sts_at(f, ref->t);
         fl = at[ref->shard + 1] - at[ref->shard];
         if (!(d0 = d = (uint8_t *)sts__out_room(o, 2 * x->name_len + fl + sts__shape_bound(x->rank) + 32))) break;
-        d = sts__cput_csv(d, x->name, x->name_len);
+        if (sts__name_raw(f, x) && !memchr(x->name, ',', x->name_len)) d = sts__cput(d, x->name, x->name_len);
+        else d = sts__cput_csv(d, x->name, x->name_len);
         *d++ = ',';
         d = sts__cput(d, names.p + at[ref->shard], fl);
         d = STS__CPUT(d, ",\"");
-        d = sts__cput_shape(d, x->shape, x->rank);
+        d = sts__crender_shape(&rs, d, x);
         d = STS__CPUT(d, "\",");
-        d = sts__cput(d, sts__dtype_names[x->dtype], strlen(sts__dtype_names[x->dtype]));
+        d = sts__cput_dtype(d, x->dtype);
         d = STS__CPUT(d, "\r\n");
         o->n += (size_t)(d - d0);
     }
     sts__commit_names_free(c, &names, at);
 }
 /* The JSON key of a tensor in the index, written at d (room: sts__commit_key_bound): its name in
-   KV mode; "shard/column" in batch mode, where every file holds the same column names. */
+   KV mode (copied with its quotes when the header held it unescaped); "shard/column" in batch
+   mode, where every file holds the same column names. */
 STS__PRIVATE size_t sts__commit_key_bound(const sts__commit *c, const sts__cref *ref, const sts_tensor *x) {
     return sts__esc_bound(x->name_len) + (c->kv ? 0 : sts__esc_bound(c->shards[ref->shard].name_len));
 }
 STS__PRIVATE uint8_t *sts__commit_key(const sts__commit *c, uint8_t *d, const sts__cref *ref, const sts_tensor *x) {
     uint8_t *p;
-    if (c->kv) return sts__esc_put(d, x->name, x->name_len);
+    if (c->kv) {
+        if (sts__name_raw(c->shards[ref->shard].f, x)) return sts__cput(d, x->name - 1, x->name_len + 2);
+        return sts__esc_put(d, x->name, x->name_len);
+    }
     p = sts__esc_put(d, c->shards[ref->shard].name, c->shards[ref->shard].name_len);
     p[-1] = '/';                                          /* the shard's closing quote */
     d = sts__esc_put(p, x->name, x->name_len);
@@ -9875,7 +9927,9 @@ STS__PRIVATE void sts__commit_json_index(sts__commit *c, sts__out *o) {
     uint64_t total = 0, count = 0;
     int first;
     sts__out names;
+    sts__crender rs;
     if (!sts__commit_names(c, 1, &names, &at, o)) return;
+    memset(&rs, 0, sizeof rs);
     for (k = 0; k < c->nrefs; k++)
         if (c->winner[k]) {
             const sts_tensor *x = sts_at(c->shards[c->refs[k].shard].f, c->refs[k].t);
@@ -9929,13 +9983,11 @@ STS__PRIVATE void sts__commit_json_index(sts__commit *c, sts__out *o) {
         /* the key is not the name */
         if (!c->kv) { d = STS__CPUT(d, ",\"tensor\":"); d = sts__esc_put(d, x->name, x->name_len); }
         d = STS__CPUT(d, ",\"dtype\":\"");
-        d = sts__cput(d, sts__dtype_names[x->dtype], strlen(sts__dtype_names[x->dtype]));
+        d = sts__cput_dtype(d, x->dtype);
         d = STS__CPUT(d, "\",\"shape\":");
-        d = sts__cput_shape(d, x->shape, x->rank);
+        d = sts__crender_shape(&rs, d, x);
         d = STS__CPUT(d, ",\"data_offsets\":[");
-        d = sts__u64_put(d, x->begin);
-        *d++ = ',';
-        d = sts__u64_put(d, x->end);
+        d = sts__crender_offsets(&rs, d, x);
         d = STS__CPUT(d, "]}");
         o->n += (size_t)(d - d0);
     }

@@ -282,7 +282,7 @@ static void gen_kv(int variant) {
             const uint64_t *shapes[4] = { NULL, NULL, variant == 1 ? eshape22 : eshape, NULL };
             uint32_t ranks[4] = { 0, 0, variant == 1 ? 2u : 1u, 0 };
             int j, nl = 1 + i % 3;
-            if (variant == 2) snprintf(key, sizeof key, "k%02d", (i * 5) % 9);  /* repeats within and across tasks */
+            if (variant == 2) snprintf(key, sizeof key, "k,%02d", (i * 5) % 9);  /* repeats; a comma, no escape */
             else snprintf(key, sizeof key, "t%u/r%02d \"x\",y", id, i);
             is[0] = 1 + (uint64_t)(i % 4); is[1] = 8;
             for (j = 0; j < 64; j++) img[j] = (uint8_t)tu_next(&rng);
