@@ -2625,6 +2625,9 @@ typedef struct sts__parser {
     const uint8_t *last_end;  /* fast path: the previous entry's end offset as text ... */
     size_t last_end_len;
     uint64_t last_end_val;    /* ... and its value (writer order: it is the next begin) */
+    uint64_t dt_word, dt_mask; /* fast path: the previous dtype's name and closing quote (a word) */
+    size_t dt_len;             /* ... its length (0: none yet) */
+    sts_dtype dt;
     uint64_t *dims;           /* the shape being parsed: dims_local, or a heap block past 16 dims */
     size_t ndims, dims_cap;
     uint64_t dims_local[16];
@@ -2792,29 +2795,42 @@ STS__PRIVATE sts_result sts__parse_offsets(sts__parser *ps, uint64_t *begin, uin
     j->depth--;
     return STS_OK;
 }
-/* Up to 19 digits (no overflow possible), no leading zero, followed by ',' or ']' (p[n], which
-   the caller checks); 0 digits on any other form, which the general path then reports exactly. */
-STS__PRIVATE size_t sts__fast_u64(const uint8_t *p, const uint8_t *end, uint64_t *v) {
+/* The number of leading decimal digits in a little-endian word (8 when all are): a byte's
+   borrow or carry reaches only the bytes above a non-digit, so the lowest flag is exact. */
+STS__INLINE size_t sts__digits8(uint64_t w) {
+    uint64_t m = ((w - 0x3030303030303030ull) | (w + 0x4646464646464646ull)) & 0x8080808080808080ull;
+    size_t k;
+    if (!m) return 8;
+#if defined(__GNUC__) || defined(__clang__)
+    k = (size_t)__builtin_ctzll(m) >> 3;
+#else
+    for (k = 0; !(m >> (8 * k) & 0x80); k++) {}
+#endif
+    return k;
+}
+/* The value of k leading ASCII digits (1 <= k <= 8) of a little-endian word: the digits moved to
+   the top (the zero bytes below read as leading zeros), then pairs, quads and octets combined. */
+STS__INLINE uint64_t sts__swar8(uint64_t w, size_t k) {
+    uint64_t d;
+    w <<= 8 * (8 - k);
+    d = (w & 0x0F0F0F0F0F0F0F0Full) * 2561 >> 8;
+    d = (d & 0x00FF00FF00FF00FFull) * 6553601 >> 16;
+    return (d & 0x0000FFFF0000FFFFull) * 42949672960001ull >> 32;
+}
+/* Up to 19 digits (no overflow possible), no leading zero, followed by ',' or ']' (p[n]); 0
+   digits on any other form, which the general path then reports exactly. Numbers of 8 digits
+   or more, and the last bytes of the header, come here from sts__fast_u64. */
+STS__PRIVATE size_t sts__fast_u64_long(const uint8_t *p, const uint8_t *end, uint64_t *v) {
     static const uint64_t pow10[9] = { 1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000 };
     uint64_t x = 0;
     size_t n = 0;
     int big;
     while (end - (p + n) >= 8) {  /* eight bytes a step, as a little-endian word (any host) */
-        uint64_t w = sts__le64(p + n), d;
-        uint64_t m = ((w - 0x3030303030303030ull) | (w + 0x4646464646464646ull)) & 0x8080808080808080ull;
-        size_t k;  /* leading digits: borrows and carries only reach bytes above a non-digit */
-#if defined(__GNUC__) || defined(__clang__)
-        k = m ? (size_t)__builtin_ctzll(m) >> 3 : 8;
-#else
-        for (k = 0; k < 8 && !(m >> (8 * k) & 0x80); k++) {}
-#endif
+        uint64_t w = sts__le64(p + n);
+        size_t k = sts__digits8(w);
         if (k == 0) break;
-        w <<= 8 * (8 - k);  /* the digits to the top; zero bytes below read as leading zeros */
-        d = (w & 0x0F0F0F0F0F0F0F0Full) * 2561 >> 8;
-        d = (d & 0x00FF00FF00FF00FFull) * 6553601 >> 16;
-        d = (d & 0x0000FFFF0000FFFFull) * 42949672960001ull >> 32;
         if (n + k > 19) return 0;
-        x = x * pow10[k] + d;
+        x = x * pow10[k] + sts__swar8(w, k);
         n += k;
         if (k < 8) goto done;
     }
@@ -2831,6 +2847,47 @@ done:
     *v = x;
     return n;
 }
+/* The same contract, inline: a number of up to 7 digits (most dims) is one word's work, one of
+   8 to 15 (offsets into files of 10 MB to 1 PB) two words'. */
+STS__INLINE size_t sts__fast_u64(const uint8_t *p, const uint8_t *end, uint64_t *v) {
+    static const uint64_t pow10[8] = { 1, 10, 100, 1000, 10000, 100000, 1000000, 10000000 };
+    if (STS__LIKELY(end - p > 16)) {
+        uint64_t w = sts__le64(p), w2;
+        size_t k = sts__digits8(w), k2;
+        if (k < 8) {
+            if (k == 0 || (p[k] != ',' && p[k] != ']') || (p[0] == '0' && k > 1)) return 0;
+            *v = sts__swar8(w, k);
+            return k;
+        }
+        w2 = sts__le64(p + 8);
+        k2 = sts__digits8(w2);
+        if (k2 < 8) {
+            if ((p[8 + k2] != ',' && p[8 + k2] != ']') || p[0] == '0') return 0;
+            *v = sts__swar8(w, 8) * pow10[k2] + (k2 ? sts__swar8(w2, k2) : 0);
+            return 8 + k2;
+        }
+    }
+    return sts__fast_u64_long(p, end, v);
+}
+/* Whether n bytes at a and at b are equal, for a few bytes (a number's text): word compares. */
+STS__INLINE int sts__eq_short(const uint8_t *a, const uint8_t *b, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        if (sts__le64(a + i) != sts__le64(b + i)) return 0;
+    for (; i < n; i++)
+        if (a[i] != b[i]) return 0;
+    return 1;
+}
+/* Whether the n bytes at p (readable) are the literal lit, 8 <= n <= 24: three word compares,
+   which fold to constants (a call to memcmp cost more than the compare). */
+#define STS__LIT_EQ(p, lit) sts__lit_eq((p), (lit), sizeof(lit) - 1)
+STS__INLINE int sts__lit_eq(const uint8_t *p, const char *lit, size_t n) {
+    uint64_t a, b, c, d, e = 0, f = 0;
+    memcpy(&a, p, 8); memcpy(&b, p + n - 8, 8);
+    memcpy(&c, lit, 8); memcpy(&d, lit + n - 8, 8);
+    if (n > 16) { memcpy(&e, p + 8, 8); memcpy(&f, lit + 8, 8); }
+    return ((a ^ c) | (b ^ d) | (e ^ f)) == 0;
+}
 /* The writer's exact entry bytes, {"dtype":"X","shape":[..],"data_offsets":[b,e]}, with a local
    cursor. Returns 1 and fills the outputs (the dims in ps->dims), or 0 having moved nothing, in
    which case the general path parses the same bytes and reports any problem; -1 when the dims
@@ -2841,12 +2898,23 @@ STS__PRIVATE int sts__parse_entry_fast(sts__parser *ps, sts_dtype *dtype, uint64
     const uint8_t *p = j->p, *e = j->end, *q;
     size_t n;
     uint64_t v;
-    if (j->depth + 2 > j->max_depth || e - p < 48 || memcmp(p, "{\"dtype\":\"", 10) != 0) return 0;
+    if (j->depth + 2 > j->max_depth || e - p < 48 || !STS__LIT_EQ(p, "{\"dtype\":\"")) return 0;
     p += 10;
-    for (q = p; q < p + 13 && *q != '"'; q++) {}  /* e - p >= 38 here; a name with escapes matches no dtype */
-    if (*q != '"' || !sts_dtype_from_name((const char *)p, (size_t)(q - p), dtype)) return 0;
+    if (ps->dt_len && ((sts__le64(p) ^ ps->dt_word) & ps->dt_mask) == 0) {  /* the previous entry's dtype */
+        *dtype = ps->dt;
+        q = p + ps->dt_len;
+    } else {
+        for (q = p; q < p + 13 && *q != '"'; q++) {}  /* e - p >= 38 here; a name with escapes matches no dtype */
+        if (*q != '"' || !sts_dtype_from_name((const char *)p, (size_t)(q - p), dtype)) return 0;
+        if (q - p < 8) {  /* every dtype name: it and its quote fit a word */
+            ps->dt_len = (size_t)(q - p);
+            ps->dt_mask = ~(uint64_t)0 >> (8 * (7 - ps->dt_len));
+            ps->dt_word = sts__le64(p) & ps->dt_mask;
+            ps->dt = *dtype;
+        }
+    }
     p = q + 1;
-    if (e - p < 11 || memcmp(p, ",\"shape\":[", 10) != 0) return 0;
+    if (e - p < 11 || !STS__LIT_EQ(p, ",\"shape\":[")) return 0;
     p += 10;
     ps->ndims = 0;
     if (*p == ']') p++;
@@ -2859,9 +2927,9 @@ STS__PRIVATE int sts__parse_entry_fast(sts__parser *ps, sts_dtype *dtype, uint64
         p += n + 1;
         if (stop == ']') break;
     }
-    if (e - p < 19 || memcmp(p, ",\"data_offsets\":[", 17) != 0) return 0;
+    if (e - p < 19 || !STS__LIT_EQ(p, ",\"data_offsets\":[")) return 0;
     p += 17;
-    if (ps->last_end && ps->last_end_len < (size_t)(e - p) && memcmp(p, ps->last_end, ps->last_end_len) == 0 &&
+    if (ps->last_end && ps->last_end_len < (size_t)(e - p) && sts__eq_short(p, ps->last_end, ps->last_end_len) &&
         p[ps->last_end_len] == ',') {
         *begin = ps->last_end_val;  /* writer order: this begin is the previous end, byte for byte */
         p += ps->last_end_len + 1;
