@@ -796,13 +796,16 @@ typedef struct sts_write_config {   /* zero = every default; strings are borrowe
     uint64_t target_shard_bytes;    /* not a connector option: the KV roll-over size in bytes, any size > 0,
                                        instead of target_shard_size_mb (small shards for tests and small
                                        jobs); 0 = unset. Setting both is refused */
+    uint32_t commit_threads;        /* sts_dataset_commit: threads that render the index (0..64); 0 = one per
+                                       online CPU, at most 16, once the index has 16,384 keys; 1 = the
+                                       caller's thread only. The bytes are the same on any number */
 } sts_write_config;
 
 /* Set one option the way the connector spells it (names case-insensitive; values as strings):
    batch_size, name_col, kv_separator, duplicatesStrategy (fail|lastWin), generate_index
    (true|false), target_shard_size_mb, dtype, columns, shapes, tail_strategy (drop|pad|write),
    mode (error|errorifexists|overwrite), durable (true|false), rounding (truncate|nearest_even),
-   io_thread (true|false).
+   io_thread (true|false), commit_threads (0 to 64).
    "path" is accepted and ignored. String values are borrowed: keep them alive. */
 STSDEF sts_result sts_write_config_set(sts_write_config *cfg, const char *key, const char *value, sts_error *err);
 
@@ -4461,6 +4464,52 @@ STS__PRIVATE int sts__wb_error(sts__wb *q) {
     STS__WB_UNLOCK(q);
     return e;
 }
+
+/* >>parallel ---- a few jobs at once ----
+   sts__par_run runs job(ctx, i) for each i in [0, n): jobs 1..n-1 on threads of their own, job 0
+   on the caller's thread, and returns when all have finished. A thread that cannot start has its
+   job run on the caller's thread: the result is the same, only later. Without threads every job
+   runs here in order. Jobs must not allocate (the allocator hooks need not be thread-safe) and
+   must touch only what their index gives them. */
+#define STS__PAR_MAX 64
+typedef void (*sts__job_fn)(void *ctx, size_t i);
+typedef struct sts__par_job { sts__job_fn fn; void *ctx; size_t i; } sts__par_job;
+#ifdef STS__THREADS
+STS__PRIVATE void *sts__par_main(void *arg) {
+    const sts__par_job *j = (const sts__par_job *)arg;
+    j->fn(j->ctx, j->i);
+    return NULL;
+}
+#endif
+STS__PRIVATE void sts__par_run(sts__job_fn fn, void *ctx, size_t n) {
+    size_t i;
+#ifdef STS__THREADS
+    sts__par_job jobs[STS__PAR_MAX];
+    pthread_t th[STS__PAR_MAX];
+    unsigned char started[STS__PAR_MAX];
+    if (n > STS__PAR_MAX) n = STS__PAR_MAX;
+    for (i = 1; i < n; i++) {
+        jobs[i].fn = fn; jobs[i].ctx = ctx; jobs[i].i = i;
+        started[i] = pthread_create(&th[i], NULL, sts__par_main, &jobs[i]) == 0;
+    }
+    if (n) fn(ctx, 0);
+    for (i = 1; i < n; i++) {
+        if (started[i]) pthread_join(th[i], NULL);
+        else fn(ctx, i);
+    }
+#else
+    for (i = 0; i < n; i++) fn(ctx, i);
+#endif
+}
+/* Online CPUs (1 when unknown or without threads), at most STS__PAR_MAX. */
+STS__PRIVATE size_t sts__cpus(void) {
+#if defined(STS__THREADS) && defined(_SC_NPROCESSORS_ONLN)
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > STS__PAR_MAX ? STS__PAR_MAX : (size_t)n;
+#else
+    return 1;
+#endif
+}
 #endif /* STS_NO_STDIO */
 
 /* ==============================================================================================
@@ -7264,6 +7313,7 @@ STS__PRIVATE sts_result sts__lock_read(const sts__mem *m, const char *dir, sts__
     char *path, *text = NULL;
     size_t psz, size = 0;
     sts__jdoc d;
+    sts_error pe;
     sts_result r;
     uint32_t t;
     memset(l, 0, sizeof *l);
@@ -7274,7 +7324,15 @@ STS__PRIVATE sts_result sts__lock_read(const sts__mem *m, const char *dir, sts__
     r = sts__read_file(m, path, &text, &size, err);
     sts__free(m, path, psz);
     if (r != STS_OK) return r;
-    if (sts__jdoc_parse(&d, text, size, m, STS__LOCK, STS_RULE_EXISTS, NULL) == STS_OK) {
+    /* a lock that is not our JSON names no job; one that could not be read for memory is NOMEM */
+    r = sts__jdoc_parse(&d, text, size, m, STS__LOCK, STS_RULE_EXISTS, &pe);
+    if (r == STS_ERR_NOMEM) {
+        if (err) *err = pe;
+        sts__free(m, text, size + 1);
+        return r;
+    }
+    if (r != STS_OK) r = STS_OK;  /* names no job */
+    else {
         if ((t = sts__jdoc_get(&d, 0, "job")) != 0 && d.tok[t].type == '"' &&
             !(l->job = sts__jdoc_dup(m, &d, t, &l->job_len)))
             r = sts__nomem(err, "a job id");
@@ -7340,17 +7398,37 @@ STS__PRIVATE sts_result sts__lock_take(const sts__mem *m, const char *dir, int d
     if (e) { sts__lock_free(m, mine); return sts__fail_errno(err, e, "create the job lock in", dir); }
     return STS_OK;
 }
-/* Removes dir's lock when it names job (any lock when job is NULL). */
-STS__PRIVATE void sts__lock_release(const sts__mem *m, const char *dir, const char *job, size_t job_len) {
+/* The removal of dir's lock when it names job (any lock when job is NULL), in two steps: the
+   reading and the path first (only NOMEM fails it: a lock that cannot be read is left alone),
+   then the removal, which allocates nothing. A commit readies it before it publishes, so that a
+   published dataset never keeps its job's lock for want of memory. */
+typedef struct sts__unlock { char *path; size_t size; } sts__unlock;
+STS__PRIVATE sts_result sts__unlock_ready(const sts__mem *m, const char *dir, const char *job, size_t job_len,
+                                          sts__unlock *u, sts_error *err) {
     sts__joblock l;
     int found;
-    char *path;
-    size_t psz;
-    if (sts__lock_read(m, dir, &l, &found, NULL) != STS_OK || !found) return;
-    if (!job || (l.job && l.job_len == job_len && memcmp(l.job, job, job_len) == 0)) {
-        if ((path = sts__join(m, dir, STS__LOCK, &psz)) != NULL) { sts__remove_path(path); sts__free(m, path, psz); }
-    }
+    sts_result r;
+    memset(u, 0, sizeof *u);
+    if ((r = sts__lock_read(m, dir, &l, &found, err)) != STS_OK) return r == STS_ERR_NOMEM ? r : STS_OK;
+    if (found && (!job || (l.job && l.job_len == job_len && memcmp(l.job, job, job_len) == 0)) &&
+        !(u->path = sts__join(m, dir, STS__LOCK, &u->size)))
+        r = sts__nomem(err, "a path");
     sts__lock_free(m, &l);
+    return r;
+}
+STS__PRIVATE void sts__unlock_run(const sts__mem *m, sts__unlock *u) {  /* also frees what ready took */
+    if (!u->path) return;
+    sts__remove_path(u->path);
+    sts__free(m, u->path, u->size);
+    u->path = NULL;
+}
+STS__PRIVATE void sts__unlock_drop(const sts__mem *m, sts__unlock *u) {  /* ready, then not run */
+    sts__free(m, u->path, u->size);
+    u->path = NULL;
+}
+STS__PRIVATE void sts__lock_release(const sts__mem *m, const char *dir, const char *job, size_t job_len) {
+    sts__unlock u;
+    if (sts__unlock_ready(m, dir, job, job_len, &u, NULL) == STS_OK) sts__unlock_run(m, &u);
 }
 
 /* ---- listing ---- */
@@ -7505,6 +7583,10 @@ STSDEF sts_result sts_write_config_set(sts_write_config *c, const char *key, con
     } else if (sts__ieq(key, "io_thread")) {
         if (!sts__text_bool(value, &b)) return sts__bad_option(err, "io_thread", value, "true or false");
         c->no_io_thread = !b;
+    } else if (sts__ieq(key, "commit_threads")) {
+        if (!sts__text_u64(value, &v) || v > STS__PAR_MAX)
+            return sts__bad_option(err, "commit_threads", value, "an integer between 0 and 64");
+        c->commit_threads = (uint32_t)v;
     } else if (sts__ieq(key, "rounding")) {
         if (sts__ieq(value, "truncate")) c->rounding = STS_ROUND_TRUNCATE;
         else if (sts__ieq(value, "nearest_even") || sts__ieq(value, "rne")) c->rounding = STS_ROUND_NEAREST_EVEN;
@@ -7566,6 +7648,15 @@ STS__PRIVATE void sts__out_put(sts__out *o, const char *s, size_t n) {
     if (d && n) { memcpy(d, s, n); o->n += n; }  /* s may be NULL with n 0: another output that failed */
 }
 STS__PRIVATE void sts__out_cstr(sts__out *o, const char *s) { sts__out_put(o, s, strlen(s)); }
+/* A large block: straight to the file when streaming (after what is buffered), else copied. */
+STS__PRIVATE void sts__out_big(sts__out *o, const uint8_t *s, size_t n) {
+    if (o->fd < 0 || n < 4096) { sts__out_put(o, (const char *)s, n); return; }
+    sts__out_flush(o);
+    if (!o->err_no && !o->oom) {
+        int e = sts__write_all(&o->mem, o->fd, s, n);
+        if (e) o->err_no = e;
+    }
+}
 STS__PRIVATE void sts__out_u64(sts__out *o, uint64_t v) {
     uint8_t t[20];
     size_t n = (size_t)(sts__u64_put(t, v) - t);
@@ -7713,6 +7804,9 @@ STS__PRIVATE sts_result sts__wcfg_mode(sts__wcfg *c, const sts_write_config *cfg
                           (uint64_t)cfg->target_shard_size_mb);
     if (cfg->target_shard_size_mb && cfg->target_shard_bytes)
         return sts__failx(err, STS_RULE_OPTION, "set target_shard_size_mb or target_shard_bytes, not both");
+    if (cfg->commit_threads > STS__PAR_MAX)
+        return sts__failx(err, STS_RULE_OPTION, "commit_threads must be between 0 and 64, got: %U",
+                          (uint64_t)cfg->commit_threads);
     /* MiB, as the connector counts */
     c->target = (uint64_t)(cfg->target_shard_size_mb ? cfg->target_shard_size_mb : 300) << 20;
     if (cfg->target_shard_bytes) c->target = cfg->target_shard_bytes;
@@ -9468,6 +9562,8 @@ typedef struct sts__cshard {        /* a shard named by a commit message (or a m
     uint64_t crc32c;                /* the file's CRC-32C, or UINT64_MAX when none was recorded */
     size_t msg;
     sts_file *f;                    /* header-only */
+    size_t first_ref, max_len;      /* sts__commit_keys: its first tensor's ref, its longest name and */
+    uint32_t max_rank;              /* its largest rank */
 } sts__cshard;
 
 typedef struct sts__cref {          /* KV: a tensor of the dataset, for the key index */
@@ -9498,6 +9594,7 @@ typedef struct sts__commit {
     char dataset_id[37];
     sts__manifest man;              /* the published manifest read before: reindex's source, overwrite's old shards */
     sts__joblock lock;              /* commit: the job that holds the folder */
+    size_t threads;                 /* threads that render the index; 0: by its size (sts__commit_threads) */
 } sts__commit;
 
 STS__PRIVATE sts_result sts__msg_fail(sts_error *err, size_t m, const char *what) {
@@ -9795,7 +9892,9 @@ STS__PRIVATE sts_result sts__commit_check_shards(sts__commit *c, sts_error *err)
         if (r != STS_OK) {
             char inner[256];
             memcpy(inner, err ? err->message : "", err ? sizeof inner : 1);
-            r = sts__failx(err, STS_RULE_SHARD, "shard %q: %s", s->name, strlen(s->name), err ? inner : "unreadable");
+            /* out of memory is not the shard's fault */
+            r = sts__failx(err, r == STS_ERR_NOMEM ? STS_RULE_ALLOC : STS_RULE_SHARD, "shard %q: %s", s->name,
+                           strlen(s->name), err ? inner : "unreadable");
         } else if (sts_file_size(s->f) != s->bytes)
             r = sts__failx(err, STS_RULE_SHARD, "shard %q has %U bytes, but its task recorded %U", s->name,
                            strlen(s->name), sts_file_size(s->f), s->bytes);
@@ -9827,11 +9926,14 @@ STS__PRIVATE sts_result sts__commit_keys(sts__commit *c, sts_error *err) {
     kn.hashes = &c->refs[0].hash; kn.hash_stride = sizeof *c->refs;
     for (i = 0; i < c->nshards; i++) {
         size_t t, n = sts_count(c->shards[i].f);
+        c->shards[i].first_ref = k;
         for (t = 0; t < n; t++, k++) {
             const sts_tensor *x = sts_at(c->shards[i].f, t);
             sts__cref *ref = &c->refs[k];
             size_t pos;
             ref->name = x->name; ref->len = x->name_len; ref->shard = (uint32_t)i; ref->t = (uint32_t)t;
+            if (x->rank > c->shards[i].max_rank) c->shards[i].max_rank = x->rank;
+            if (x->name_len > c->shards[i].max_len) c->shards[i].max_len = x->name_len;
             ref->hash = sts__hash(x->name, x->name_len, 0x6b657973u);
             c->winner[k] = 1;
             if (!c->kv) continue;
@@ -9938,39 +10040,6 @@ STS__PRIVATE uint8_t *sts__crender_offsets(sts__crender *r, uint8_t *d, const st
 STS__PRIVATE uint8_t *sts__cput_dtype(uint8_t *d, sts_dtype t) {
     return sts__cput(d, sts__dtype_names[t], sts__dtype_name_len[t]);
 }
-/* _tensor_index.csv: tensor_key,file_name,shape,dtype (RFC 4180, CRLF). A name the header held
-   unescaped has no quote, CR or LF: only a comma makes it quoted. */
-STS__PRIVATE void sts__commit_csv(sts__commit *c, sts__out *o) {
-    size_t k, *at;
-    sts__out names;
-    sts__crender rs;
-    if (!sts__commit_names(c, 0, &names, &at, o)) return;
-    memset(&rs, 0, sizeof rs);
-    sts__out_cstr(o, "tensor_key,file_name,shape,dtype\r\n");
-    for (k = 0; k < c->nrefs; k++) {
-        const sts__cref *ref = &c->refs[k];
-        const sts_file *f;
-        const sts_tensor *x;
-        size_t fl;
-        uint8_t *d, *d0;
-        if (!c->winner[k]) continue;
-        f = c->shards[ref->shard].f;
-        x = sts_at(f, ref->t);
-        fl = at[ref->shard + 1] - at[ref->shard];
-        if (!(d0 = d = (uint8_t *)sts__out_room(o, 2 * x->name_len + fl + sts__shape_bound(x->rank) + 32))) break;
-        if (sts__name_raw(f, x) && !memchr(x->name, ',', x->name_len)) d = sts__cput(d, x->name, x->name_len);
-        else d = sts__cput_csv(d, x->name, x->name_len);
-        *d++ = ',';
-        d = sts__cput(d, names.p + at[ref->shard], fl);
-        d = STS__CPUT(d, ",\"");
-        d = sts__crender_shape(&rs, d, x);
-        d = STS__CPUT(d, "\",");
-        d = sts__cput_dtype(d, x->dtype);
-        d = STS__CPUT(d, "\r\n");
-        o->n += (size_t)(d - d0);
-    }
-    sts__commit_names_free(c, &names, at);
-}
 /* The JSON key of a tensor in the index, written at d (room: sts__commit_key_bound): its name in
    KV mode (copied with its quotes when the header held it unescaped); "shard/column" in batch
    mode, where every file holds the same column names. */
@@ -9989,15 +10058,160 @@ STS__PRIVATE uint8_t *sts__commit_key(const sts__commit *c, uint8_t *d, const st
     memmove(p, p + 1, (size_t)(d - p - 1));               /* the column's opening quote */
     return d - 1;
 }
+/* ---- the index's entries, rendered on several threads ----
+   Each part of the index (the CSV's rows, the JSON's weight_map, the JSON's tensors) is a run of
+   entries, one per winning key. A part is cut into slices: at most STS__SLICE bytes (the
+   entries' worst cases summed) and an even share of the keys. A round renders as many slices
+   as there are threads at once (sts__par_run), each into a buffer the caller's thread sized
+   beforehand, and then writes them in order: the bytes are the same on any number of threads. */
+#define STS__SLICE ((size_t)1 << 20)
+enum { STS__PART_CSV, STS__PART_WEIGHT_MAP, STS__PART_TENSORS };
+typedef struct sts__cslice {
+    size_t k0, k1;       /* refs [k0, k1) */
+    uint8_t *buf;
+    size_t cap, n;       /* n: bytes rendered */
+    int first;           /* the part's first entry is here: no separator before it */
+} sts__cslice;
+typedef struct sts__cpart {
+    const sts__commit *c;
+    int part;
+    const char *names;   /* each shard's name as this part writes it: names + at[s] .. at[s + 1] */
+    const size_t *at;
+    sts__cslice sl[STS__PAR_MAX];
+} sts__cpart;
+/* An entry's worst case, room that sts__centry_put never passes, from its name's length and
+   its rank. A part's slices are sized with each shard's largest (a few steps a shard, not a
+   pass over the keys), or key by key in a shard where that is large. */
+STS__PRIVATE size_t sts__centry_bound(const sts__cpart *p, uint32_t s, size_t len, uint32_t rank) {
+    const sts__commit *c = p->c;
+    size_t fl = p->at[s + 1] - p->at[s], key = sts__esc_bound(len);
+    if (p->part == STS__PART_CSV) return 2 * len + fl + sts__shape_bound(rank) + 32;
+    if (!c->kv) key += sts__esc_bound(c->shards[s].name_len);
+    if (p->part == STS__PART_WEIGHT_MAP) return key + fl + 2;
+    return key + fl + (c->kv ? 0 : sts__esc_bound(len)) + sts__shape_bound(rank) + 128;
+}
+#define STS__ENTRY_LARGE 4096
+/* Extends a slice from ref *k while it holds fewer than `share` refs and STS__SLICE bytes (or is
+   empty); adds to *keys and *bytes. */
+STS__PRIVATE void sts__cslice_fill(const sts__cpart *p, size_t *k, size_t share, size_t *keys, size_t *bytes) {
+    const sts__commit *c = p->c;
+    while (*k < c->nrefs && *keys < share && *bytes < STS__SLICE) {
+        uint32_t s = c->refs[*k].shard;
+        const sts__cshard *sh = &c->shards[s];
+        size_t b = sts__centry_bound(p, s, sh->max_len, sh->max_rank), n = sh->first_ref + sts_count(sh->f) - *k;
+        if (b > STS__ENTRY_LARGE) {  /* this key alone */
+            b = sts__centry_bound(p, s, c->refs[*k].len, sts_at(sh->f, c->refs[*k].t)->rank);
+            if (*keys && *bytes + b > STS__SLICE) return;
+            n = 1;
+        } else {
+            if (n > share - *keys) n = share - *keys;
+            if (n > (STS__SLICE - *bytes) / b) n = (STS__SLICE - *bytes) / b;
+            if (!n) {
+                if (*keys) return;
+                n = 1;
+            }
+        }
+        *bytes += n * b;
+        *keys += n;
+        *k += n;
+    }
+}
+/* One entry at d. A name the header held unescaped has no quote, CR or LF: in the CSV only a
+   comma makes it quoted. */
+STS__PRIVATE uint8_t *sts__centry_put(const sts__cpart *p, sts__crender *rs, uint8_t *d, size_t k, int first) {
+    const sts__commit *c = p->c;
+    const sts__cref *ref = &c->refs[k];
+    const sts_file *f = c->shards[ref->shard].f;
+    const sts_tensor *x = sts_at(f, ref->t);
+    const char *file = p->names + p->at[ref->shard];
+    size_t fl = p->at[ref->shard + 1] - p->at[ref->shard];
+    if (p->part == STS__PART_CSV) {  /* tensor_key,file_name,"shape",dtype CRLF */
+        if (sts__name_raw(f, x) && !memchr(x->name, ',', x->name_len)) d = sts__cput(d, x->name, x->name_len);
+        else d = sts__cput_csv(d, x->name, x->name_len);
+        *d++ = ',';
+        d = sts__cput(d, file, fl);
+        d = STS__CPUT(d, ",\"");
+        d = sts__crender_shape(rs, d, x);
+        d = STS__CPUT(d, "\",");
+        d = sts__cput_dtype(d, x->dtype);
+        return STS__CPUT(d, "\r\n");
+    }
+    if (!first) *d++ = ',';
+    d = sts__commit_key(c, d, ref, x);
+    if (p->part == STS__PART_WEIGHT_MAP) {  /* key: file */
+        *d++ = ':';
+        return sts__cput(d, file, fl);
+    }
+    d = STS__CPUT(d, ":{\"file\":");
+    d = sts__cput(d, file, fl);
+    /* the key is not the name */
+    if (!c->kv) { d = STS__CPUT(d, ",\"tensor\":"); d = sts__esc_put(d, x->name, x->name_len); }
+    d = STS__CPUT(d, ",\"dtype\":\"");
+    d = sts__cput_dtype(d, x->dtype);
+    d = STS__CPUT(d, "\",\"shape\":");
+    d = sts__crender_shape(rs, d, x);
+    d = STS__CPUT(d, ",\"data_offsets\":[");
+    d = sts__crender_offsets(rs, d, x);
+    return STS__CPUT(d, "]}");
+}
+STS__PRIVATE void sts__cslice_job(void *ctx, size_t i) {  /* no allocation: runs on any thread */
+    const sts__cpart *p = (const sts__cpart *)ctx;
+    sts__cslice *sl = (sts__cslice *)&p->sl[i];
+    const uint32_t *winner = p->c->winner;
+    sts__crender rs;
+    uint8_t *d = sl->buf;
+    int first = sl->first;
+    size_t k;
+    memset(&rs, 0, sizeof rs);
+    for (k = sl->k0; k < sl->k1; k++) {
+        if (!winner[k]) continue;
+        d = sts__centry_put(p, &rs, d, k, first);
+        first = 0;
+    }
+    sl->n = (size_t)(d - sl->buf);
+}
+/* Threads for the index: the commit's setting, or one per online CPU (at most 16) when the index
+   has enough keys to share. */
+STS__PRIVATE size_t sts__commit_threads(const sts__commit *c) {
+    size_t t = c->threads ? c->threads : c->nrefs >= 16384 ? sts__cpus() : 1;
+    return t < 1 ? 1 : t > 16 && !c->threads ? 16 : t > STS__PAR_MAX ? STS__PAR_MAX : t;
+}
+/* Writes a part's entries to o; shard names as the part writes them (JSON or CSV). */
+STS__PRIVATE void sts__commit_part(sts__commit *c, sts__out *o, int part) {
+    sts__cpart p;
+    sts__out names;
+    size_t *at, T = sts__commit_threads(c), share, k = 0, s, i, used, first_win = 0;
+    memset(&p, 0, sizeof p);
+    if (!sts__commit_names(c, part != STS__PART_CSV, &names, &at, o)) return;
+    p.c = c; p.part = part; p.names = names.p; p.at = at;
+    share = c->nrefs / T + 1;
+    while (first_win < c->nrefs && !c->winner[first_win]) first_win++;
+    while (k < c->nrefs && !o->oom && !o->err_no) {
+        for (used = 0; used < T && k < c->nrefs; used++) {  /* the round's slices, sized here */
+            sts__cslice *sl = &p.sl[used];
+            size_t bytes = 0, keys = 0;
+            sl->k0 = k;
+            sts__cslice_fill(&p, &k, share, &keys, &bytes);
+            sl->k1 = k;
+            sl->first = sl->k0 <= first_win && first_win < sl->k1;
+            if (!sts__grow(&c->mem, (void **)&sl->buf, &sl->cap, bytes + 1, 1)) { o->oom = 1; break; }
+        }
+        if (o->oom) break;
+        sts__par_run(sts__cslice_job, &p, used);
+        for (i = 0; i < used; i++) sts__out_big(o, p.sl[i].buf, p.sl[i].n);
+    }
+    for (s = 0; s < T; s++) sts__free(&c->mem, p.sl[s].buf, p.sl[s].cap);
+    sts__commit_names_free(c, &names, at);
+}
+/* _tensor_index.csv: tensor_key,file_name,shape,dtype (RFC 4180, CRLF). */
+STS__PRIVATE void sts__commit_csv(sts__commit *c, sts__out *o) {
+    sts__out_cstr(o, "tensor_key,file_name,shape,dtype\r\n");
+    sts__commit_part(c, o, STS__PART_CSV);
+}
 /* _tensor_index.json: Hugging Face's sharded-checkpoint index plus per-tensor details. */
 STS__PRIVATE void sts__commit_json_index(sts__commit *c, sts__out *o) {
-    size_t k, *at;
+    size_t k;
     uint64_t total = 0, count = 0;
-    int first;
-    sts__out names;
-    sts__crender rs;
-    if (!sts__commit_names(c, 1, &names, &at, o)) return;
-    memset(&rs, 0, sizeof rs);
     for (k = 0; k < c->nrefs; k++)
         if (c->winner[k]) {
             const sts_tensor *x = sts_at(c->shards[c->refs[k].shard].f, c->refs[k].t);
@@ -10014,53 +10228,10 @@ STS__PRIVATE void sts__commit_json_index(sts__commit *c, sts__out *o) {
     sts__out_json(o, c->sep, c->sep_len);
     sts__out_cstr(o, ",\"format\":\"safetensors\",\"writer\":\"safetensors_spark.h " STS_VERSION_STRING
                      "\"},\n\"weight_map\":{");
-    for (k = 0, first = 1; k < c->nrefs; k++) {
-        const sts__cref *ref = &c->refs[k];
-        const sts_tensor *x;
-        size_t fl;
-        uint8_t *d, *d0;
-        if (!c->winner[k]) continue;
-        x = sts_at(c->shards[ref->shard].f, ref->t);
-        fl = at[ref->shard + 1] - at[ref->shard];
-        if (!(d0 = d = (uint8_t *)sts__out_room(o, sts__commit_key_bound(c, ref, x) + fl + 2))) break;
-        if (!first) *d++ = ',';
-        first = 0;
-        d = sts__commit_key(c, d, ref, x);
-        *d++ = ':';
-        d = sts__cput(d, names.p + at[ref->shard], fl);
-        o->n += (size_t)(d - d0);
-    }
+    sts__commit_part(c, o, STS__PART_WEIGHT_MAP);
     sts__out_cstr(o, "},\n\"tensors\":{");
-    for (k = 0, first = 1; k < c->nrefs; k++) {
-        const sts__cref *ref = &c->refs[k];
-        const sts_tensor *x;
-        size_t fl;
-        uint8_t *d, *d0;
-        if (!c->winner[k]) continue;
-        x = sts_at(c->shards[ref->shard].f, ref->t);
-        fl = at[ref->shard + 1] - at[ref->shard];
-        if (!(d0 = d = (uint8_t *)sts__out_room(o, sts__commit_key_bound(c, ref, x) + fl +
-                                                (c->kv ? 0 : sts__esc_bound(x->name_len)) +
-                                                sts__shape_bound(x->rank) + 128)))
-            break;
-        if (!first) *d++ = ',';
-        first = 0;
-        d = sts__commit_key(c, d, ref, x);
-        d = STS__CPUT(d, ":{\"file\":");
-        d = sts__cput(d, names.p + at[ref->shard], fl);
-        /* the key is not the name */
-        if (!c->kv) { d = STS__CPUT(d, ",\"tensor\":"); d = sts__esc_put(d, x->name, x->name_len); }
-        d = STS__CPUT(d, ",\"dtype\":\"");
-        d = sts__cput_dtype(d, x->dtype);
-        d = STS__CPUT(d, "\",\"shape\":");
-        d = sts__crender_shape(&rs, d, x);
-        d = STS__CPUT(d, ",\"data_offsets\":[");
-        d = sts__crender_offsets(&rs, d, x);
-        d = STS__CPUT(d, "]}");
-        o->n += (size_t)(d - d0);
-    }
+    sts__commit_part(c, o, STS__PART_TENSORS);
     sts__out_cstr(o, "}}\n");
-    sts__commit_names_free(c, &names, at);
 }
 STS__PRIVATE void sts__commit_manifest(sts__commit *c, sts__out *o) {
     size_t i;
@@ -10270,11 +10441,13 @@ STSDEF sts_result sts_dataset_commit(const char *dir, const sts_write_config *cf
                                      const sts_options *opts, sts_dataset_summary *summary, sts_error *err) {
     sts__commit c;
     sts__atomic a[3];
+    sts__unlock unlock;
     char *paths[3] = { NULL, NULL, NULL };
     size_t psize[3] = { 0, 0, 0 }, nfiles = 0, i;
     sts_result r;
     int durable, index, overwrite, e;
     memset(&c, 0, sizeof c);
+    memset(&unlock, 0, sizeof unlock);
     memset(a, 0, sizeof a);
     for (i = 0; i < 3; i++) a[i].fd = -1;
     c.mem = sts__mem_from(opts);
@@ -10292,6 +10465,10 @@ STSDEF sts_result sts_dataset_commit(const char *dir, const sts_write_config *cf
     if (!c.sep_len)
         return sts__failx(err, STS_RULE_OPTION, "kv_separator must not be empty (an empty one makes keys ambiguous)");
     c.dup = cfg->duplicates;
+    if (cfg->commit_threads > STS__PAR_MAX)
+        return sts__failx(err, STS_RULE_OPTION, "commit_threads must be between 0 and 64, got: %U",
+                          (uint64_t)cfg->commit_threads);
+    c.threads = cfg->commit_threads;
     durable = sts__durable(cfg, opts);
     index = cfg->generate_index != 0;
     overwrite = cfg->overwrite != 0;
@@ -10326,9 +10503,10 @@ STSDEF sts_result sts_dataset_commit(const char *dir, const sts_write_config *cf
     if ((r = sts__commit_file(&c, "dataset_manifest.json", sts__commit_manifest, durable, &a[nfiles], &paths[nfiles],
                               &psize[nfiles], err)) != STS_OK) goto fail;
     nfiles++;
+    if ((r = sts__unlock_ready(&c.mem, dir, c.lock.job, c.lock.job_len, &unlock, err)) != STS_OK) goto fail;
     if ((r = sts__publish_all(&c, a, paths, nfiles - 1, err)) != STS_OK) goto fail;
     if (overwrite) sts__commit_cleanup(&c, index);
-    sts__lock_release(&c.mem, dir, c.lock.job, c.lock.job_len);  /* the job ends: the folder is free */
+    sts__unlock_run(&c.mem, &unlock);  /* the job ends: the folder is free */
     if (durable && (e = sts__fsync_dir(&c.mem, paths[nfiles - 1])) != 0) {
         r = sts__fail_errno(err, e, "fsync the folder of", paths[nfiles - 1]);  /* published, but not yet durable */
         goto out;
@@ -10347,6 +10525,7 @@ STSDEF sts_result sts_dataset_commit(const char *dir, const sts_write_config *cf
     goto out;
 fail:  /* nothing is published; the tasks' shards stay for a corrected commit (or sts_dataset_abort) */
     for (i = 0; i < 3; i++) if (a[i].tmp) sts__atomic_abort(&a[i]);
+    sts__unlock_drop(&c.mem, &unlock);
 out:
     for (i = 0; i < 3; i++) sts__free(&c.mem, paths[i], psize[i]);
     sts__commit_free(&c);

@@ -2,13 +2,14 @@
 # protocol, fault injection, threads and processes, and crash safety. The generic rules in the
 # Makefile build and run each program plain, under ASan+UBSan and under valgrind.
 DATASET_WRITE_SRCS := tests/test_dataset_write_options.c tests/test_dataset_write_batch.c tests/test_dataset_write_limits.c \
-                      tests/test_dataset_write_kv.c tests/test_dataset_write_io.c tests/test_dataset_write_crash.c
+                      tests/test_dataset_write_kv.c tests/test_dataset_write_io.c tests/test_dataset_write_crash.c \
+                      tests/test_dataset_write_commit.c
 UNIT_SRCS += $(DATASET_WRITE_SRCS)
 
 # The writer's I/O thread under ThreadSanitizer: the KV and batch writers, faults, threads and
-# processes (tests/test_dataset_write_io.c, tests/test_dataset_write_kv.c), quick level. The
+# processes, the commit's index threads (tests/test_dataset_write_{io,kv,commit}.c), quick level. The
 # reader's side is test-tsan-read (tests/dataset_read.mk); make test-tsan runs both.
-TSAN_WRITE_SRCS := tests/test_dataset_write_io.c tests/test_dataset_write_kv.c
+TSAN_WRITE_SRCS := tests/test_dataset_write_io.c tests/test_dataset_write_kv.c tests/test_dataset_write_commit.c
 TSAN_WRITE_BINS := $(patsubst tests/%.c,$(BUILD)/tsan/%,$(TSAN_WRITE_SRCS))
 $(BUILD)/tsan/test_dataset_write_%: tests/test_dataset_write_%.c $(HEADER) tests/dataset_write_util.h tests/test_util.h tests/fs_util.h $(BUILD)/tsan/sts_impl.o
 	@mkdir -p $(dir $@)
