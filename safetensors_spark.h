@@ -1319,6 +1319,7 @@ STSDEF const char *sts_lineage_dtype_name(sts_dtype d);
 #  define STS_MALLOC(ctx, size) ((void)(ctx), malloc(size))
 #  define STS_REALLOC(ctx, p, old, size) ((void)(ctx), (void)(old), realloc((p), (size)))
 #  define STS_FREE(ctx, p, size) ((void)(ctx), (void)(size), free(p))
+#  define STS__LIBC_ALLOC 1  /* thread-safe: work that allocates may run on several threads */
 #elif defined(STS_MALLOC) && defined(STS_REALLOC) && defined(STS_FREE)
    /* all three given: use them */
 #else
@@ -1405,6 +1406,16 @@ STS__PRIVATE sts__mem sts__mem_from(const sts_options *o) {
 /* 0 to go ahead with the system call `op`, else the errno the test hook injects. */
 STS__PRIVATE int sts__fault(const sts__mem *m, const char *op) {
     return m && m->io_fault ? m->io_fault(m->io_fault_user, op) : 0;
+}
+/* Whether work that allocates or makes hooked system calls may run on several threads: only
+   with libc's allocator and no hooks (a user's allocator or io_fault hook sees one thread). */
+STS__PRIVATE int sts__mem_shared(const sts__mem *m) {
+#ifdef STS__LIBC_ALLOC
+    return !m->a.alloc && !m->io_fault;
+#else
+    (void)m;
+    return 0;
+#endif
 }
 STS__PRIVATE int sts__mem_valid(const sts__mem *m) {  /* all three hooks or none */
     int n = (m->a.alloc != NULL) + (m->a.realloc != NULL) + (m->a.free != NULL);
@@ -9869,26 +9880,70 @@ STS__PRIVATE sts_result sts__commit_load(sts__commit *c, const char *const *mess
         if ((r = sts__msg_read(c, i, &total, 0, err)) != STS_OK) return r;
     return STS_OK;
 }
-/* Shards in path order; each must exist with its recorded size and a valid header. */
+/* Shards in path order; each must exist with its recorded size and a valid header. The headers
+   are read on several threads (sts__par_run, each thread every T-th shard) when the memory may
+   be shared (sts__mem_shared) and the commit has threads; a shard that fails is opened again on
+   the caller's thread, which reports the first in order exactly as a one-thread check would. */
+typedef struct sts__cparse {
+    sts__commit *c;
+    char **paths;
+    sts_result *res;
+    const sts_options *o;
+    size_t T;
+} sts__cparse;
+STS__PRIVATE void sts__cparse_job(void *ctx, size_t i) {
+    sts__cparse *p = (sts__cparse *)ctx;
+    size_t s;
+    for (s = i; s < p->c->nshards; s += p->T) p->res[s] = sts_open(p->paths[s], p->o, &p->c->shards[s].f, NULL);
+}
 STS__PRIVATE sts_result sts__commit_check_shards(sts__commit *c, sts_error *err) {
-    size_t i;
+    size_t i, T = 1, *psz = NULL;
+    char **paths = NULL;
+    sts_result *res = NULL;
     sts_options o;
     sts_result r = STS_OK;
     if (!sts__sort_records(&c->mem, c->shards, c->nshards, sizeof *c->shards, sts__by_shard_name))
         return sts__nomem(err, "the shard order");
+    for (i = 1; i < c->nshards; i++)
+        if (strcmp(c->shards[i - 1].name, c->shards[i].name) == 0)
+            return sts__failx(err, STS_RULE_MESSAGE, "shard %q is named by two commit messages", c->shards[i].name,
+                              strlen(c->shards[i].name));
     memset(&o, 0, sizeof o);
     o.allocator = c->mem.a;
     o.header_only = 1;
     o.strict = 1;  /* our own files: the writer is strict */
+    if (c->nshards > 1 && sts__mem_shared(&c->mem)) {
+        T = c->threads ? c->threads : sts__cpus();
+        if (T > c->nshards) T = c->nshards;
+    }
+    if (T > 1) {  /* every path first, on this thread */
+        if (!(paths = (char **)sts__alloc(&c->mem, c->nshards * sizeof *paths)) ||
+            !(psz = (size_t *)sts__alloc(&c->mem, c->nshards * sizeof *psz)) ||
+            !(res = (sts_result *)sts__alloc(&c->mem, c->nshards * sizeof *res))) {
+            r = sts__nomem(err, "the shard paths");
+            goto done;
+        }
+        memset(paths, 0, c->nshards * sizeof *paths);
+        for (i = 0; i < c->nshards; i++)
+            if (!(paths[i] = sts__join(&c->mem, c->dir, c->shards[i].name, &psz[i]))) {
+                r = sts__nomem(err, "a shard path");
+                goto done;
+            }
+        {
+            sts__cparse p;
+            p.c = c; p.paths = paths; p.res = res; p.o = &o; p.T = T;
+            sts__par_run(sts__cparse_job, &p, T);
+        }
+    }
     for (i = 0; i < c->nshards && r == STS_OK; i++) {
         sts__cshard *s = &c->shards[i];
-        size_t sz;
-        char *p;
-        if (i && strcmp(s[-1].name, s->name) == 0)
-            return sts__failx(err, STS_RULE_MESSAGE, "shard %q is named by two commit messages", s->name,
-                              strlen(s->name));
-        if (!(p = sts__join(&c->mem, c->dir, s->name, &sz))) return sts__nomem(err, "a shard path");
-        r = sts_open(p, &o, &s->f, err);
+        size_t sz = 0;
+        char *p = paths ? paths[i] : NULL;
+        if (!paths || res[i] != STS_OK) {
+            if (!p && !(p = sts__join(&c->mem, c->dir, s->name, &sz))) return sts__nomem(err, "a shard path");
+            if (s->f) { sts_close(s->f); s->f = NULL; }
+            r = sts_open(p, &o, &s->f, err);
+        }
         if (r != STS_OK) {
             char inner[256];
             memcpy(inner, err ? err->message : "", err ? sizeof inner : 1);
@@ -9901,8 +9956,15 @@ STS__PRIVATE sts_result sts__commit_check_shards(sts__commit *c, sts_error *err)
         else if (s->tensors != UINT64_MAX && sts_count(s->f) != s->tensors)
             r = sts__failx(err, STS_RULE_SHARD, "shard %q holds %z tensors, but its task recorded %U", s->name,
                            strlen(s->name), sts_count(s->f), s->tensors);
-        sts__free(&c->mem, p, sz);
+        if (sz) sts__free(&c->mem, p, sz);
     }
+done:
+    if (paths) {
+        for (i = 0; i < c->nshards; i++) sts__free(&c->mem, paths[i], paths[i] ? psz[i] : 0);
+        sts__free(&c->mem, paths, c->nshards * sizeof *paths);
+    }
+    if (psz) sts__free(&c->mem, psz, c->nshards * sizeof *psz);
+    if (res) sts__free(&c->mem, res, c->nshards * sizeof *res);
     return r;
 }
 /* KV: one key index over every tensor, in path order; duplicates fail or the later one wins. */

@@ -248,6 +248,62 @@ static void test_alloc_failures(void **state) {
     tf_rmtree(root);
 }
 
+/* Two bad shards (a header byte changed, a file cut short) in copies of one job: the commit on
+   four threads reports what the one-thread commit reports (the first bad shard in name order),
+   and publishes nothing. */
+static void test_bad_shards_threads(void **state) {
+    char root[64], job[160], dirs[2][160];
+    sts_write_config c;
+    du_msgs m;
+    sts_error e[2];
+    sts_result r[2];
+    int i;
+    (void)state;
+    memset(&m, 0, sizeof m);
+    memset(&c, 0, sizeof c);
+    tf_tmpdir(root, sizeof root);
+    tf_rmtree(root);
+    assert_int_equal(mkdir(root, 0755), 0);
+    snprintf(job, sizeof job, "%s/job", root);
+    c.name_col = "key";
+    c.has_dtype = 1; c.dtype = STS_DTYPE_F32;
+    c.generate_index = 1;
+    c.no_fsync = 1;
+    c.target_shard_bytes = 9000;
+    write_kv_job(job, &c, &m, 0);
+    for (i = 0; i < 2; i++) {
+        tf_names n;
+        char p[512];
+        size_t len;
+        uint8_t *b;
+        snprintf(dirs[i], sizeof dirs[i], "%s/d%d", root, i);
+        copy_folder(job, dirs[i]);
+        n = du_list_shards(dirs[i]);
+        assert_true(n.n > 12);
+        tf_join(p, sizeof p, dirs[i], n.v[5]);  /* a header byte: '{' becomes '[' */
+        b = tf_read(p, &len);
+        b[8] = '[';
+        tf_write(p, b, len);
+        free(b);
+        tf_join(p, sizeof p, dirs[i], n.v[11]);  /* cut short */
+        b = tf_read(p, &len);
+        tf_write(p, b, len - 3);
+        free(b);
+        tf_names_free(&n);
+        c.commit_threads = i ? 4 : 1;
+        r[i] = du_commit_all(dirs[i], &c, &m, NULL, NULL, &e[i]);
+        tu_err_check("a bad shard", r[i], &e[i], STS_ERR_DATASET, STS_RULE_SHARD, (const char *)NULL);
+        tf_join(p, sizeof p, dirs[i], "dataset_manifest.json");
+        assert_false(tf_exists(p));
+    }
+    assert_int_equal(r[0], r[1]);
+    assert_int_equal(e[0].rule, e[1].rule);
+    assert_int_equal(e[0].offset, e[1].offset);
+    assert_string_equal(e[0].message, e[1].message);
+    du_msgs_free(&m);
+    tf_rmtree(root);
+}
+
 static void test_option(void **state) {
     sts_write_config c;
     sts_error e;
@@ -289,6 +345,7 @@ int main(void) {
         cmocka_unit_test(test_kv_last_win_threads_agree),
         cmocka_unit_test(test_batch_threads_agree),
         cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_bad_shards_threads),
         cmocka_unit_test(test_option),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
