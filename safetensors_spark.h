@@ -25,6 +25,7 @@
          4  header: parse + mandatory validation, name index              >>header
          5  io: every system call: sources, sinks, files and folders      >>io
                the task writers' write-behind thread                      >>write_behind
+               a few jobs at once: the commit's threads                   >>parallel
          6  writer: reference-identical single-file writer                >>writer
          7  codec: dtype conversions, truncation and RNE, SIMD             >>codec
                CRC-32C, the shards' checksum                              >>crc32c
@@ -155,7 +156,9 @@
    any number of threads may call the accessors on it at once. Writers share nothing; a dataset job
    runs one sts_task_writer per thread (or process) and commits once. The only global is the codec's
    CPU-feature word, computed on first use with relaxed atomics (racing threads store the same
-   value). A task writer's own I/O thread touches only that writer's queued buffers and files. An
+   value). A task writer's own I/O thread touches only that writer's queued buffers and files. A
+   dataset commit renders its index on commit_threads threads that never allocate, and reads its
+   shards' headers on several threads only with libc's allocator and no hooks. An
    sts_dataset may be shared by threads: its lazily mapped shards and key map are published with
    compare-and-swap (GCC/Clang atomics; other compilers: one thread at a time). An sts_archive
    likewise: its lazily opened shards and descriptor tables are published with compare-and-swap,
@@ -3520,7 +3523,8 @@ STSDEF const sts_kv *sts_metadata_find(const sts_file *f, const char *key, size_
    Owns: opening a file from a user pread-style source, from a path by mmap (with a read-into-
    memory fallback), or header-only (exactly 8 + N bytes read); the fd sink; atomic publication
    of a file (temporary in the same folder, fsync, rename, fsync of the folder); random bytes for
-   temporary names; errno names for messages.
+   temporary names; errno names for messages; the threads: the task writers' write-behind thread
+   and the jobs run at once (sts__par_run).
    May call: util, header.
    ============================================================================================== */
 STS__PRIVATE void sts__release_heap(sts_file *f) {
