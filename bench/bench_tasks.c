@@ -15,13 +15,14 @@
    library and raw; figures are medians of --runs, the ratio a median of per-run ratios.
 
    bench_tasks [--n 1,2,4,8,16] [--mib M (per task, default 64)] [--runs R (3)] [--only batch|kv]
-               [--kind threads|processes|both] [--durable] [--quick (M = 8, N up to 4)]
-   Files go to a fresh folder under BENCH_DIR (default /tmp), removed at the end. */
+               [--kind threads|processes|both] [--durable] [--quick (M = 8, N up to 4)] [--svg FILE]
+   --svg writes the scaling curves as a plot (GB/s and the ratio against N). Files go to a fresh folder under BENCH_DIR (default /tmp), removed at the end. */
 #define _GNU_SOURCE
 #define STS_IMPLEMENTATION
 #include "../safetensors_spark.h"
 #include "bench_util.h"
 #include "bench_dataset_util.h"
+#include <math.h>
 #include <pthread.h>
 
 #define MIB ((uint64_t)1 << 20)
@@ -236,6 +237,79 @@ static uint64_t plan_from_folder(uint32_t n) {
     return total;
 }
 
+/* Every measurement, for the plot. */
+typedef struct point { int kv, processes; uint32_t n; double lib, raw, ratio; } point;
+static point g_points[64];
+static size_t g_npoints;
+
+/* An SVG of the scaling curves: left, GB/s against N (sts solid, raw dashed), right, sts/raw
+   against N with the 0.8 goal; N on a log2 axis. One colour per mode and kind. */
+static void write_svg(const char *path) {
+    static const char *const colour[4] = { "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728" };
+    static const char *const label[4] = { "batch, threads", "batch, processes", "KV, threads", "KV, processes" };
+    FILE *f = fopen(path, "w");
+    double gmax = 0.1, rmax = 1.2, lmax = 1;
+    size_t i;
+    int panel, series;
+    if (!f) bd_die("%s: %s", path, strerror(errno));
+    for (i = 0; i < g_npoints; i++) {
+        if (g_points[i].lib > gmax) gmax = g_points[i].lib;
+        if (g_points[i].raw > gmax) gmax = g_points[i].raw;
+        if (g_points[i].ratio > rmax) rmax = g_points[i].ratio;
+        if (log2(g_points[i].n) > lmax) lmax = log2(g_points[i].n);
+    }
+    gmax *= 1.1;
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"960\" height=\"420\" font-family=\"sans-serif\" "
+               "font-size=\"12\">\n<rect width=\"960\" height=\"420\" fill=\"white\"/>\n");
+    fprintf(f, "<text x=\"480\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">bench_tasks: %llu MiB a task, %s, "
+               "%ld CPUs</text>\n", (unsigned long long)g_mib, g_durable ? "durable" : "non-durable",
+            sysconf(_SC_NPROCESSORS_ONLN));
+    for (panel = 0; panel < 2; panel++) {
+        double x0 = 60 + panel * 470, y0 = 360, w = 400, h = 300, top = panel ? rmax : gmax;
+        int t;
+        fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#888\"/>\n",
+                x0, y0 - h, w, h);
+        fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">%s</text>\n", x0 + w / 2, y0 - h - 8,
+                panel ? "sts / raw (goal 0.8, dashed)" : "GB/s: sts (solid), raw write() (dashed)");
+        for (t = 0; t <= 4; t++) {  /* y ticks */
+            double v = top * t / 4, y = y0 - h * t / 4;
+            fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">%.2f</text>\n", x0 - 4, y + 4, v);
+        }
+        for (t = 0; t <= (int)lmax; t++) {  /* x ticks: N = 1, 2, 4, ... */
+            double x = x0 + w * t / lmax;
+            fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">%d</text>\n", x, y0 + 16, 1 << t);
+        }
+        fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">N (task writers at once)</text>\n",
+                x0 + w / 2, y0 + 34);
+        if (panel) {
+            double y = y0 - h * 0.8 / top;
+            fprintf(f, "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#000\" "
+                       "stroke-dasharray=\"2,3\"/>\n", x0, x0 + w, y, y);
+        }
+        for (series = 0; series < 4; series++) {
+            int line;
+            for (line = 0; line < (panel ? 1 : 2); line++) {  /* panel 0: sts, then raw */
+                int any = 0;
+                fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s points=\"", colour[series],
+                        line ? " stroke-dasharray=\"6,4\"" : "");
+                for (i = 0; i < g_npoints; i++) {
+                    const point *q = &g_points[i];
+                    double v = panel ? q->ratio : line ? q->raw : q->lib;
+                    if (q->kv * 2 + q->processes != series) continue;
+                    fprintf(f, "%s%.1f,%.1f", any++ ? " " : "", x0 + w * log2(q->n) / lmax, y0 - h * v / top);
+                }
+                fprintf(f, "\"/>\n");
+            }
+        }
+    }
+    for (series = 0; series < 4; series++)
+        fprintf(f, "<rect x=\"%d\" y=\"400\" width=\"14\" height=\"4\" fill=\"%s\"/><text x=\"%d\" y=\"406\">%s"
+                   "</text>\n", 120 + series * 200, colour[series], 140 + series * 200, label[series]);
+    fprintf(f, "</svg>\n");
+    if (fclose(f) != 0) bd_die("%s: write failed", path);
+    printf("plot: %s\n", path);
+}
+
 static void one(uint32_t n, int processes) {
     double lib[64], rawv[64], ratio[64];
     int r, k = 0;
@@ -266,6 +340,11 @@ static void one(uint32_t n, int processes) {
         k++;
     }
     tf_clear(g_dir);
+    if (g_npoints < sizeof g_points / sizeof g_points[0]) {
+        point *q = &g_points[g_npoints++];
+        q->kv = g_kv; q->processes = processes; q->n = n;
+        q->lib = bd_median(lib, (size_t)k); q->raw = bd_median(rawv, (size_t)k); q->ratio = bd_median(ratio, (size_t)k);
+    }
     printf("%-5s %-9s %3u   %8.2f   %8.2f   %6.2fx   (ratios %.2f..%.2f; %.0f MiB a run)\n", g_kv ? "kv" : "batch",
            processes ? "processes" : "threads", n, bd_median(lib, (size_t)k), bd_median(rawv, (size_t)k),
            bd_median(ratio, (size_t)k), bd_min(ratio, (size_t)k), bd_max(ratio, (size_t)k), (double)bytes / MIB);
@@ -276,6 +355,7 @@ int main(int argc, char **argv) {
     uint32_t ns[16] = { 1, 2, 4, 8, 16 };
     size_t nn = 5, i;
     int only = -1, kinds = 3, a;
+    const char *svg = NULL;
     bd_prog = "bench_tasks";
     for (a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--n") && a + 1 < argc) {
@@ -295,9 +375,10 @@ int main(int argc, char **argv) {
             kinds = !strcmp(argv[a], "threads") ? 1 : !strcmp(argv[a], "processes") ? 2 : 3;
         } else if (!strcmp(argv[a], "--durable")) g_durable = 1;
         else if (!strcmp(argv[a], "--quick")) { g_mib = 8; nn = 3; }
+        else if (!strcmp(argv[a], "--svg") && a + 1 < argc) svg = argv[++a];
         else {
             fprintf(stderr, "usage: bench_tasks [--n 1,2,4,8,16] [--mib M] [--runs R] [--only batch|kv] "
-                            "[--kind threads|processes|both] [--durable] [--quick]\n");
+                            "[--kind threads|processes|both] [--durable] [--quick] [--svg FILE]\n");
             return 2;
         }
     }
@@ -324,6 +405,7 @@ int main(int argc, char **argv) {
             for (i = 0; i < nn; i++) one(ns[i], pk);
         }
     }
+    if (svg) write_svg(svg);
     bd_exit(0);
     return 0;
 }

@@ -3,14 +3,14 @@
 # sizes in the same run (bench/bench_tasks.c). Goal: >= 0.8x the parallel raw figure at every N.
 #   make bench-tasks   64 MiB per task by default (BENCH_TASKS_ARGS: --n, --mib, --runs, --only,
 #                      --kind, --durable, --quick); scratch files under BENCH_DIR (default /tmp),
-#                      about 2 GiB at N = 16
+#                      about 2 GiB at N = 16; the scaling curves as a plot in $(BUILD)/bench/tasks.svg
 BENCH_TASKS_ARGS ?=
 
 $(BUILD)/bench/bench_tasks: bench/bench_dataset_util.h tests/fs_util.h
 
 .PHONY: bench-tasks
 bench-tasks: $(BUILD)/bench/bench_tasks
-	$(if $(BENCH_DIR),BENCH_DIR=$(BENCH_DIR)) ./$(BUILD)/bench/bench_tasks $(BENCH_TASKS_ARGS)
+	$(if $(BENCH_DIR),BENCH_DIR=$(BENCH_DIR)) ./$(BUILD)/bench/bench_tasks --svg $(BUILD)/bench/tasks.svg $(BENCH_TASKS_ARGS)
 
 BENCH_STEPS += bench-tasks
 $(BUILD)/bench/bench_tasks: BENCH_LIBS += -pthread
