@@ -11841,6 +11841,9 @@ struct sts_scan {
     sts_view *cells;
     size_t ncells;
     const sts__col **proj;          /* wide: projected schema columns */
+    size_t *pos;                    /* wide: each column's tensor position in the last file (files of a
+                                       dataset mostly list their tensors alike), or (size_t)-1 */
+    int row_ok;                     /* wide, no data: the cells hold the last file's row, complete */
     sts__index keys;                /* long: key filter */
     uint64_t *key_hash;
     const sts__keymap *winners;     /* long, lastWin datasets: the key table decides */
@@ -11889,6 +11892,7 @@ STSDEF void sts_scan_close(sts_scan *s) {
     sts__free(&m, s->plan, (s->ds->nfiles ? s->ds->nfiles : 1) * sizeof *s->plan);
     sts__free(&m, s->cells, (s->ncells ? s->ncells : 1) * sizeof *s->cells);
     sts__free(&m, (void *)s->proj, (s->ncells ? s->ncells : 1) * sizeof *s->proj);
+    sts__free(&m, s->pos, (s->ncells ? s->ncells : 1) * sizeof *s->pos);
     sts__index_free(&m, &s->keys);
     sts__free(&m, s->key_hash, (s->spec.nkeys ? s->spec.nkeys : 1) * sizeof *s->key_hash);
     sts__free(&m, (void *)s->expect, s->expect_cap * sizeof *s->expect);
@@ -11939,7 +11943,8 @@ STSDEF sts_result sts_scan_open(const sts_dataset *ds, const sts_scan_spec *spec
         size_t n = spec->columns ? spec->ncolumns : ds->ncols;
         s->ncells = n;
         if (!(s->cells = (sts_view *)sts__alloc(&ds->mem, (n ? n : 1) * sizeof *s->cells)) ||
-            !(s->proj = (const sts__col **)sts__alloc(&ds->mem, (n ? n : 1) * sizeof *s->proj))) {
+            !(s->proj = (const sts__col **)sts__alloc(&ds->mem, (n ? n : 1) * sizeof *s->proj)) ||
+            !(s->pos = (size_t *)sts__alloc(&ds->mem, (n ? n : 1) * sizeof *s->pos))) {
             sts_scan_close(s);
             return sts__nomem(err, "a scan");
         }
@@ -11957,6 +11962,7 @@ STSDEF sts_result sts_scan_open(const sts_dataset *ds, const sts_scan_spec *spec
                 return r;
             }
             s->proj[i] = found;
+            s->pos[i] = (size_t)-1;
         }
     } else {
         s->ncells = 1;
@@ -12090,11 +12096,23 @@ STSDEF sts_result sts_scan_next(sts_scan *s, const sts_view **cells, size_t *nce
     if (!s->spec.long_form) {  /* wide: one row per file */
         size_t i;
         if (s->at >= s->nplan) { sts__ok(err); return STS_OK; }  /* the end: *cells stays NULL */
-        if ((r = sts__scan_file(s, err)) != STS_OK) return r;
+        if ((r = sts__scan_file(s, err)) != STS_OK) { s->row_ok = 0; return r; }
+        if (s->row_ok && s->hr.reused && !s->spec.with_data) {  /* the last file's parse again: its cells stand */
+            for (i = 0; i < s->ncells; i++) s->cells[i].file = s->cur;
+            *cells = s->cells;
+            *ncells = s->ncells;
+            sts__ok(err);
+            return STS_OK;
+        }
+        s->row_ok = 0;
         for (i = 0; i < s->ncells; i++) {
             const sts__col *c = s->proj[i];
-            const sts_tensor *t = sts_find(s->hdr, c->v.key, c->v.key_len);
+            const sts_tensor *t = sts_at(s->hdr, s->pos[i]);  /* where it was in the last file */
             sts_view *v = &s->cells[i];
+            if (!t || t->name_len != c->v.key_len || (t->name_len && memcmp(t->name, c->v.key, t->name_len) != 0)) {
+                t = sts_find(s->hdr, c->v.key, c->v.key_len);
+                s->pos[i] = t ? (size_t)(t - sts_at(s->hdr, 0)) : (size_t)-1;
+            }
             memset(v, 0, sizeof *v);
             v->key = c->v.key; v->key_len = c->v.key_len; v->file = s->cur;
             if (!t) continue;  /* a missing tensor is null */
@@ -12114,6 +12132,7 @@ STSDEF sts_result sts_scan_next(sts_scan *s, const sts_view **cells, size_t *nce
             v->present = 1; v->dtype = t->dtype; v->rank = t->rank; v->shape = t->shape; v->nbytes = t->end - t->begin;
             if (s->spec.with_data) { v->data = sts_data(s->hdr, t); s->st.data_bytes += v->nbytes; }
         }
+        s->row_ok = !s->spec.with_data;
         *cells = s->cells;
         *ncells = s->ncells;
         sts__ok(err);
