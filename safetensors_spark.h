@@ -11404,19 +11404,22 @@ STS__PRIVATE sts_result sts__ds_header(const sts_dataset *ds, size_t fi, sts_fil
 STS__PRIVATE sts_result sts__ds_keys(const sts_dataset *cds, const sts__keymap **out, sts_error *err) {
     sts_dataset *ds = (sts_dataset *)(uintptr_t)cds;
     sts__keymap *have, *k, *expect = NULL;
+    sts__hread hr;
     size_t i;
     sts_result r = STS_OK;
     if (ds->index) { *out = ds->index; return STS_OK; }
     if ((have = (sts__keymap *)STS__LOAD_PTR(&ds->built)) != NULL) { *out = have; return STS_OK; }
     if (!(k = sts__keymap_new(ds))) return sts__nomem(err, "the key table");
+    sts__hread_init(&hr, &ds->mem, NULL);  /* the headers one after another, as a scan reads them */
     for (i = 0; i < ds->nfiles && r == STS_OK; i++) {
         sts_file *f;
-        sts_scan_stats st;
         size_t t;
-        memset(&st, 0, sizeof st);
-        if ((r = sts__ds_header(ds, i, &f, &st, err)) != STS_OK) break;
+        if ((r = sts__hread_open(&hr, ds->files[i].path, ds->files[i].size, &f, err)) != STS_OK) {
+            r = sts__ds_name_file(err, r, &ds->files[i]);
+            break;
+        }
         STS__ADD(&ds->st_opened, 1);
-        STS__ADD(&ds->st_header, st.header_bytes);
+        STS__ADD(&ds->st_header, 8 + sts_header_size(f));
         for (t = 0; t < sts_count(f) && r == STS_OK; t++) {
             const sts_tensor *x = sts_at(f, t);
             sts__dent e;
@@ -11439,9 +11442,9 @@ STS__PRIVATE sts_result sts__ds_keys(const sts_dataset *cds, const sts__keymap *
                 e.len = kl;
             }
             r = sts__keymap_put(k, ds->seed, &e, err);
-        }
-        sts_close(f);  /* the entries hold copies */
+        }  /* the entries hold copies; the reader keeps f until its next file */
     }
+    sts__hread_free(&hr);
     if (r == STS_OK) r = sts__keymap_finish(ds, k, err);
     if (r != STS_OK) { sts__keymap_free(k); return r; }
     if (STS__CAS_PTR(&ds->built, &expect, k)) *out = k;

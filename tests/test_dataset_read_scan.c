@@ -13,7 +13,8 @@
      another size (trailing bytes) is parsed and fails as before; an explicit schema that every
      identical file breaks fails on each file, naming it;
    - the reader forced onto sts_open every time, and forced to hint every file;
-   - with data (mapped, or read whole under STS_NO_MMAP) and long scans with filters.
+   - with data (mapped, or read whole under STS_NO_MMAP) and long scans with filters;
+   - the key table built from the headers without an index (the same reader).
    test_dataset_read_scan_plain.c builds the same cases without _GNU_SOURCE (no RWF_NOWAIT: timed plain
    reads) and with STS_NO_MMAP. */
 #ifndef STS_TEST_SCAN_PLAIN
@@ -427,6 +428,46 @@ static void test_batch_dataset(void **state) {
     tf_rmtree(dir);
 }
 
+/* Without an index, the first lookup builds the key table from every header through the same reader:
+   each file's keys ("file/name" in a batch dataset) find that file's tensors as its header has them. */
+static void test_no_index_keys(void **state) {
+    char dir[256];
+    dr_batch b;
+    sts_dataset *ds;
+    sts_error e;
+    size_t f, t;
+    uint64_t opened;
+    (void)state;
+    memset(&b, 0, sizeof b);
+    b.tasks = 2;
+    b.rows_per_task[0] = 9;
+    b.rows_per_task[1] = 7;
+    b.batch_size = 2;
+    dr_fresh(dir, sizeof dir, "noindex");
+    dr_write_batch(dir, &b);
+    ds = dr_open(dir, 1);
+    opened = sts_dataset_stats(ds).files_opened;  /* the schema was inferred from the first file */
+    for (f = 0; f < ds->nfiles; f++) {
+        sts_file *old;
+        DR_OK(sts__ds_header(ds, f, &old, NULL, &e));
+        for (t = 0; t < sts_count(old); t++) {
+            const sts_tensor *x = sts_at(old, t);
+            char key[512];
+            sts_view v;
+            int kl = snprintf(key, sizeof key, "%s/%.*s", sts_dataset_file(ds, f), (int)x->name_len, x->name);
+            DR_OK(sts_dataset_get(ds, key, (size_t)kl, 0, &v, &e));
+            assert_int_equal(v.file, f);
+            assert_int_equal(v.dtype, x->dtype);
+            assert_int_equal(v.rank, x->rank);
+            assert_memory_equal(v.shape, x->shape, x->rank * sizeof *x->shape);
+        }
+        sts_close(old);
+    }
+    assert_int_equal(sts_dataset_stats(ds).files_opened - opened, ds->nfiles);  /* each header read once */
+    sts_dataset_close(ds);
+    tf_rmtree(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_identical_headers_parsed_once),
@@ -439,6 +480,7 @@ int main(void) {
         cmocka_unit_test(test_schema_broken_by_every_file),
         cmocka_unit_test(test_with_data_and_long),
         cmocka_unit_test(test_batch_dataset),
+        cmocka_unit_test(test_no_index_keys),
     };
     return cmocka_run_group_tests(tests, dr_root_setup, dr_root_teardown);
 }
