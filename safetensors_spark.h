@@ -3997,7 +3997,9 @@ STS__PRIVATE sts_result sts__hread_open(sts__hread *h, const char *path, uint64_
         v.iov_len = want;
         do got = preadv2(fd, &v, 1, 0, RWF_NOWAIT); while (got < 0 && errno == EINTR);
         if (got < 0 && errno == EAGAIN) { h->cold = 1; got = 0; }  /* not cached: the plain read below */
-        else if (got < 0) h->no_nowait = 1;  /* not here: timed plain reads from now on */
+        else if (got < 0 && (errno == EOPNOTSUPP || errno == EINVAL || errno == ENOSYS))
+            h->no_nowait = 1;  /* not here: timed plain reads from now on */
+        else if (got < 0) goto exact;  /* a folder, a FIFO, EIO: sts_open says what */
         else if ((size_t)got == want) h->cold = 0;
         /* a short count is part cached or the end of the file: the plain read tells which */
         if (got >= 0 && (size_t)got < want && sts__pread_all(fd, p + got, want - (size_t)got, (uint64_t)got) != 0)

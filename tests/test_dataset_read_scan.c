@@ -14,7 +14,8 @@
      identical file breaks fails on each file, naming it;
    - the reader forced onto sts_open every time, and forced to hint every file;
    - with data (mapped, or read whole under STS_NO_MMAP) and long scans with filters;
-   - the key table built from the headers without an index (the same reader).
+   - the key table built from the headers without an index (the same reader);
+   - the reader on a folder, a FIFO and a missing file: sts_open's error.
    test_dataset_read_scan_plain.c builds the same cases without _GNU_SOURCE (no RWF_NOWAIT: timed plain
    reads) and with STS_NO_MMAP. */
 #ifndef STS_TEST_SCAN_PLAIN
@@ -428,6 +429,41 @@ static void test_batch_dataset(void **state) {
     tf_rmtree(dir);
 }
 
+/* The reader alone, on what is not a regular file (a dataset's open lets none through, but a file
+   can be replaced after it): the error is sts_open's, message included. */
+static void test_reader_not_a_file(void **state) {
+    char dir[256], fifo[512], missing[512];
+    const char *paths[3];
+    sts__mem m = sts__mem_from(NULL);
+    int i;
+    (void)state;
+    dr_fresh(dir, sizeof dir, "notfile");
+    dr_subdir(dir, sizeof dir, dr_root, "notfile");
+    tf_join(fifo, sizeof fifo, dir, "fifo.safetensors");
+    tf_join(missing, sizeof missing, dir, "gone.safetensors");
+    assert_int_equal(mkfifo(fifo, 0644), 0);
+    paths[0] = dir; paths[1] = fifo; paths[2] = missing;
+    for (i = 0; i < 3; i++) {
+        sts__hread h;
+        sts_file *f = NULL, *g = NULL;
+        sts_options o;
+        sts_error e, eo;
+        sts_result r, ro;
+        memset(&o, 0, sizeof o);
+        o.header_only = 1;
+        sts__hread_init(&h, &m, NULL);
+        r = sts__hread_open(&h, paths[i], 4096, &f, &e);
+        ro = sts_open(paths[i], &o, &g, &eo);
+        assert_int_not_equal(ro, STS_OK);
+        assert_int_equal(r, ro);
+        assert_int_equal(e.rule, eo.rule);
+        assert_string_equal(e.message, eo.message);
+        assert_null(f);
+        assert_int_equal(h.fallbacks, 1);
+        sts__hread_free(&h);
+    }
+    tf_rmtree(dir);
+}
 /* Without an index, the first lookup builds the key table from every header through the same reader:
    each file's keys ("file/name" in a batch dataset) find that file's tensors as its header has them. */
 static void test_no_index_keys(void **state) {
@@ -481,6 +517,7 @@ int main(void) {
         cmocka_unit_test(test_with_data_and_long),
         cmocka_unit_test(test_batch_dataset),
         cmocka_unit_test(test_no_index_keys),
+        cmocka_unit_test(test_reader_not_a_file),
     };
     return cmocka_run_group_tests(tests, dr_root_setup, dr_root_teardown);
 }
