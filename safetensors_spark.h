@@ -3521,10 +3521,11 @@ STSDEF const sts_kv *sts_metadata_find(const sts_file *f, const char *key, size_
 /* ==============================================================================================
    >>io  5. io
    Owns: opening a file from a user pread-style source, from a path by mmap (with a read-into-
-   memory fallback), or header-only (exactly 8 + N bytes read); the fd sink; atomic publication
-   of a file (temporary in the same folder, fsync, rename, fsync of the folder); random bytes for
-   temporary names; errno names for messages; the threads: the task writers' write-behind thread
-   and the jobs run at once (sts__par_run).
+   memory fallback), or header-only (exactly 8 + N bytes read); the header reader of scans (one
+   guessed pread per file, shared buffers, a repeated header parsed once); the fd sink; atomic
+   publication of a file (temporary in the same folder, fsync, rename, fsync of the folder);
+   random bytes for temporary names; errno names for messages; the threads: the task writers'
+   write-behind thread and the jobs run at once (sts__par_run).
    May call: util, header.
    ============================================================================================== */
 STS__PRIVATE void sts__release_heap(sts_file *f) {
@@ -3980,6 +3981,166 @@ STSDEF sts_result sts_open(const char *path, const sts_options *opts, sts_file *
     f->header = (const uint8_t *)f->owned + 8;
     f->data = f->header + n;
     return sts__finish_open(f, opts, out, err);
+}
+
+/* ---- headers read one after another: a dataset's scans ----
+   sts__hread reads the headers of many files in turn, each expected to be `size` bytes: the size
+   its dataset recorded at open (stat, and the manifest's bytes when there is one). Per file it
+   costs open, one pread and close, as a hand-written loop does:
+   - the pread asks for the previous file's 8 + N bytes and some slack (4 KiB for the first file),
+     or the whole file when it is smaller; a second pread follows only when the 8-byte length says
+     the first was short. No fstat and no mmap: the size is the recorded one.
+   - the bytes land in one of two buffers the reader keeps (no allocation per file): a header
+     byte-identical to the previous file's, in a file of the same size, is not parsed again. The
+     parse reads nothing but the N header bytes, the file size and the options (the same ones), so
+     it could only give the same verdict and the same tensors; the previous sts_file is returned.
+   - every error is sts_open's (header_only): whenever a read is not the normal case (open or pread
+     fails, the file ends before the bytes asked for, which the recorded size promised) or the
+     prefix or the parse fails, the file is opened again by sts_open, which stats it and gives the
+     verdict from its size now. A failing file thus gets exactly the error it always got. What the
+     reader cannot see is a file that changed size after the dataset opened while still filling the
+     pread: it is checked against the recorded size (mapping the file for its data checks it again).
+   - readahead: POSIX_FADV_RANDOM (no readahead: 4 KiB read from the device for a small header
+     instead of 16 KiB) only while files are not cached: a file found uncached turns the hint on
+     for the next files, a cached one turns it off (the file that shows it was read with readahead).
+     Where the TU sees preadv2 and RWF_NOWAIT (glibc with _GNU_SOURCE, Linux 4.14+), the read asks
+     the page cache only: EAGAIN means not cached, and a plain read follows. Elsewhere (or where
+     the file system refuses RWF_NOWAIT) one read in 16 is timed, and every read while hinting:
+     slower than STS__HREAD_COLD_NS means not cached. A cached file costs no hint system call.
+   The sts_file returned belongs to the reader and lives until its next open or its free. */
+#define STS__HREAD_FIRST 4096
+#define STS__HREAD_COLD_NS 25000  /* a pread of a few KiB from the page cache takes well under this */
+#include <sys/uio.h>
+#if defined(__linux__) && defined(RWF_NOWAIT) && defined(__GLIBC__) && \
+    (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 26))
+#  define STS__NOWAIT 1  /* preadv2 is declared (glibc 2.26+, _GNU_SOURCE) */
+#else
+#  define STS__NOWAIT 0
+#endif
+typedef struct sts__hread {
+    sts_options opts;           /* header_only; the caller's allocator and limits */
+    sts__mem mem;
+    uint8_t *buf[2];            /* file bytes: buf[cur] is f's when f_in_buf, the other is free */
+    size_t cap[2];
+    int cur, f_in_buf;
+    sts_file *f;                /* the last header returned, or NULL */
+    uint64_t f_size;            /* its file size */
+    size_t want;                /* the next pread's length */
+    unsigned reads;             /* timed preads so far: one in 16 is timed */
+    int cold;                   /* the last timed read looked uncached: hint the next ones */
+    int no_nowait;              /* RWF_NOWAIT refused here: timed plain reads */
+    int reused;                 /* the last open returned the parse before it (same bytes, same size) */
+    int test_cold, test_fallback;  /* tests: hint every file / take sts_open's path every time */
+    uint64_t fallbacks, reuses, hints;  /* counts, for tests and profiles */
+} sts__hread;
+STS__PRIVATE void sts__hread_init(sts__hread *h, const sts__mem *m, const sts_options *o) {
+    memset(h, 0, sizeof *h);
+    if (o) h->opts = *o;
+    h->opts.allocator = m->a;
+    h->opts.header_only = 1;
+    h->mem = *m;
+    h->want = STS__HREAD_FIRST;
+}
+STS__PRIVATE void sts__hread_free(sts__hread *h) {
+    sts_close(h->f);
+    sts__free(&h->mem, h->buf[0], h->cap[0]);
+    sts__free(&h->mem, h->buf[1], h->cap[1]);
+    memset(h->buf, 0, sizeof h->buf);
+    h->f = NULL;
+}
+/* The current file becomes nf (its bytes in buf[b] when in_buf); the previous one is closed. */
+STS__PRIVATE void sts__hread_keep(sts__hread *h, sts_file *nf, uint64_t size, int b, int in_buf) {
+    sts_close(h->f);
+    h->f = nf;
+    h->f_size = size;
+    h->f_in_buf = in_buf;
+    if (in_buf) h->cur = b;
+}
+STS__PRIVATE uint64_t sts__hread_ns(void) {
+#ifdef CLOCK_MONOTONIC
+    struct timespec t;
+    if (clock_gettime(CLOCK_MONOTONIC, &t) == 0) return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+#endif
+    return 0;
+}
+STS__PRIVATE sts_result sts__hread_open(sts__hread *h, const char *path, uint64_t size, sts_file **out,
+                                        sts_error *err) {
+    int b = h->f && h->f_in_buf ? 1 - h->cur : h->cur, fd = -1, timed;
+    size_t want = h->want, total;
+    uint64_t n, t0 = 0;
+    ssize_t got;
+    sts_file *nf;
+    sts_result r;
+    uint8_t *p;
+    h->reused = 0;
+    if (size < 8 || h->test_fallback) goto exact;  /* an error for sure (or a test): sts_open's */
+    if ((uint64_t)want > size) want = (size_t)size;
+    if (!sts__grow(&h->mem, (void **)&h->buf[b], &h->cap[b], want, 1)) return sts__nomem(err, "a header buffer");
+    do fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); while (fd < 0 && errno == EINTR);
+    if (fd < 0) goto exact;
+    p = h->buf[b];
+    got = -1;
+#ifdef POSIX_FADV_RANDOM
+    if (h->cold || h->test_cold) { (void)posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM); h->hints++; }
+#endif
+#if STS__NOWAIT
+    if (!h->no_nowait) {  /* from the page cache only */
+        struct iovec v;
+        v.iov_base = p;
+        v.iov_len = want;
+        do got = preadv2(fd, &v, 1, 0, RWF_NOWAIT); while (got < 0 && errno == EINTR);
+        if (got < 0 && errno == EAGAIN) { h->cold = 1; got = 0; }  /* not cached: the plain read below */
+        else if (got < 0 && (errno == EOPNOTSUPP || errno == EINVAL || errno == ENOSYS))
+            h->no_nowait = 1;  /* not here: timed plain reads from now on */
+        else if (got < 0) goto exact;  /* a folder, a FIFO, EIO: sts_open says what */
+        else if ((size_t)got == want) h->cold = 0;
+        /* a short count is part cached or the end of the file: the plain read tells which */
+        if (got >= 0 && (size_t)got < want && sts__pread_all(fd, p + got, want - (size_t)got, (uint64_t)got) != 0)
+            goto exact;  /* an error, or the file is shorter than recorded */
+    }
+#endif
+    if (got < 0) {  /* plain, timed now and then */
+        timed = h->cold || (h->reads++ & 15) == 0;
+        if (timed) t0 = sts__hread_ns();
+        do got = pread(fd, p, want, 0); while (got < 0 && errno == EINTR);
+        if (timed) h->cold = sts__hread_ns() - t0 > STS__HREAD_COLD_NS;
+        if (got != (ssize_t)want) goto exact;  /* an error, or the file is shorter than recorded */
+    }
+    if (sts__check_prefix(p, size, &h->opts, &n, NULL) != STS_OK) goto exact;
+    total = (size_t)(8 + n);  /* n <= size - 8 and want <= size: it fits */
+    if (total > want) {  /* the guess was short: the rest of the header */
+        if (!sts__grow(&h->mem, (void **)&h->buf[b], &h->cap[b], total, 1)) {
+            sts__close_fd(fd);
+            return sts__nomem(err, "a header buffer");
+        }
+        p = h->buf[b];
+        if (sts__pread_all(fd, p + want, total - want, want) != 0) goto exact;
+    }
+    sts__close_fd(fd);
+    fd = -1;
+    h->want = total + (total < 32768 ? 64 + total / 8 : 4096);
+    if (h->f && size == h->f_size && n == h->f->header_len && memcmp(p + 8, h->f->header, (size_t)n) == 0) {
+        h->reuses++;  /* the same bytes and size: the same verdict and tensors as the last parse */
+        h->reused = 1;
+        *out = h->f;
+        return STS_OK;
+    }
+    if (!(nf = sts__file_new(&h->mem))) return sts__nomem(err, "the file handle");
+    nf->header = p + 8;
+    nf->header_len = n;
+    nf->file_size = size;
+    if (sts__finish_open(nf, &h->opts, &nf, NULL) != STS_OK) goto exact;  /* closed; the verdict is sts_open's */
+    sts__hread_keep(h, nf, size, b, 1);
+    *out = nf;
+    return STS_OK;
+exact:
+    sts__close_fd(fd);
+    h->fallbacks++;
+    if ((r = sts_open(path, &h->opts, &nf, err)) != STS_OK) return r;
+    sts__hread_keep(h, nf, sts_file_size(nf), b, 0);
+    h->want = (size_t)(8 + sts_header_size(nf)) + 64;
+    *out = nf;
+    return STS_OK;
 }
 
 /* Random bytes from /dev/urandom; falls back to clock and address entropy. */
@@ -11610,19 +11771,22 @@ STS__PRIVATE sts_result sts__ds_header(const sts_dataset *ds, size_t fi, sts_fil
 STS__PRIVATE sts_result sts__ds_keys(const sts_dataset *cds, const sts__keymap **out, sts_error *err) {
     sts_dataset *ds = (sts_dataset *)(uintptr_t)cds;
     sts__keymap *have, *k, *expect = NULL;
+    sts__hread hr;
     size_t i;
     sts_result r = STS_OK;
     if (ds->index) { *out = ds->index; return STS_OK; }
     if ((have = (sts__keymap *)STS__LOAD_PTR(&ds->built)) != NULL) { *out = have; return STS_OK; }
     if (!(k = sts__keymap_new(ds))) return sts__nomem(err, "the key table");
+    sts__hread_init(&hr, &ds->mem, NULL);  /* the headers one after another, as a scan reads them */
     for (i = 0; i < ds->nfiles && r == STS_OK; i++) {
         sts_file *f;
-        sts_scan_stats st;
         size_t t;
-        memset(&st, 0, sizeof st);
-        if ((r = sts__ds_header(ds, i, &f, &st, err)) != STS_OK) break;
+        if ((r = sts__hread_open(&hr, ds->files[i].path, ds->files[i].size, &f, err)) != STS_OK) {
+            r = sts__ds_name_file(err, r, &ds->files[i]);
+            break;
+        }
         STS__ADD(&ds->st_opened, 1);
-        STS__ADD(&ds->st_header, st.header_bytes);
+        STS__ADD(&ds->st_header, 8 + sts_header_size(f));
         for (t = 0; t < sts_count(f) && r == STS_OK; t++) {
             const sts_tensor *x = sts_at(f, t);
             sts__dent e;
@@ -11645,9 +11809,9 @@ STS__PRIVATE sts_result sts__ds_keys(const sts_dataset *cds, const sts__keymap *
                 e.len = kl;
             }
             r = sts__keymap_put(k, ds->seed, &e, err);
-        }
-        sts_close(f);  /* the entries hold copies */
+        }  /* the entries hold copies; the reader keeps f until its next file */
     }
+    sts__hread_free(&hr);
     if (r == STS_OK) r = sts__keymap_finish(ds, k, err);
     if (r != STS_OK) { sts__keymap_free(k); return r; }
     if (STS__CAS_PTR(&ds->built, &expect, k)) *out = k;
@@ -12041,12 +12205,15 @@ struct sts_scan {
     sts_scan_spec spec;
     size_t *plan;                   /* files to visit */
     size_t nplan, at;
-    sts_file *hdr;                  /* current file: header-only (owned) or mapped (the dataset's) */
-    int hdr_owned;
+    sts_file *hdr;                  /* current file: header-only (the reader's) or mapped (the dataset's) */
+    sts__hread hr;                  /* reads the header-only files, one after another */
     size_t cur, t;                  /* current file index, next tensor (long) */
     sts_view *cells;
     size_t ncells;
     const sts__col **proj;          /* wide: projected schema columns */
+    size_t *pos;                    /* wide: each column's tensor position in the last file (files of a
+                                       dataset mostly list their tensors alike), or (size_t)-1 */
+    int row_ok;                     /* wide, no data: the cells hold the last file's row, complete */
     sts__index keys;                /* long: key filter */
     uint64_t *key_hash;
     const sts__keymap *winners;     /* long, lastWin datasets: the key table decides */
@@ -12091,10 +12258,11 @@ STSDEF void sts_scan_close(sts_scan *s) {
     sts__mem m;
     if (!s) return;
     m = s->ds->mem;
-    if (s->hdr_owned) sts_close(s->hdr);
+    sts__hread_free(&s->hr);
     sts__free(&m, s->plan, (s->ds->nfiles ? s->ds->nfiles : 1) * sizeof *s->plan);
     sts__free(&m, s->cells, (s->ncells ? s->ncells : 1) * sizeof *s->cells);
     sts__free(&m, (void *)s->proj, (s->ncells ? s->ncells : 1) * sizeof *s->proj);
+    sts__free(&m, s->pos, (s->ncells ? s->ncells : 1) * sizeof *s->pos);
     sts__index_free(&m, &s->keys);
     sts__free(&m, s->key_hash, (s->spec.nkeys ? s->spec.nkeys : 1) * sizeof *s->key_hash);
     sts__free(&m, (void *)s->expect, s->expect_cap * sizeof *s->expect);
@@ -12135,6 +12303,7 @@ STSDEF sts_result sts_scan_open(const sts_dataset *ds, const sts_scan_spec *spec
     memset(s, 0, sizeof *s);
     s->ds = ds;
     s->spec = *spec;
+    sts__hread_init(&s->hr, &ds->mem, NULL);
     s->keys.slots = NULL;
     if (!(s->plan = (size_t *)sts__alloc(&ds->mem, (ds->nfiles ? ds->nfiles : 1) * sizeof *s->plan))) {
         sts_scan_close(s);
@@ -12144,7 +12313,8 @@ STSDEF sts_result sts_scan_open(const sts_dataset *ds, const sts_scan_spec *spec
         size_t n = spec->columns ? spec->ncolumns : ds->ncols;
         s->ncells = n;
         if (!(s->cells = (sts_view *)sts__alloc(&ds->mem, (n ? n : 1) * sizeof *s->cells)) ||
-            !(s->proj = (const sts__col **)sts__alloc(&ds->mem, (n ? n : 1) * sizeof *s->proj))) {
+            !(s->proj = (const sts__col **)sts__alloc(&ds->mem, (n ? n : 1) * sizeof *s->proj)) ||
+            !(s->pos = (size_t *)sts__alloc(&ds->mem, (n ? n : 1) * sizeof *s->pos))) {
             sts_scan_close(s);
             return sts__nomem(err, "a scan");
         }
@@ -12162,6 +12332,7 @@ STSDEF sts_result sts_scan_open(const sts_dataset *ds, const sts_scan_spec *spec
                 return r;
             }
             s->proj[i] = found;
+            s->pos[i] = (size_t)-1;
         }
     } else {
         s->ncells = 1;
@@ -12245,27 +12416,33 @@ STS__PRIVATE sts_result sts__scan_check_expected(sts_scan *s, const sts_file *h,
     }
     return STS_OK;
 }
+/* The header of file `cur` through the scan's reader (sts__hread), counted; the reader owns it. */
+STS__PRIVATE sts_result sts__scan_header(sts_scan *s, sts_file **out, sts_error *err) {
+    const sts__dfile *f = &s->ds->files[s->cur];
+    sts_result r = sts__hread_open(&s->hr, f->path, f->size, out, err);
+    if (r != STS_OK) return sts__ds_name_file(err, r, f);
+    s->st.files_opened++;
+    s->st.header_bytes += 8 + sts_header_size(*out);
+    return STS_OK;
+}
 /* Opens the next planned file: header-only, or mapped when data is wanted. */
 STS__PRIVATE sts_result sts__scan_file(sts_scan *s, sts_error *err) {
     sts_result r;
-    if (s->hdr_owned) sts_close(s->hdr);
+    sts_file *h;
     s->hdr = NULL;
-    s->hdr_owned = 0;
     s->cur = s->plan[s->at++];
     s->t = 0;
     if (s->spec.with_data && s->spec.long_form && (s->spec.nkeys || s->spec.ndtypes || s->spec.has_shape)) {
         size_t i, n;
         int any = 0;
-        sts_file *h;
-        if ((r = sts__ds_header(s->ds, s->cur, &h, &s->st, err)) != STS_OK) return r;
+        if ((r = sts__scan_header(s, &h, err)) != STS_OK) return r;
         n = sts_count(h);
         for (i = 0; i < n && !any; i++) {
             const sts_tensor *t = sts_at(h, i);
             any = sts__spec_keep(s, t->name, t->name_len, t->dtype, t->rank, t->shape);
         }
-        if ((r = sts__scan_check_expected(s, h, err)) != STS_OK) { sts_close(h); return r; }
-        if (!any) { s->hdr = h; s->hdr_owned = 1; s->t = n; return STS_OK; }
-        sts_close(h);
+        if ((r = sts__scan_check_expected(s, h, err)) != STS_OK) return r;
+        if (!any) { s->hdr = h; s->t = n; return STS_OK; }
         if ((r = sts__ds_map(s->ds, s->cur, &s->hdr, err)) != STS_OK) return r;
         s->st.files_mapped++;
         return STS_OK;
@@ -12277,8 +12454,7 @@ STS__PRIVATE sts_result sts__scan_file(sts_scan *s, sts_error *err) {
         s->st.header_bytes += 8 + sts_header_size(s->hdr);
         return sts__scan_check_expected(s, s->hdr, err);
     }
-    if ((r = sts__ds_header(s->ds, s->cur, &s->hdr, &s->st, err)) != STS_OK) return r;
-    s->hdr_owned = 1;
+    if ((r = sts__scan_header(s, &s->hdr, err)) != STS_OK) return r;
     return sts__scan_check_expected(s, s->hdr, err);
 }
 STSDEF sts_result sts_scan_next(sts_scan *s, const sts_view **cells, size_t *ncells, sts_error *err) {
@@ -12290,11 +12466,23 @@ STSDEF sts_result sts_scan_next(sts_scan *s, const sts_view **cells, size_t *nce
     if (!s->spec.long_form) {  /* wide: one row per file */
         size_t i;
         if (s->at >= s->nplan) { sts__ok(err); return STS_OK; }  /* the end: *cells stays NULL */
-        if ((r = sts__scan_file(s, err)) != STS_OK) return r;
+        if ((r = sts__scan_file(s, err)) != STS_OK) { s->row_ok = 0; return r; }
+        if (s->row_ok && s->hr.reused && !s->spec.with_data) {  /* the last file's parse again: its cells stand */
+            for (i = 0; i < s->ncells; i++) s->cells[i].file = s->cur;
+            *cells = s->cells;
+            *ncells = s->ncells;
+            sts__ok(err);
+            return STS_OK;
+        }
+        s->row_ok = 0;
         for (i = 0; i < s->ncells; i++) {
             const sts__col *c = s->proj[i];
-            const sts_tensor *t = sts_find(s->hdr, c->v.key, c->v.key_len);
+            const sts_tensor *t = sts_at(s->hdr, s->pos[i]);  /* where it was in the last file */
             sts_view *v = &s->cells[i];
+            if (!t || t->name_len != c->v.key_len || (t->name_len && memcmp(t->name, c->v.key, t->name_len) != 0)) {
+                t = sts_find(s->hdr, c->v.key, c->v.key_len);
+                s->pos[i] = t ? (size_t)(t - sts_at(s->hdr, 0)) : (size_t)-1;
+            }
             memset(v, 0, sizeof *v);
             v->key = c->v.key; v->key_len = c->v.key_len; v->file = s->cur;
             if (!t) continue;  /* a missing tensor is null */
@@ -12314,6 +12502,7 @@ STSDEF sts_result sts_scan_next(sts_scan *s, const sts_view **cells, size_t *nce
             v->present = 1; v->dtype = t->dtype; v->rank = t->rank; v->shape = t->shape; v->nbytes = t->end - t->begin;
             if (s->spec.with_data) { v->data = sts_data(s->hdr, t); s->st.data_bytes += v->nbytes; }
         }
+        s->row_ok = !s->spec.with_data;
         *cells = s->cells;
         *ncells = s->ncells;
         sts__ok(err);

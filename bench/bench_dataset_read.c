@@ -33,8 +33,11 @@
                    (bytes returned by read calls) and read_bytes (bytes fetched from the device)
                    from /proc/self/io around the scan, and the time per file; warm (files in the
                    page cache) and cold (their pages dropped first). Baselines in the same run:
-                   sts_open(header_only) + sts_close per file, and by hand: open, pread 8 bytes,
-                   pread N bytes, close.
+                   sts_open(header_only) + sts_close per file, and by hand: open, one pread of
+                   the previous file's 8 + N bytes (4 KiB for the first; a second pread only when
+                   the 8-byte length says that was short, never here), close. Warm passes are
+                   timed --passes times each, scan and hand loop alternating, the best of each
+                   kept (a shared machine's noise only ever adds time).
 
    Checks (untimed): every call must return STS_OK; dataset summaries, file and key counts;
    every lookup's key, file, dtype, shape and size; with data, element 0 must be the key's row; the
@@ -43,9 +46,10 @@
    Files live in a fresh folder under $BENCH_DIR (default /tmp), removed at the end, on failure
    and on SIGINT/SIGTERM/SIGHUP.
 
-   usage: bench_dataset_read [--quick] [--runs N] [--lookups N] [--only index|scan|all]
+   usage: bench_dataset_read [--quick] [--runs N] [--passes N] [--lookups N] [--only index|scan|all]
           --quick    sizes / 16 (62,500 keys in 100 shards, 62 wide files)
           --runs     repetitions (default 3); medians and spread are printed
+          --passes   warm wide-scan passes per run, the best kept (default 5)
           --lookups  timed lookups per kind and run (default: every key) */
 #define _GNU_SOURCE
 #define STS_IMPLEMENTATION
@@ -59,7 +63,7 @@
 #define KEY_LEN 17 /* sample-0000123__x */
 #define MAX_RUNS 32
 
-static int g_quick, g_runs = 3;
+static int g_quick, g_runs = 3, g_passes = 5;
 static uint64_t g_tasks = 100, g_rows_per_task = 10000, g_keys, g_lookups, g_wide_files = 1000;
 static char g_kv[4096], g_wide[4096];
 
@@ -556,24 +560,30 @@ static int wide_headers(rrun *o, const wpaths *w, double *t) {  /* sts_open(head
     *t = tu_now() - t0;
     return 0;
 }
-/* open, pread 8, pread N, close; advise = 1 adds posix_fadvise(POSIX_FADV_RANDOM) after open (no readahead). */
+/* open, one pread, close: the pread asks for the previous file's 8 + N bytes (4 KiB for the first
+   file), as a caller who knows the files look alike would; a second pread only when the length
+   read says the first was short. advise = 1 adds posix_fadvise(POSIX_FADV_RANDOM) after open (no
+   readahead). */
 static int wide_raw(rrun *o, const wpaths *w, double *t, uint64_t *bytes, int advise) {
     static uint8_t buf[1 << 16];
-    size_t i;
+    size_t i, want = 4096;
     double t0;
     uint64_t total = 0;
     t0 = tu_now();
     for (i = 0; i < w->n; i++) {
-        uint8_t le[8];
         uint64_t n = 0;
+        ssize_t got;
         int fd = open(w->p[i], O_RDONLY | O_CLOEXEC), k;
         if (fd >= 0 && advise) posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
-        if (fd < 0 || pread(fd, le, 8, 0) != 8) return failf(o->why, "read %s", w->p[i]);
-        for (k = 7; k >= 0; k--) n = n << 8 | le[k];
-        if (n > sizeof buf || pread(fd, buf, (size_t)n, 8) != (ssize_t)n) return failf(o->why, "read %s", w->p[i]);
+        if (fd < 0 || (got = pread(fd, buf, want, 0)) < 8) return failf(o->why, "read %s", w->p[i]);
+        for (k = 7; k >= 0; k--) n = n << 8 | buf[k];
+        if (n > sizeof buf - 8) return failf(o->why, "read %s: header length %llu", w->p[i], (unsigned long long)n);
+        if ((uint64_t)got < 8 + n && pread(fd, buf + got, (size_t)(8 + n) - (size_t)got, got) != (ssize_t)(8 + n) - got)
+            return failf(o->why, "read %s", w->p[i]);
         close(fd);
+        want = (size_t)(8 + n);
         total += 8 + n;
-        bench_sink += buf[0];
+        bench_sink += buf[8];
     }
     *t = tu_now() - t0;
     *bytes = total;
@@ -606,18 +616,22 @@ static int run_wide(void *arg) {
     for (i = 0; i < w.n; i++) bd_path(w.p[i], sizeof w.p[i], g_wide, sts_dataset_file(ds, i));
     /* warm: a warm-up pass of each, then the timed passes (order alternates with the run number) */
     if (wide_scan(o, ds, &dummy, &hb, &files) || wide_raw(o, &w, &dummy, &raw_bytes, 0)) return 1;
-    for (i = 0; i < 2; i++) {
-        int scan_first = (i == 0) == ((o - g_r) % 2 == 0);
+    o->w_scan = o->w_raw = 1e30;
+    for (i = 0; i < 2 * (size_t)g_passes; i++) {
+        int scan_first = (i % 2 == 0) == ((o - g_r) % 2 == 0);
+        double t1;
         if (scan_first) {
             io0 = bd_io_now();
-            if (wide_scan(o, ds, &o->w_scan, &o->w_hbytes, &o->w_files)) return 1;
+            if (wide_scan(o, ds, &t1, &o->w_hbytes, &o->w_files)) return 1;
             io1 = bd_io_now();
+            if (t1 < o->w_scan) o->w_scan = t1;
             o->w_rchar = bd_io_rchar(io0, io1);
             o->w_syscr = bd_io_syscr(io0, io1);
         } else {
             io0 = bd_io_now();
-            if (wide_raw(o, &w, &o->w_raw, &raw_bytes, 0)) return 1;
+            if (wide_raw(o, &w, &t1, &raw_bytes, 0)) return 1;
             io1 = bd_io_now();
+            if (t1 < o->w_raw) o->w_raw = t1;
             o->w_raw_rchar = bd_io_rchar(io0, io1);
             o->w_raw_syscr = bd_io_syscr(io0, io1);
         }
@@ -677,7 +691,7 @@ G(g_wratio, r->w_scan / r->w_raw) G(g_wcratio, r->wc_scan / r->wc_raw)
 G(g_wcreadb, (double)r->wc_readb) G(g_wcrawreadb, (double)r->wc_raw_readb) G(g_wcrnd, r->wc_rnd) G(g_wcrndreadb, (double)r->wc_rnd_readb)
 
 static void usage(void) {
-    fprintf(stderr, "usage: bench_dataset_read [--quick] [--runs N] [--lookups N] [--only index|scan|all]\n");
+    fprintf(stderr, "usage: bench_dataset_read [--quick] [--runs N] [--passes N] [--lookups N] [--only index|scan|all]\n");
     exit(2);
 }
 int main(int argc, char **argv) {
@@ -689,11 +703,12 @@ int main(int argc, char **argv) {
     for (a = 1; a < argc; a++) {
         if (strcmp(argv[a], "--quick") == 0) g_quick = 1;
         else if (strcmp(argv[a], "--runs") == 0 && a + 1 < argc) g_runs = atoi(argv[++a]);
+        else if (strcmp(argv[a], "--passes") == 0 && a + 1 < argc) g_passes = atoi(argv[++a]);
         else if (strcmp(argv[a], "--lookups") == 0 && a + 1 < argc) lookups = strtoull(argv[++a], NULL, 10);
         else if (strcmp(argv[a], "--only") == 0 && a + 1 < argc) only = argv[++a];
         else usage();
     }
-    if (g_runs < 1 || g_runs > MAX_RUNS || (strcmp(only, "all") && strcmp(only, "index") && strcmp(only, "scan"))) usage();
+    if (g_runs < 1 || g_runs > MAX_RUNS || g_passes < 1 || (strcmp(only, "all") && strcmp(only, "index") && strcmp(only, "scan"))) usage();
     do_index = strcmp(only, "scan") != 0;
     do_scan = strcmp(only, "index") != 0;
     if (g_quick) { g_rows_per_task /= 16; g_wide_files /= 16; }
@@ -819,7 +834,7 @@ int main(int argc, char **argv) {
         printf("| baseline: sts_open(header_only) + sts_close per file, warm | %.2f (%.2f-%.2f) | %.1f | %llu | - | 0 |\n", m * per, lo * per, hi * per, m * 1e3,
                (unsigned long long)g_r[0].w_hdr_rchar);
         m = col_med(g_wraw, &lo, &hi);
-        printf("| baseline: open + pread 8 + pread N + close by hand, warm | %.2f (%.2f-%.2f) | %.1f | %llu | %llu | 0 |\n", m * per, lo * per, hi * per, m * 1e3,
+        printf("| baseline: open + one pread + close by hand, warm | %.2f (%.2f-%.2f) | %.1f | %llu | %llu | 0 |\n", m * per, lo * per, hi * per, m * 1e3,
                (unsigned long long)g_r[0].w_raw_rchar, (unsigned long long)g_r[0].w_raw_syscr);
         rb = col_med(g_wcreadb, &lo, &hi);
         m = col_med(g_wcscan, &lo, &hi);
@@ -833,10 +848,22 @@ int main(int argc, char **argv) {
         m = col_med(g_wcrnd, &lo, &hi);
         printf("| reference: by hand + posix_fadvise(POSIX_FADV_RANDOM), cold | %.2f (%.2f-%.2f) | %.1f | - | - | %.0f (%.1f KiB per file) |\n", m * per, lo * per,
                hi * per, m * 1e3, rb, rb / (double)g_wide_files / 1024.0);
-        printf("\nsts/by-hand time: warm %.2fx, cold %.2fx; sts_dataset_open of the %llu-file dataset (manifest + a stat per file): %.2f ms\n",
-               col_med(g_wratio, &lo, &hi), col_med(g_wcratio, &lo, &hi), (unsigned long long)g_wide_files, col_med(g_wopen, &lo, &hi) * 1e3);
-        printf("goal \"header bytes only\": rchar of the scan %s the header bytes (%llu)\n",
-               g_r[0].w_rchar == g_r[0].w_hbytes ? "equals" : "DIFFERS FROM", (unsigned long long)g_r[0].w_hbytes);
+        {
+            double ws = col_med(g_wscan, &lo, &hi) * per, wr = col_med(g_wraw, &lo, &hi) * per, q = col_med(g_wratio, &lo, &hi);
+            printf("\nWARM RATIO sts_scan / hand loop: %.2fx (%.2f-%.2f over runs; %.2f vs %.2f us per file, best of %d passes; "
+                   "goal <= 1.20x: %s)\n", q, lo, hi, ws, wr, g_passes, q <= 1.2 ? "met" : "**missed**");
+        }
+        printf("read calls per file (syscr): sts_scan %.2f, hand loop %.2f\n", (double)g_r[0].w_syscr / (double)g_wide_files,
+               (double)g_r[0].w_raw_syscr / (double)g_wide_files);
+        printf("cold ratio sts_scan / hand loop: %.2fx; sts_dataset_open of the %llu-file dataset (manifest + a stat per file): %.2f ms\n",
+               col_med(g_wcratio, &lo, &hi), (unsigned long long)g_wide_files, col_med(g_wopen, &lo, &hi) * 1e3);
+        if (g_r[0].w_rchar >= g_r[0].w_hbytes)
+            printf("bytes read: rchar of the scan %llu = header bytes %llu + %llu past the headers (%.1f per file: guessed lengths)\n",
+                   (unsigned long long)g_r[0].w_rchar, (unsigned long long)g_r[0].w_hbytes,
+                   (unsigned long long)(g_r[0].w_rchar - g_r[0].w_hbytes), (double)(g_r[0].w_rchar - g_r[0].w_hbytes) / (double)g_wide_files);
+        else
+            printf("bytes read: rchar of the scan %llu is LESS than the header bytes %llu\n", (unsigned long long)g_r[0].w_rchar,
+                   (unsigned long long)g_r[0].w_hbytes);
     }
     printf("\nload average at end %.2f\n", bd_loadavg());
     bd_cleanup();

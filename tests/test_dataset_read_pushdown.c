@@ -65,6 +65,16 @@ static uint64_t all_headers(void) {
     for (i = 0; i < 20; i++) s += g_hdr[i];
     return s;
 }
+/* What a scan's header reads may return in all: each file's first pread asks for a guessed length
+   (4 KiB for the first file, then the previous header and 64 bytes and an eighth more), the
+   header itself when that was short. Bounded here by the largest header. */
+static uint64_t all_headers_guessed(void) {
+    uint64_t s = 0, big = 0;
+    size_t i;
+    for (i = 0; i < 20; i++) big = g_hdr[i] > big ? g_hdr[i] : big;
+    for (i = 0; i < 20; i++) s += i == 0 ? (g_hdr[i] > 4096 ? g_hdr[i] : 4096) : big + 64 + big / 8;
+    return s;
+}
 
 /* ---- wide scans without data ---- */
 static void test_wide_header_only(void **state) {
@@ -98,8 +108,10 @@ static void test_wide_header_only(void **state) {
         assert_int_equal(st.header_bytes, all_headers());
         assert_int_equal(st.data_bytes, 0);
         assert_int_equal(st.files_mapped, 0);
-        if (got >= 0 && got != (long long)all_headers())
-            fail_msg("a header-only wide scan read %lld bytes through system calls; the 20 headers are %llu bytes", got, (unsigned long long)all_headers());
+        if (got >= 0 && (got < (long long)all_headers() || got > (long long)all_headers_guessed()))
+            fail_msg("a header-only wide scan read %lld bytes through system calls; the 20 headers are %llu bytes, "
+                     "the guessed reads at most %llu", got, (unsigned long long)all_headers(),
+                     (unsigned long long)all_headers_guessed());
         /* the dataset's own lookups did nothing meanwhile */
         assert_int_equal(sts_dataset_stats(ds).files_mapped, before.files_mapped);
         assert_int_equal(sts_dataset_stats(ds).data_bytes, 0);
@@ -509,7 +521,7 @@ static void test_sparse_huge_file(void **state) {
         assert_int_equal(rs.n, 2);
         assert_int_equal(dr_rows_find(&rs, "huge")->nbytes, big);
         assert_int_equal(rs.st.header_bytes, 8 + hl);
-        if (got >= 0) assert_int_equal(got, (long long)(8 + hl));
+        if (got >= 0) assert_int_equal(got, 4096);  /* the first guess: 4 KiB, the header's 8 + N within it */
         dr_rows_free(&rs);
         sp.dtypes = &dt;
         sp.ndtypes = 1;

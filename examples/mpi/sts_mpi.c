@@ -322,8 +322,9 @@ static int read_file(const sts_dataset *ds, size_t i, const args *a, sums *s, in
         if (nc != 2 || !c[0].present || !c[1].present || c[0].dtype != STS_DTYPE_I64 || c[0].rank != 1 ||
             c[1].dtype != STS_DTYPE_F32 || c[1].rank != 2 || c[1].shape[0] != c[0].shape[0] ||
             c[1].shape[1] != a->dim) {
+            const char *name = sts_dataset_file(ds, i);  /* never NULL here; gcc 12 -O2 cannot tell */
             fprintf(stderr, "rank %d: %s: not the tensors id I64 [n] and x F32 [n, %llu]\n", rank,
-                    sts_dataset_file(ds, i), (unsigned long long)a->dim);
+                    name ? name : "?", (unsigned long long)a->dim);
             sts_scan_close(sc);
             return 1;
         }
