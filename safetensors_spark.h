@@ -4484,25 +4484,47 @@ STS__PRIVATE uint8_t *sts__esc_put(uint8_t *o, const char *s, size_t n) {
     *o++ = '"';
     return o;
 }
-STS__PRIVATE uint64_t sts__digits(uint64_t v) {  /* decimal digits of v: a few compares, no division */
+/* Decimal digits of v. With a count-leading-zeros builtin: the bit length gives the digit count
+   to within one (x 1233 / 4096 ~ log10 2), one compare settles it; else a few compares. */
+STS__PRIVATE uint64_t sts__digits(uint64_t v) {
+#if defined(__GNUC__) || defined(__clang__)
+    static const uint64_t p10[20] = { 1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull,
+                                      100000000ull, 1000000000ull, 10000000000ull, 100000000000ull,
+                                      1000000000000ull, 10000000000000ull, 100000000000000ull,
+                                      1000000000000000ull, 10000000000000000ull, 100000000000000000ull,
+                                      1000000000000000000ull, 10000000000000000000ull };
+    unsigned t = (unsigned)(64 - __builtin_clzll(v | 1)) * 1233u >> 12;  /* digits - 1 or digits */
+    return (uint64_t)t + ((v | 1) >= p10[t]);
+#else
     uint64_t d = 0;
     if (v >= 10000000000ull) { d = 10; v /= 10000000000ull; }  /* a constant divisor: a multiply */
     if (v < 100000) return d + (v < 10 ? 1 : v < 100 ? 2 : v < 1000 ? 3 : v < 10000 ? 4 : 5);
     return d + (v < 1000000 ? 6 : v < 10000000 ? 7 : v < 100000000 ? 8 : v < 1000000000 ? 9 : 10);
+#endif
 }
-STS__PRIVATE uint8_t *sts__u64_put(uint8_t *o, uint64_t v) {  /* two digits a step */
+/* Two digits a step, from the last back; in 32-bit arithmetic once the value fits (offsets and
+   dims usually do), where a division by 100 is a cheaper multiply. */
+STS__PRIVATE uint8_t *sts__u64_put(uint8_t *o, uint64_t v) {
     static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
                                 "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
                                 "8081828384858687888990919293949596979899";
-    uint8_t *end = o + sts__digits(v), *p = end;  /* written from the last digit back, in place */
-    while (v >= 100) {
-        unsigned r = (unsigned)(v % 100);
+    uint8_t *end = o + sts__digits(v), *p = end;
+    uint32_t u, r;
+    while (v > 0xffffffffu) {
+        r = (uint32_t)(v % 100);
         v /= 100;
         p -= 2;
         p[0] = (uint8_t)pairs[2 * r]; p[1] = (uint8_t)pairs[2 * r + 1];
     }
-    if (v >= 10) { p[-2] = (uint8_t)pairs[2 * v]; p[-1] = (uint8_t)pairs[2 * v + 1]; }
-    else p[-1] = (uint8_t)('0' + v);
+    u = (uint32_t)v;
+    while (u >= 100) {
+        r = u % 100;
+        u /= 100;
+        p -= 2;
+        p[0] = (uint8_t)pairs[2 * r]; p[1] = (uint8_t)pairs[2 * r + 1];
+    }
+    if (u >= 10) { p[-2] = (uint8_t)pairs[2 * u]; p[-1] = (uint8_t)pairs[2 * u + 1]; }
+    else p[-1] = (uint8_t)('0' + u);
     return end;
 }
 STS__PRIVATE sts_result sts__check_text(const char *s, size_t n, int is_name, const char *what, sts_error *err) {
@@ -4907,39 +4929,6 @@ STS__PRIVATE uint64_t sts__entry_fixed(const char *name, size_t len, sts_dtype d
     for (i = 0; i < rank; i++) n += sts__digits(shape[i]) + (i ? 1 : 0);
     return n;
 }
-/* A plan for specs checked already (the dataset writer checks each row as it arrives) whose
-   layout order is known: offsets and the exact header size, with no sort and no name index.
-   `order` (n entries) is borrowed and must outlive the plan; fixed[i] is spec i's
-   sts__entry_fixed. No metadata. */
-STS__PRIVATE sts_result sts__plan_trusted(sts__plan *pl, const sts_tensor_spec *specs, size_t n, size_t *order,
-                                          const uint32_t *fixed, const sts__mem *m, sts_error *err) {
-    uint64_t json = n ? 1 : 2, cursor = 0;
-    size_t i;
-    memset(pl, 0, sizeof *pl);
-    pl->mem = *m;
-    pl->n = n;
-    pl->order = order;
-    if (!sts__mulsz(n ? n : 1, sizeof(uint64_t), &pl->begin_bytes) ||
-        !(pl->begin = (uint64_t *)sts__alloc(&pl->mem, pl->begin_bytes)))
-        return sts__nomem(err, "the writer's layout");
-    for (i = 0; i < n; i++) {
-        size_t s = order[i];
-        pl->begin[s] = cursor;
-        json += fixed[s] + sts__digits(cursor);
-        cursor += specs[s].data_size;
-        json += sts__digits(cursor);
-    }
-    pl->json_len = json;
-    pl->header_len = (json + 7) / 8 * 8;
-    pl->data_len = cursor;
-    if (pl->header_len > STS_MAX_HEADER_SIZE) {
-        sts__plan_free(pl);
-        return sts__failx(err, STS_RULE_HEADER_TOO_LARGE, "the header would be %U bytes, over the limit of %U",
-                          json, (uint64_t)STS_MAX_HEADER_SIZE);
-    }
-    return STS_OK;
-}
-
 STSDEF sts_result sts_write_size(const sts_tensor_spec *specs, size_t n, const sts_kv *meta, size_t n_meta,
                                  const sts_options *opts, uint64_t *header_size, uint64_t *file_size, sts_error *err) {
     sts__plan pl;
@@ -8060,6 +8049,13 @@ struct sts_task_writer {
     uint64_t shard_rows, shard_data, shard_fixed;  /* data bytes, header bytes before offsets */
     uint64_t exact;                 /* an exact-based upper bound of the shard's file size; 0 = none */
     uint64_t min_size, empties;     /* smallest non-empty tensor and count of empty ones in the shard */
+    /* While the open shard's entries arrive in layout order (the usual case: sorted keys) and none
+       is replaced (lastWin), its exact size and its data's CRC-32C are kept as rows come, so the
+       roller needs no count and the seal no second pass over the data. */
+    int unsorted;                   /* 0: in order, and the three below are valid */
+    uint64_t isum;                  /* the entries' fixed header bytes and offset digits */
+    uint32_t icrc;                  /* CRC-32C of the shard's data (file order, from 0) */
+    uint32_t idig;                  /* digits of shard_data */
     sts__dchunk *chunks;
     size_t nchunks, chunks_cap, chunk_at;   /* chunk_at: the open shard's current chunk, or (size_t)-1 */
     uint64_t chunk_bytes, chunk_budget;     /* allocated; the cap while a sealed shard is being written (0: none yet) */
@@ -8876,64 +8872,166 @@ STS__PRIVATE uint64_t sts__kv_exact(sts_task_writer *w, size_t n, uint64_t *head
     *header = (json + 7) / 8 * 8;
     return 8 + *header + cursor;
 }
+/* The open shard's header: the 8-byte length and the padded JSON, exactly the reference writer's
+   bytes, rendered in pieces of at most 1 MiB into the file sink, with their CRC-32C. Entries go in
+   `ord` order (NULL: as stored, the shard in layout order). A run of entries with one dtype and
+   shape (the usual KV shard) renders the text between name and offsets once; a name that needs no
+   escaping (its fixed bytes tell) is copied; each begin offset is the previous end's digits. */
+#define STS__KV_MID 256  /* the longest ":{"dtype":..."data_offsets":[" text kept for reuse */
+STS__PRIVATE uint8_t *sts__kv_mid_put(uint8_t *q, const sts_tensor_spec *e) {
+    const char *dn = sts__dtype_names[e->dtype];
+    size_t dl = strlen(dn);
+    uint32_t d;
+    memcpy(q, ":{\"dtype\":\"", 11); q += 11;
+    memcpy(q, dn, dl); q += dl;
+    memcpy(q, "\",\"shape\":[", 11); q += 11;
+    for (d = 0; d < e->rank; d++) { if (d) *q++ = ','; q = sts__u64_put(q, e->shape[d]); }
+    memcpy(q, "],\"data_offsets\":[", 18);
+    return q + 18;
+}
+STS__PRIVATE sts_result sts__kv_header(sts_task_writer *w, const size_t *ord, uint64_t json, uint64_t hlen,
+                                       uint32_t *crc, sts_error *err) {
+    uint64_t total = 8 + hlen, sent = 0, cursor = 0, midfix = 0;
+    size_t cap = total < ((uint64_t)1 << 20) ? (size_t)total + 128 : (size_t)1 << 20, i, midlen = 0, blen = 1;
+    uint8_t *buf, *o, mid[STS__KV_MID], num[2][24];
+    const uint64_t *mshape = NULL;
+    uint32_t mrank = 0;
+    sts_dtype mdt = STS_DTYPE_COUNT;  /* none yet */
+    int cur = 0;
+    sts_result r = STS_OK;
+    if (!(buf = (uint8_t *)sts__alloc(&w->c.mem, cap))) return sts__nomem(err, "the header");
+    *crc = 0;
+    num[0][0] = '0';
+#define STS__KV_OUT() do { \
+        *crc = sts__crc32c(*crc, buf, (size_t)(o - buf)); \
+        if ((r = sts__fdsink_write(w->sink, buf, (size_t)(o - buf))) != STS_OK || \
+            (r = sts__fdsink_flush(w->sink)) != STS_OK) goto out; \
+        sent += (uint64_t)(o - buf); \
+        o = buf; \
+    } while (0)
+    o = buf;
+    sts__st64(o, hlen);
+    o += 8;
+    *o++ = '{';
+    for (i = 0; i < w->nents; i++) {
+        const sts_tensor_spec *e = &w->ents[ord ? ord[i] : i];
+        size_t nl = e->name_len;
+        uint64_t need = 6 * (uint64_t)nl + 21 * (uint64_t)e->rank + 160, end, esc;
+        if ((uint64_t)(cap - (size_t)(o - buf)) < need) {
+            STS__KV_OUT();
+            if (need > cap) {  /* one entry larger than a piece (a huge name or rank): a buffer its size */
+                sts__free(&w->c.mem, buf, cap);
+                cap = (size_t)need;
+                if (!(o = buf = (uint8_t *)sts__alloc(&w->c.mem, cap))) {
+                    cap = 0;
+                    r = sts__nomem(err, "the header");
+                    goto out;
+                }
+            }
+        }
+        if (e->dtype != mdt || e->rank != mrank ||
+            (e->rank && e->shape != mshape && memcmp(e->shape, mshape, e->rank * sizeof *mshape) != 0)) {
+            uint64_t ml = 40 + strlen(sts__dtype_names[e->dtype]);  /* the text between name and offsets */
+            uint32_t d;
+            for (d = 0; d < e->rank; d++) ml += sts__digits(e->shape[d]) + (d ? 1 : 0);
+            midlen = (size_t)ml;
+            midfix = ml + 4;  /* with the comma before, the one between the offsets and "]}" */
+            mdt = STS_DTYPE_COUNT;
+            if (ml <= STS__KV_MID) { sts__kv_mid_put(mid, e); mdt = e->dtype; mrank = e->rank; mshape = e->shape; }
+        }
+        if (i) *o++ = ',';
+        esc = w->efix[ord ? ord[i] : i] - midfix;  /* the name's bytes in the header, quotes included */
+        if (esc == nl + 2) { *o++ = '"'; memcpy(o, e->name, nl); o += nl; *o++ = '"'; }
+        else o = sts__esc_put(o, e->name, nl);
+        if (mdt != STS_DTYPE_COUNT) { memcpy(o, mid, midlen); o += midlen; }
+        else o = sts__kv_mid_put(o, e);
+        memcpy(o, num[cur], 24);  /* begin: the previous end's digits (24 bytes copied, blen kept) */
+        o += blen;
+        *o++ = ',';
+        end = cursor + e->data_size;
+        blen = (size_t)(sts__u64_put(num[cur ^ 1], end) - num[cur ^ 1]);
+        cur ^= 1;
+        memcpy(o, num[cur], 24);
+        o += blen;
+        *o++ = ']';
+        *o++ = '}';
+        cursor = end;
+    }
+    *o++ = '}';
+    STS_ASSERT(sent + (uint64_t)(o - buf) - 8 == json);
+    while (sent + (uint64_t)(o - buf) < total) {
+        if (o == buf + cap) STS__KV_OUT();
+        *o++ = ' ';
+    }
+    STS__KV_OUT();
+#undef STS__KV_OUT
+out:
+    if (r != STS_OK) {
+        if (w->sink->err_no) sts__fail_errno(err, w->sink->err_no, "write", w->shards[w->nshards - 1].path);
+        else if (r != STS_ERR_NOMEM)
+            sts__fail_code(err, r, STS_RULE_IO, sent, "the sink failed writing the header (%s)", sts_result_name(r));
+    }
+    sts__free(&w->c.mem, buf, cap);
+    return r;
+}
 /* Seals the open shard: its header (sorted as the reference writer does) goes into a fresh
    temporary from the caller's thread, then its data, in layout order, is queued for the I/O thread
    straight from the chunks (runs of adjacent tensors in one piece), then the seal. Each chunk comes
-   back after its last piece. */
-/* KV shards: the header goes to the file sink through this one, which keeps the CRC-32C. */
-typedef struct sts__crcsink { sts__fdsink *fd; uint32_t crc; } sts__crcsink;
-STS__PRIVATE sts_result sts__crcsink_write(void *user, const void *bytes, size_t len) {
-    sts__crcsink *c = (sts__crcsink *)user;
-    c->crc = sts__crc32c(c->crc, bytes, len);
-    return sts__fdsink_write(c->fd, bytes, len);
-}
-STS__PRIVATE sts_result sts__crcsink_flush(void *user) { return sts__fdsink_flush(((sts__crcsink *)user)->fd); }
+   back after its last piece. A shard in layout order has its size and data CRC already; else the
+   order is brought up to date, and the size and CRC counted here. */
 STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
     sts__shard *s;
-    sts__plan pl;
-    sts_sink sink;
-    sts__crcsink cs;
     sts_result r;
     sts__wbitem it;
-    size_t i, k, cur = (size_t)-1, group_pieces = 0;
-    uint64_t group_bytes = 0;
+    size_t i, k, cur = (size_t)-1, group_pieces = 0, *ord = NULL;
+    uint64_t group_bytes = 0, json, hlen, cursor = 0;
+    uint32_t hcrc = 0, dcrc;
     if (!w->nents) return STS_OK;
     if ((r = sts__wb_sync(w, err)) != STS_OK) return r;  /* the previous shard is out */
-    if (!sts__kv_order(w)) return sts__task_fail(w, sts__nomem(err, "the shard's layout"));
-    if ((r = sts__plan_trusted(&pl, w->ents, w->nents, w->ord, w->efix, &w->c.mem, err)) != STS_OK)
-        return sts__task_fail(w, r);
-    if ((r = sts__shard_open(w, &s, err)) != STS_OK) { sts__plan_free(&pl); return sts__task_fail(w, r); }
+    if (w->unsorted) {
+        if (!sts__kv_order(w)) return sts__task_fail(w, sts__nomem(err, "the shard's layout"));
+        ord = w->ord;
+        for (i = 0, json = 1; i < w->nents; i++) {
+            json += w->efix[ord[i]] + sts__digits(cursor);
+            cursor += w->ents[ord[i]].data_size;
+            json += sts__digits(cursor);
+        }
+    } else json = 1 + w->isum;  /* {} and n entries, n - 1 commas: the first entry's comma pays one brace */
+    hlen = (json + 7) / 8 * 8;
+    if (hlen > STS_MAX_HEADER_SIZE)
+        return sts__task_fail(w, sts__failx(err, STS_RULE_HEADER_TOO_LARGE,
+                                            "the header would be %U bytes, over the limit of %U", json,
+                                            (uint64_t)STS_MAX_HEADER_SIZE));
+    if ((r = sts__shard_open(w, &s, err)) != STS_OK) return sts__task_fail(w, r);
     if (!w->sink && !(w->sink = (sts__fdsink *)sts__alloc(&w->c.mem, sizeof *w->sink)))
         r = sts__nomem(err, "the file sink");
     else if (!sts__wb_reserve(&w->wb, w->nchunks)) r = sts__nomem(err, "the write queue");
     else {
         w->sink->mem = &w->c.mem; w->sink->fd = s->a.fd; w->sink->err_no = 0; w->sink->n = 0; w->sink->pending = 0;
-        cs.fd = w->sink;
-        cs.crc = 0;
-        sink.write = sts__crcsink_write;
-        sink.user = &cs;
-        r = sts__plan_emit_header(&pl, w->ents, NULL, 0, &sink, sts__crcsink_flush, err);
-        if (r != STS_OK && w->sink->err_no) sts__fail_errno(err, w->sink->err_no, "write", s->path);
+        r = sts__kv_header(w, ord, json, hlen, &hcrc, err);
     }
     if (r != STS_OK) {
-        sts__plan_free(&pl);
         sts__atomic_abort(&s->a);
         sts__free(&w->c.mem, s->path, s->path_size);
         w->nshards--;
         return sts__task_fail(w, r);
     }
     for (k = 0; k < w->nchunks; k++) w->chunks[k].last = (size_t)-1;
-    for (i = 0; i < w->nents; i++)
-        if (w->ents[w->ord[i]].data_size) w->chunks[w->echk[w->ord[i]]].last = i;
+    for (i = 0; i < w->nents; i++) {
+        size_t e = ord ? ord[i] : i;
+        if (w->ents[e].data_size) w->chunks[w->echk[e]].last = i;
+    }
     /* pieces: runs of adjacent tensors of one chunk; groups (one writev each): up to STS__IOV_MAX
        pieces or about a chunk's worth of bytes, so chunks come back while the shard goes out */
     memset(&it, 0, sizeof it);
     it.kind = STS__WB_WRITE; it.fd = s->a.fd; it.token = -1; it.shard = (uint32_t)(w->nshards - 1);
+    dcrc = ord ? 0 : w->icrc;  /* out of order: counted here, in the file's order */
     for (i = 0; i < w->nents; i++) {
-        const sts_tensor_spec *t = &w->ents[w->ord[i]];
-        size_t ch = w->echk[w->ord[i]];
+        size_t e = ord ? ord[i] : i;
+        const sts_tensor_spec *t = &w->ents[e];
+        size_t ch = w->echk[e];
         if (!t->data_size) continue;
-        cs.crc = sts__crc32c(cs.crc, t->data, (size_t)t->data_size);  /* the file's bytes, in its order */
+        if (ord) dcrc = sts__crc32c(dcrc, t->data, (size_t)t->data_size);  /* the file's bytes, in its order */
         if (it.len && (ch != cur || it.p + it.len != (const uint8_t *)t->data)) {
             group_bytes += it.len;
             it.more = ++group_pieces < STS__IOV_MAX && group_bytes < STS__CHUNK;
@@ -8952,16 +9050,18 @@ STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
             w->chunks[k].state = w->chunks[k].last == (size_t)-1 ? STS__CHUNK_FREE : STS__CHUNK_LENT;
     sts__wb_queue(w, STS__WB_SEAL, s->a.fd, NULL, 0, 0, -1);
     s->a.fd = -1;  /* the I/O thread closes it */
-    s->bytes = 8 + pl.header_len + pl.data_len;
-    s->crc = cs.crc;
+    s->bytes = 8 + hlen + w->shard_data;
+    s->crc = sts__crc32c_combine(hcrc, dcrc, w->shard_data);  /* the header's bytes, then the data's */
     s->samples = w->shard_rows;
     s->tensors = w->nents;
     s->state = 1;
-    sts__plan_free(&pl);
     if (!w->chunk_budget) w->chunk_budget = w->chunk_bytes;  /* later shards reuse the first one's chunks */
     w->nents = w->nord = 0;
     w->shard_rows = w->shard_data = w->shard_fixed = 0;
     w->exact = w->min_size = w->empties = 0;
+    w->unsorted = 0;
+    w->isum = 0;
+    w->icrc = 0;
     w->chunk_at = (size_t)-1;
     sts__kv_shapes_free(w);
     return STS_OK;
@@ -8995,6 +9095,9 @@ typedef struct sts__kvrow {
     uint64_t add_fixed, add_data;   /* header bytes without offsets, data bytes */
     uint32_t cur;                   /* the number the open shard will get */
     int fresh;                      /* the row adds a sample to the open shard */
+    int ino;                        /* the row keeps the open shard in layout order (see unsorted) */
+    uint64_t add_sum;               /* then: what it adds to isum */
+    uint32_t end_dig;               /* then: digits of shard_data with it */
 } sts__kvrow;
 /* Row phase 1, the checks: the key, then each cell once (its byte size kept in rspec). Nothing
    changes. */
@@ -9086,6 +9189,29 @@ STS__PRIVATE sts_result sts__kv_names(sts_task_writer *w, const sts_value *row, 
     x->fresh = w->rrep[0] == (size_t)-1;
     return STS_OK;
 }
+/* Whether the row keeps the open shard in layout order: each tensor sorts after the shard's last
+   entry and the row's earlier tensors, and replaces none. Then x->add_sum is its exact share of
+   the header without commas' neighbours: fixed bytes and the digits of both offsets. */
+STS__PRIVATE void sts__kv_inrow(sts_task_writer *w, sts__kvrow *x) {
+    size_t i, nc = w->c.ncols;
+    const sts_tensor_spec *prev = w->nents ? &w->ents[w->nents - 1] : NULL;
+    uint64_t c = w->shard_data, sum = 0;
+    uint32_t dc = w->nents ? w->idig : 1, de;
+    x->ino = 0;
+    if (w->unsorted) return;
+    for (i = 0; i < nc; i++) {
+        const sts_tensor_spec *t = &w->rspec[i];
+        if (w->rrep[i] != (size_t)-1 || (prev && !sts__spec_less(prev, t))) return;
+        c += t->data_size;
+        de = (uint32_t)sts__digits(c);
+        sum += w->rfix[i] + dc + de;
+        dc = de;
+        prev = t;
+    }
+    x->ino = 1;
+    x->add_sum = sum;
+    x->end_dig = dc;
+}
 /* Row phase 3, the roll decision: 1 when the open shard (not empty) takes the row without passing
    the target or the header cap, on the real byte count; 0 when it must roll first; -1 when out of
    memory. A cheap upper bound settles most rows (added and replaced tensors all counted as
@@ -9093,10 +9219,18 @@ STS__PRIVATE sts_result sts__kv_names(sts_task_writer *w, const sts_value *row, 
    and later rows add to that exact figure a tight allowance: their own bytes plus the offsets
    they shift across a power of ten. */
 STS__PRIVATE int sts__kv_fits(sts_task_writer *w, const sts__kvrow *x) {
-    uint64_t nc = w->c.ncols, header, dd;
-    uint64_t bound = sts__shard_bound(w->nents + nc, w->shard_fixed + x->add_fixed, w->shard_data + x->add_data,
+    uint64_t nc = w->c.ncols, header, dd, bound;
+    int fits;
+    if (x->ino) {  /* in order: the exact size, kept as rows came ({} and the first comma net one byte) */
+        header = (1 + w->isum + x->add_sum + 7) / 8 * 8;
+        bound = 8 + header + w->shard_data + x->add_data;
+        fits = bound <= w->c.target && header <= STS_MAX_HEADER_SIZE;
+        if (fits) w->exact = bound;
+        return fits;
+    }
+    bound = sts__shard_bound(w->nents + nc, w->shard_fixed + x->add_fixed, w->shard_data + x->add_data,
                                       &header);
-    int fits = bound <= w->c.target && header <= STS_MAX_HEADER_SIZE;
+    fits = bound <= w->c.target && header <= STS_MAX_HEADER_SIZE;
     if (!fits && w->exact) {
         dd = sts__digits(w->shard_data + x->add_data);
         bound = w->exact + x->add_data + x->add_fixed + 2 * nc * dd + 8 +
@@ -9120,6 +9254,11 @@ STS__PRIVATE sts_result sts__kv_append(sts_task_writer *w, const sts_value *row,
     sts_result r;
     if (!w->c.cols[0].fixed && (r = sts__cols_fix(w, row, NULL, err)) != STS_OK) return r;
     if (!sts__kv_ents_reserve(w, w->nents + nc)) return sts__task_fail(w, sts__nomem(err, "the shard table"));
+    if (!x->ino && !w->unsorted) {  /* the order breaks here: what came so far is the layout order */
+        for (i = 0; i < w->nents; i++) w->ord[i] = i;
+        w->nord = w->nents;
+        w->unsorted = 1;
+    }
     if (x->fresh) w->shard_rows++;  /* a row whose key is in the open shard replaces it (lastWin): no new sample */
     for (i = 0; i < nc; i++) {
         sts__ocol *o = &w->c.cols[i];
@@ -9171,6 +9310,7 @@ STS__PRIVATE sts_result sts__kv_append(sts_task_writer *w, const sts_value *row,
         w->echk[ent] = (uint32_t)w->chunk_at;
         if (b && (r = sts__cell_encode(w, o, v, 0, (size_t)(o->kind == STS_VALUE_ARRAY ? v->size : b), dst,
                                        err)) != STS_OK) return sts__task_fail(w, r);
+        if (x->ino) w->icrc = sts__crc32c(w->icrc, dst, (size_t)b);  /* just written: in the cache */
         /* the schema's shape: dims that differ between rows become -1 */
         if (e->rank != o->rank) memset(o->varies, 1, o->rank ? o->rank : 1);
         else for (d = 0; d < e->rank; d++) if (e->shape[d] != o->shape[1 + d]) o->varies[d] = 1;
@@ -9180,6 +9320,7 @@ STS__PRIVATE sts_result sts__kv_append(sts_task_writer *w, const sts_value *row,
         if (!b) w->empties++;
         else if (!w->min_size || b < w->min_size) w->min_size = b;
     }
+    if (x->ino) { w->isum += x->add_sum; w->idig = x->end_dig; }
     w->rows++;
     return STS_OK;
 }
@@ -9206,6 +9347,7 @@ STS__PRIVATE sts_result sts__kv_row(sts_task_writer *w, const sts_value *row, st
     size_t i;
     if ((r = sts__kv_check(w, row, &x, err)) != STS_OK || (r = sts__kv_names(w, row, &x, err)) != STS_OK ||
         (r = sts__kv_alone(w, &x, err)) != STS_OK) return r;
+    sts__kv_inrow(w, &x);
     if (w->nents) {
         int fits = sts__kv_fits(w, &x);
         if (fits < 0) return sts__task_fail(w, sts__nomem(err, "the shard's layout"));
@@ -9214,6 +9356,7 @@ STS__PRIVATE sts_result sts__kv_row(sts_task_writer *w, const sts_value *row, st
             x.cur = (uint32_t)w->nshards;
             for (i = 0; i < w->c.ncols; i++) w->rrep[i] = (size_t)-1;  /* the earlier copies stay in the sealed shard */
             x.fresh = 1;
+            sts__kv_inrow(w, &x);
         }
     }
     return sts__kv_append(w, row, &x, err);
