@@ -5781,7 +5781,7 @@ STSDEF const char *sts_convert_isa(void) { return sts__isa_name(sts__isa()); }
 /* >>crc32c ---- CRC-32C (Castagnoli, reflected polynomial 0x82F63B78) ----
    The shard checksum of the manifest. sts__crc32c(crc, p, n) extends crc (0 to start) over n more
    bytes, so a file's value is built piece by piece in file order. With SSE4.2 and PCLMUL (chosen at
-   run time) three 4 KiB lanes run at once and are joined by a carry-less multiply; otherwise a
+   run time) three lanes run at once and are joined by a carry-less multiply; otherwise a
    byte-table loop; both give the same values (the tests compare them). */
 static const uint32_t sts__crc_table[256] = {
     0x00000000u, 0xf26b8303u, 0xe13b70f7u, 0x1350f3f4u, 0xc79a971fu, 0x35f1141cu, 0x26a1e7e8u, 0xd4ca64ebu,
@@ -5823,33 +5823,45 @@ STS__PRIVATE uint32_t sts__crc32c_sw(uint32_t crc, const uint8_t *p, size_t n) {
     return ~crc;
 }
 #ifdef STS__X86_DYN
-#  define STS__CRC_LANE 4096
-/* x^(8n - 33) mod P (reflected) for n = 1 and 2 lanes: multiplying a lane's CRC by one of them
-   and reducing with the crc32 instruction moves it past n lanes of bytes. */
-#  define STS__CRC_K1 0x82f89c77u
-#  define STS__CRC_K2 0x54a86326u
+/* Three lanes of `lane` bytes (a multiple of 16) at once, joined by carry-less multiplies with
+   k1 = x^(8 lane - 33) and k2 = x^(16 lane - 33) mod P (reflected): a lane's CRC times one of them,
+   reduced by the crc32 instruction, moves it past one or two lanes of bytes. Lanes of 4 KiB for
+   long buffers, shorter ones for the rest (a 1 KiB tensor: 3 x 256 + 3 x 64 + 64), so short
+   buffers too hide the instruction's latency. */
 __attribute__((target("sse4.2,pclmul"))) STS__PRIVATE uint32_t sts__crc_shift(uint32_t c, uint32_t k) {
     __m128i prod = _mm_clmulepi64_si128(_mm_cvtsi32_si128((int)c), _mm_cvtsi32_si128((int)k), 0);
     return (uint32_t)_mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(prod));
 }
 __attribute__((target("sse4.2,pclmul"))) STS__PRIVATE uint32_t sts__crc32c_hw(uint32_t crc, const uint8_t *p,
         size_t n) {
+    static const size_t lanes[4] = { 4096, 1024, 256, 64 };
+    static const uint32_t k1[4] = { 0x82f89c77u, 0x170076fau, 0xb9e02b86u, 0x9e4addf8u };
+    static const uint32_t k2[4] = { 0x54a86326u, 0xa51b6135u, 0xdd7e3b0cu, 0x0d3b6092u };
     uint64_t c = ~crc & 0xffffffffu;
-    while (n >= 3 * STS__CRC_LANE) {  /* three independent lanes hide the instruction's latency */
-        uint64_t a = c, b = 0, d = 0;
-        size_t i;
-        for (i = 0; i < STS__CRC_LANE; i += 8) {
-            uint64_t x, y, z;
-            memcpy(&x, p + i, 8);
-            memcpy(&y, p + STS__CRC_LANE + i, 8);
-            memcpy(&z, p + 2 * STS__CRC_LANE + i, 8);
-            a = _mm_crc32_u64(a, x);
-            b = _mm_crc32_u64(b, y);
-            d = _mm_crc32_u64(d, z);
+    int l;
+    for (l = 0; l < 4; l++) {
+        size_t lane = lanes[l];
+        while (n >= 3 * lane) {
+            uint64_t a = c, b = 0, d = 0, x, y, z;
+            size_t i;
+            for (i = 0; i < lane; i += 16) {  /* two words a lane a step */
+                memcpy(&x, p + i, 8);
+                memcpy(&y, p + lane + i, 8);
+                memcpy(&z, p + 2 * lane + i, 8);
+                a = _mm_crc32_u64(a, x);
+                b = _mm_crc32_u64(b, y);
+                d = _mm_crc32_u64(d, z);
+                memcpy(&x, p + i + 8, 8);
+                memcpy(&y, p + lane + i + 8, 8);
+                memcpy(&z, p + 2 * lane + i + 8, 8);
+                a = _mm_crc32_u64(a, x);
+                b = _mm_crc32_u64(b, y);
+                d = _mm_crc32_u64(d, z);
+            }
+            c = sts__crc_shift((uint32_t)a, k2[l]) ^ sts__crc_shift((uint32_t)b, k1[l]) ^ (uint32_t)d;
+            p += 3 * lane;
+            n -= 3 * lane;
         }
-        c = sts__crc_shift((uint32_t)a, STS__CRC_K2) ^ sts__crc_shift((uint32_t)b, STS__CRC_K1) ^ (uint32_t)d;
-        p += 3 * STS__CRC_LANE;
-        n -= 3 * STS__CRC_LANE;
     }
     for (; n >= 8; p += 8, n -= 8) {
         uint64_t x;
@@ -9217,16 +9229,15 @@ STS__PRIVATE void sts__kv_inrow(sts_task_writer *w, sts__kvrow *x) {
    memory. A cheap upper bound settles most rows (added and replaced tensors all counted as
    added); near the target the exact size of the shard with the row (the writer's layout) decides,
    and later rows add to that exact figure a tight allowance: their own bytes plus the offsets
-   they shift across a power of ten. */
+   they shift across a power of ten (once set, w->exact follows every row until the shard rolls or
+   an entry is replaced, so the in-order path, which needs none, leaves it alone). */
 STS__PRIVATE int sts__kv_fits(sts_task_writer *w, const sts__kvrow *x) {
     uint64_t nc = w->c.ncols, header, dd, bound;
     int fits;
     if (x->ino) {  /* in order: the exact size, kept as rows came ({} and the first comma net one byte) */
         header = (1 + w->isum + x->add_sum + 7) / 8 * 8;
         bound = 8 + header + w->shard_data + x->add_data;
-        fits = bound <= w->c.target && header <= STS_MAX_HEADER_SIZE;
-        if (fits) w->exact = bound;
-        return fits;
+        return bound <= w->c.target && header <= STS_MAX_HEADER_SIZE;  /* w->exact stays 0 (see below) */
     }
     bound = sts__shard_bound(w->nents + nc, w->shard_fixed + x->add_fixed, w->shard_data + x->add_data,
                                       &header);
