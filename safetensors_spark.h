@@ -8091,6 +8091,9 @@ struct sts_task_writer {
     /* KV: one row's tensors, worked out once per row (ncols each) */
     sts_tensor_spec *rspec;         /* name (in scratch), dtype, rank, shape, data_size */
     uint64_t *rhash, *rfix, *rcount;
+    uint64_t *rslot;                /* the key index slot each name probed: 2 x slot, + 1 when it was empty */
+    uint64_t *cesc, *cpart;         /* per column: its name and the separator as header bytes; the header
+                                       bytes of its dtype and column shape (0: not yet) */
     size_t *rrep;                   /* the open shard's entry the tensor replaces (lastWin), else (size_t)-1 */
     size_t *rpos, *rord;            /* 2 x ncols: exact counts' events (place in ord) and their order */
     sts__fdsink *sink;
@@ -9102,6 +9105,7 @@ STS__PRIVATE sts_result sts__kv_keys_reserve(sts_task_writer *w, size_t more, st
 typedef struct sts__kvrow {
     const char *key;
     size_t klen;
+    uint64_t kesc;                  /* the key's bytes in the header */
     size_t names;                   /* bytes of the row's tensor names */
     sts__names kn;                  /* the task's keys, for probes */
     uint64_t add_fixed, add_data;   /* header bytes without offsets, data bytes */
@@ -9111,6 +9115,26 @@ typedef struct sts__kvrow {
     uint64_t add_sum;               /* then: what it adds to isum */
     uint32_t end_dig;               /* then: digits of shard_data with it */
 } sts__kvrow;
+/* The key's one pass: 1 when it is UTF-8 without NUL, with *esc its bytes in the header (no
+   quotes). Words of plain ASCII (nothing to escape, no control byte) settle the usual key in a
+   step or two, the last word overlapping; anything else goes through the full checks. */
+STS__PRIVATE int sts__kv_key_scan(const char *k, size_t n, uint64_t *esc) {
+    size_t i = 0;
+    uint64_t w;
+    if (n >= 8) {
+        for (; i + 8 <= n; i += 8) {
+            memcpy(&w, k + i, 8);
+            if ((w & 0x8080808080808080ull) || !sts__esc_clean8(k + i)) break;
+        }
+        if (i + 8 > n) {
+            memcpy(&w, k + n - 8, 8);
+            if (!(w & 0x8080808080808080ull) && sts__esc_clean8(k + n - 8)) { *esc = n; return 1; }
+        }
+    }
+    if (sts__utf8_check((const uint8_t *)k, n) != n || (n && memchr(k, 0, n))) return 0;
+    *esc = sts__esc_len(k, n) - 2;
+    return 1;
+}
 /* Row phase 1, the checks: the key, then each cell once (its byte size kept in rspec). Nothing
    changes. */
 STS__PRIVATE sts_result sts__kv_check(sts_task_writer *w, const sts_value *row, sts__kvrow *x, sts_error *err) {
@@ -9125,16 +9149,20 @@ STS__PRIVATE sts_result sts__kv_check(sts_task_writer *w, const sts_value *row, 
     x->fresh = 1;
     if (kv->size && !kv->data)
         return sts__failx(err, STS_RULE_ROW_VALUE, "row %U: the key has %U bytes but no data", w->calls, kv->size);
-    if (kv->size > ((uint64_t)1 << 30) || sts__utf8_check((const uint8_t *)x->key, x->klen) != x->klen ||
-        (x->klen && memchr(x->key, 0, x->klen)))
+    if (kv->size > ((uint64_t)1 << 30) || !sts__kv_key_scan(x->key, x->klen, &x->kesc))
         return sts__failx(err, STS_RULE_ROW_VALUE, "row %U: key %q must be UTF-8 without NUL", w->calls, x->key,
                           x->klen);
     if (!w->rspec) {  /* the per-row arrays, once */
         w->rspec = (sts_tensor_spec *)sts__alloc(&w->c.mem, nc * sizeof *w->rspec);
-        w->rhash = (uint64_t *)sts__alloc(&w->c.mem, 3 * nc * sizeof *w->rhash);
+        w->rhash = (uint64_t *)sts__alloc(&w->c.mem, 6 * nc * sizeof *w->rhash);
         w->rrep = (size_t *)sts__alloc(&w->c.mem, 5 * nc * sizeof *w->rrep);
         if (!w->rspec || !w->rhash || !w->rrep) return sts__nomem(err, "a row's tensors");
-        w->rfix = w->rhash + nc; w->rcount = w->rhash + 2 * nc;
+        w->rfix = w->rhash + nc; w->rcount = w->rhash + 2 * nc; w->rslot = w->rhash + 3 * nc;
+        w->cesc = w->rhash + 4 * nc; w->cpart = w->rhash + 5 * nc;
+        for (i = 0; i < nc; i++) {
+            w->cesc[i] = sts__esc_len(w->c.sep, w->c.sep_len) + sts__esc_len(w->c.cols[i].name, w->c.cols[i].name_len) - 4;
+            w->cpart[i] = 0;
+        }
         w->rpos = w->rrep + nc; w->rord = w->rrep + 3 * nc;
     }
     for (i = 0; i < nc; i++) {
@@ -9184,6 +9212,7 @@ STS__PRIVATE sts_result sts__kv_names(sts_task_writer *w, const sts_value *row, 
                                                            "wrote (duplicatesStrategy=fail)",
                              w->calls, x->key, x->klen, n, nl);
         w->rrep[i] = slot != STS__EMPTY && w->keys[slot].shard == x->cur ? w->keys[slot].ent : (size_t)-1;
+        w->rslot[i] = 2 * (uint64_t)pos + (slot == STS__EMPTY);
         memset(e, 0, sizeof *e);
         e->name = n;
         e->name_len = nl;
@@ -9192,7 +9221,13 @@ STS__PRIVATE sts_result sts__kv_names(sts_task_writer *w, const sts_value *row, 
         e->rank = o->kind == STS_VALUE_TENSOR ? v->rank : o->has_opt ? o->opt_rank : 1;
         w->rcount[i] = v->size;
         e->shape = o->kind == STS_VALUE_TENSOR ? v->shape : o->has_opt ? o->opt_dims : &w->rcount[i];
-        w->rfix[i] = sts__entry_fixed(n, nl, e->dtype, e->shape, e->rank);
+        /* sts__entry_fixed in parts: the key's and the column's bytes, then dtype and shape (the
+           column's own, the usual case, counted once) */
+        if (o->kind == STS_VALUE_TENSOR && o->fixed && e->rank == o->rank &&
+            (!e->rank || memcmp(e->shape, o->shape + 1, e->rank * sizeof *e->shape) == 0)) {
+            if (!w->cpart[i]) w->cpart[i] = sts__entry_fixed("", 0, e->dtype, e->shape, e->rank) - 2;
+            w->rfix[i] = 2 + x->kesc + w->cesc[i] + w->cpart[i];
+        } else w->rfix[i] = 2 + x->kesc + w->cesc[i] + sts__entry_fixed("", 0, e->dtype, e->shape, e->rank) - 2;
         add_fixed += w->rfix[i];
         add_data += b;
     }
@@ -9281,8 +9316,10 @@ STS__PRIVATE sts_result sts__kv_append(sts_task_writer *w, const sts_value *row,
         sts_tensor_spec *e;
         void *dst;
         uint32_t d;
-        /* again: earlier columns may have taken slots */
-        pos = sts__index_probe(&w->kindex, &x->kn, w->rhash[i], t->name, t->name_len);
+        /* the slot the name probed, unless it was empty and an earlier column took it */
+        pos = (size_t)(w->rslot[i] >> 1);
+        if ((w->rslot[i] & 1) && w->kindex.slots[pos] != STS__EMPTY)
+            pos = sts__index_probe(&w->kindex, &x->kn, w->rhash[i], t->name, t->name_len);
         if (w->kindex.slots[pos] == STS__EMPTY) {
             k = &w->keys[w->nkeys];
             if (!(k->name = sts__kv_name_store(w, t->name, t->name_len)))
@@ -9524,7 +9561,7 @@ STSDEF void sts_task_close(sts_task_writer *w) {
     sts__free(&m, w->stages, w->stages ? (STS__STAGES_PER_COLUMN * w->c.ncols + 1) * sizeof *w->stages : 0);
     sts__free(&m, w->ord, w->ord_cap * sizeof *w->ord);
     sts__free(&m, w->rspec, w->c.ncols * sizeof *w->rspec);
-    sts__free(&m, w->rhash, 3 * w->c.ncols * sizeof *w->rhash);
+    sts__free(&m, w->rhash, 6 * w->c.ncols * sizeof *w->rhash);
     sts__free(&m, w->rrep, 5 * w->c.ncols * sizeof *w->rrep);
     for (i = 0; i < w->nchunks; i++) sts__free(&m, w->chunks[i].block, w->chunks[i].block_size);
     sts__free(&m, w->chunks, w->chunks_cap * sizeof *w->chunks);
