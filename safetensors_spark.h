@@ -5823,45 +5823,57 @@ STS__PRIVATE uint32_t sts__crc32c_sw(uint32_t crc, const uint8_t *p, size_t n) {
     return ~crc;
 }
 #ifdef STS__X86_DYN
-/* Three lanes of `lane` bytes (a multiple of 16) at once, joined by carry-less multiplies with
-   k1 = x^(8 lane - 33) and k2 = x^(16 lane - 33) mod P (reflected): a lane's CRC times one of them,
-   reduced by the crc32 instruction, moves it past one or two lanes of bytes. Lanes of 4 KiB for
-   long buffers, shorter ones for the rest (a 1 KiB tensor: 3 x 256 + 3 x 64 + 64), so short
-   buffers too hide the instruction's latency. */
+/* Three lanes at once, joined by carry-less multiplies: a lane's CRC times x^(8L - 33) or
+   x^(16L - 33) mod P (reflected), reduced by the crc32 instruction, moves it past one or two lanes
+   of L bytes. Long buffers go in 4 KiB lanes; what is left (and every short buffer from 48 bytes)
+   in one block of three lanes sized to it, 16 bytes to 1 KiB each (sts__crc_xk[k - 1]: x^(128k - 33)
+   for lanes of 16k bytes), so a 1 KiB KV cell too hides the instruction's latency: 3 x 336 + 16. */
+static const uint32_t sts__crc_xk[128] = {
+    0x493c7d27u, 0xba4fc28eu, 0xddc0152bu, 0x9e4addf8u, 0x39d3b296u, 0x0715ce53u, 0x47db8317u, 0x0d3b6092u,
+    0xc96cfdc0u, 0x878a92a7u, 0xdaece73eu, 0xab7aff2au, 0x2162d385u, 0x83348832u, 0x299847d5u, 0xb9e02b86u,
+    0x18b33a4eu, 0xb6dd949bu, 0x78d9ccb7u, 0xbac2fd7bu, 0xa60ce07bu, 0xce7f39f4u, 0x61d82e56u, 0xd270f1a2u,
+    0xc619809du, 0x2b3cac5du, 0x65863b64u, 0x1b03397fu, 0xebb883bdu, 0xb3e32c28u, 0x064f7f26u, 0xdd7e3b0cu,
+    0xf285651cu, 0x10746f3cu, 0xc7a68855u, 0x271d9844u, 0x8e766a0cu, 0x93a5f730u, 0x6cb08e5cu, 0x6b749fb2u,
+    0x1393e203u, 0xcec3662eu, 0x96c515bbu, 0xe6fc4e6au, 0x8227bb8au, 0xb0cd4768u, 0x39c7ff35u, 0xd7a4825cu,
+    0x0ab3844bu, 0x0167d312u, 0xf6076544u, 0x26f6a60au, 0xa741c1bfu, 0x98d8d9cbu, 0x49c3cc9cu, 0x68bce87au,
+    0x57a3d037u, 0x6956fc3bu, 0x42d98888u, 0x3771e98fu, 0xb42ae3d9u, 0x2178513au, 0xe0ac139eu, 0x170076fau,
+    0x444dd413u, 0x6f345e45u, 0x41d17b64u, 0xff0dba97u, 0xa2b73df1u, 0xf872e54cu, 0x1e41e9fcu, 0x86d8e4d2u,
+    0x651bd98bu, 0x5bb8f1bcu, 0xa90fd27au, 0xb3af077au, 0x4984d782u, 0xca6ef3acu, 0x234e0b26u, 0xdd66cbbbu,
+    0x4597456au, 0xe9e28eb4u, 0x7b3ff57au, 0xc9c8b782u, 0x3f70cc6fu, 0x93e106a4u, 0x62ec6c6du, 0xd813b325u,
+    0x0df04680u, 0x2342001eu, 0x0a2a8d7eu, 0x6d9a4957u, 0xe8b6368bu, 0xd2c3ed1au, 0x995a5724u, 0x9ef68d35u,
+    0x0c139b31u, 0xf2271e60u, 0x0b0bf8cau, 0x2664fd8bu, 0xed64812du, 0x02ee03b2u, 0x8604ae0fu, 0x363bd6b3u,
+    0x135c83fdu, 0x5fabe670u, 0x35ec3279u, 0x00bcf5f6u, 0x8ae00689u, 0x17f27698u, 0x58ca5f00u, 0xaa7c7ad5u,
+    0xb5cfca28u, 0xded288f8u, 0x59f229bcu, 0x6d390decu, 0x37170390u, 0x6353c1ccu, 0xc4584f5cu, 0xf48642e9u,
+    0x531377e2u, 0xdd35bc8du, 0xb25b29f2u, 0x9a5ede41u, 0xa563905du, 0x45cddf4eu, 0xacfa3103u, 0xa51b6135u
+};
 __attribute__((target("sse4.2,pclmul"))) STS__PRIVATE uint32_t sts__crc_shift(uint32_t c, uint32_t k) {
     __m128i prod = _mm_clmulepi64_si128(_mm_cvtsi32_si128((int)c), _mm_cvtsi32_si128((int)k), 0);
     return (uint32_t)_mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(prod));
 }
 __attribute__((target("sse4.2,pclmul"))) STS__PRIVATE uint32_t sts__crc32c_hw(uint32_t crc, const uint8_t *p,
         size_t n) {
-    static const size_t lanes[4] = { 4096, 1024, 256, 64 };
-    static const uint32_t k1[4] = { 0x82f89c77u, 0x170076fau, 0xb9e02b86u, 0x9e4addf8u };
-    static const uint32_t k2[4] = { 0x54a86326u, 0xa51b6135u, 0xdd7e3b0cu, 0x0d3b6092u };
     uint64_t c = ~crc & 0xffffffffu;
-    int l;
-    for (l = 0; l < 4; l++) {
-        size_t lane = lanes[l];
-        while (n >= 3 * lane) {
-            uint64_t a = c, b = 0, d = 0, x, y, z;
-            size_t i;
-            for (i = 0; i < lane; i += 16) {  /* two words a lane a step */
-                memcpy(&x, p + i, 8);
-                memcpy(&y, p + lane + i, 8);
-                memcpy(&z, p + 2 * lane + i, 8);
-                a = _mm_crc32_u64(a, x);
-                b = _mm_crc32_u64(b, y);
-                d = _mm_crc32_u64(d, z);
-                memcpy(&x, p + i + 8, 8);
-                memcpy(&y, p + lane + i + 8, 8);
-                memcpy(&z, p + 2 * lane + i + 8, 8);
-                a = _mm_crc32_u64(a, x);
-                b = _mm_crc32_u64(b, y);
-                d = _mm_crc32_u64(d, z);
-            }
-            c = sts__crc_shift((uint32_t)a, k2[l]) ^ sts__crc_shift((uint32_t)b, k1[l]) ^ (uint32_t)d;
-            p += 3 * lane;
-            n -= 3 * lane;
+    while (n >= 48) {
+        size_t k = n >= 3 * 4096 ? 256 : n / 48 > 64 ? 64 : n / 48, lane = 16 * k, i;
+        uint32_t k1 = k == 256 ? 0x82f89c77u : sts__crc_xk[k - 1], k2 = k == 256 ? 0x54a86326u : sts__crc_xk[2 * k - 1];
+        uint64_t a = c, b = 0, d = 0, x, y, z;
+        for (i = 0; i < lane; i += 16) {  /* two words a lane a step */
+            memcpy(&x, p + i, 8);
+            memcpy(&y, p + lane + i, 8);
+            memcpy(&z, p + 2 * lane + i, 8);
+            a = _mm_crc32_u64(a, x);
+            b = _mm_crc32_u64(b, y);
+            d = _mm_crc32_u64(d, z);
+            memcpy(&x, p + i + 8, 8);
+            memcpy(&y, p + lane + i + 8, 8);
+            memcpy(&z, p + 2 * lane + i + 8, 8);
+            a = _mm_crc32_u64(a, x);
+            b = _mm_crc32_u64(b, y);
+            d = _mm_crc32_u64(d, z);
         }
+        c = sts__crc_shift((uint32_t)a, k2) ^ sts__crc_shift((uint32_t)b, k1) ^ (uint32_t)d;
+        p += 3 * lane;
+        n -= 3 * lane;
     }
     for (; n >= 8; p += 8, n -= 8) {
         uint64_t x;
@@ -9160,7 +9172,8 @@ STS__PRIVATE sts_result sts__kv_check(sts_task_writer *w, const sts_value *row, 
         w->rfix = w->rhash + nc; w->rcount = w->rhash + 2 * nc; w->rslot = w->rhash + 3 * nc;
         w->cesc = w->rhash + 4 * nc; w->cpart = w->rhash + 5 * nc;
         for (i = 0; i < nc; i++) {
-            w->cesc[i] = sts__esc_len(w->c.sep, w->c.sep_len) + sts__esc_len(w->c.cols[i].name, w->c.cols[i].name_len) - 4;
+            const sts__ocol *o = &w->c.cols[i];
+            w->cesc[i] = sts__esc_len(w->c.sep, w->c.sep_len) + sts__esc_len(o->name, o->name_len) - 4;
             w->cpart[i] = 0;
         }
         w->rpos = w->rrep + nc; w->rord = w->rrep + 3 * nc;
