@@ -8103,7 +8103,8 @@ struct sts_task_writer {
     /* KV: one row's tensors, worked out once per row (ncols each) */
     sts_tensor_spec *rspec;         /* name (in scratch), dtype, rank, shape, data_size */
     uint64_t *rhash, *rfix, *rcount;
-    uint64_t *rslot;                /* the key index slot each name probed: 2 x slot, + 1 when it was empty */
+    uint64_t *rslot;                /* 1 when the cell has its fixed column's dtype and shape; then the key
+                                       index slot its name probed: 4 x slot, + 2 for that, + 1 if it was empty */
     uint64_t *cesc, *cpart;         /* per column: its name and the separator as header bytes; the header
                                        bytes of its dtype and column shape (0: not yet) */
     size_t *rrep;                   /* the open shard's entry the tensor replaces (lastWin), else (size_t)-1 */
@@ -9127,6 +9128,26 @@ typedef struct sts__kvrow {
     uint64_t add_sum;               /* then: what it adds to isum */
     uint32_t end_dig;               /* then: digits of shard_data with it */
 } sts__kvrow;
+STS__PRIVATE int sts__kv_dims_eq(const uint64_t *a, const uint64_t *b, uint32_t rank) {
+    uint32_t d;
+    for (d = 0; d < rank; d++) if (a[d] != b[d]) return 0;
+    return 1;
+}
+/* Layout order of two names (memcmp order), eight bytes a step as big-endian words. */
+STS__PRIVATE int sts__kv_name_less(const char *a, size_t la, const char *b, size_t lb) {
+    size_t m = la < lb ? la : lb, i = 0;
+    for (; i + 8 <= m; i += 8) {
+        const uint8_t *p = (const uint8_t *)a + i, *q = (const uint8_t *)b + i;
+        uint64_t x = (uint64_t)p[0] << 56 | (uint64_t)p[1] << 48 | (uint64_t)p[2] << 40 | (uint64_t)p[3] << 32 |
+                     (uint64_t)p[4] << 24 | (uint64_t)p[5] << 16 | (uint64_t)p[6] << 8 | p[7];
+        uint64_t y = (uint64_t)q[0] << 56 | (uint64_t)q[1] << 48 | (uint64_t)q[2] << 40 | (uint64_t)q[3] << 32 |
+                     (uint64_t)q[4] << 24 | (uint64_t)q[5] << 16 | (uint64_t)q[6] << 8 | q[7];
+        if (x != y) return x < y;
+    }
+    for (; i < m; i++)
+        if (a[i] != b[i]) return (unsigned char)a[i] < (unsigned char)b[i];
+    return la < lb;
+}
 /* The key's one pass: 1 when it is UTF-8 without NUL, with *esc its bytes in the header (no
    quotes). Words of plain ASCII (nothing to escape, no control byte) settle the usual key in a
    step or two, the last word overlapping; anything else goes through the full checks. */
@@ -9180,7 +9201,13 @@ STS__PRIVATE sts_result sts__kv_check(sts_task_writer *w, const sts_value *row, 
     }
     for (i = 0; i < nc; i++) {
         sts__ocol *o = &w->c.cols[i];
-        if ((r = sts__cell_check(w, o, &row[o->in], &w->rspec[i].data_size, err)) != STS_OK) return r;
+        const sts_value *v = &row[o->in];
+        /* a tensor of its fixed column's dtype and shape (the usual row): checked when the column
+           was fixed, so only its size and data are left */
+        w->rslot[i] = o->kind == STS_VALUE_TENSOR && o->fixed && v->dtype == o->dtype && v->rank == o->rank &&
+                      (!v->rank || (v->shape && sts__kv_dims_eq(v->shape, o->shape + 1, v->rank)));
+        if (w->rslot[i] && v->size == o->row_bytes && (v->data || !v->size)) w->rspec[i].data_size = v->size;
+        else if ((r = sts__cell_check(w, o, v, &w->rspec[i].data_size, err)) != STS_OK) return r;
         names += x->klen + w->c.sep_len + o->name_len;
     }
     x->names = names;
@@ -9225,7 +9252,7 @@ STS__PRIVATE sts_result sts__kv_names(sts_task_writer *w, const sts_value *row, 
                                                            "wrote (duplicatesStrategy=fail)",
                              w->calls, x->key, x->klen, n, nl);
         w->rrep[i] = slot != STS__EMPTY && w->keys[slot].shard == x->cur ? w->keys[slot].ent : (size_t)-1;
-        w->rslot[i] = 2 * (uint64_t)pos + (slot == STS__EMPTY);
+        w->rslot[i] = 4 * (uint64_t)pos + 2 * (w->rslot[i] & 1) + (slot == STS__EMPTY);  /* + the shape flag */
         memset(e, 0, sizeof *e);
         e->name = n;
         e->name_len = nl;
@@ -9236,8 +9263,7 @@ STS__PRIVATE sts_result sts__kv_names(sts_task_writer *w, const sts_value *row, 
         e->shape = o->kind == STS_VALUE_TENSOR ? v->shape : o->has_opt ? o->opt_dims : &w->rcount[i];
         /* sts__entry_fixed in parts: the key's and the column's bytes, then dtype and shape (the
            column's own, the usual case, counted once) */
-        if (o->kind == STS_VALUE_TENSOR && o->fixed && e->rank == o->rank &&
-            (!e->rank || memcmp(e->shape, o->shape + 1, e->rank * sizeof *e->shape) == 0)) {
+        if (w->rslot[i] & 2) {
             if (!w->cpart[i]) w->cpart[i] = sts__entry_fixed("", 0, e->dtype, e->shape, e->rank) - 2;
             w->rfix[i] = 2 + x->kesc + w->cesc[i] + w->cpart[i];
         } else w->rfix[i] = 2 + x->kesc + w->cesc[i] + sts__entry_fixed("", 0, e->dtype, e->shape, e->rank) - 2;
@@ -9261,7 +9287,10 @@ STS__PRIVATE void sts__kv_inrow(sts_task_writer *w, sts__kvrow *x) {
     if (w->unsorted) return;
     for (i = 0; i < nc; i++) {
         const sts_tensor_spec *t = &w->rspec[i];
-        if (w->rrep[i] != (size_t)-1 || (prev && !sts__spec_less(prev, t))) return;
+        if (w->rrep[i] != (size_t)-1 ||
+            (prev && (prev->dtype != t->dtype ? prev->dtype < t->dtype
+                                              : !sts__kv_name_less(prev->name, prev->name_len, t->name, t->name_len))))
+            return;
         c += t->data_size;
         de = (uint32_t)sts__digits(c);
         sum += w->rfix[i] + dc + de;
@@ -9330,7 +9359,7 @@ STS__PRIVATE sts_result sts__kv_append(sts_task_writer *w, const sts_value *row,
         void *dst;
         uint32_t d;
         /* the slot the name probed, unless it was empty and an earlier column took it */
-        pos = (size_t)(w->rslot[i] >> 1);
+        pos = (size_t)(w->rslot[i] >> 2);
         if ((w->rslot[i] & 1) && w->kindex.slots[pos] != STS__EMPTY)
             pos = sts__index_probe(&w->kindex, &x->kn, w->rhash[i], t->name, t->name_len);
         if (w->kindex.slots[pos] == STS__EMPTY) {
@@ -9361,7 +9390,8 @@ STS__PRIVATE sts_result sts__kv_append(sts_task_writer *w, const sts_value *row,
         e->data_size = b;
         e->rank = t->rank;
         /* the row's shape: the column's own when equal (the usual case), else a copy */
-        if (t->rank == o->rank && (!t->rank || memcmp(t->shape, o->shape + 1, t->rank * sizeof *t->shape) == 0))
+        if ((w->rslot[i] & 2) ||
+            (t->rank == o->rank && (!t->rank || sts__kv_dims_eq(t->shape, o->shape + 1, t->rank))))
             e->shape = o->shape + 1;
         else if (!(e->shape = sts__kv_shape_store(w, t->shape, t->rank)))
             return sts__task_fail(w, sts__nomem(err, "a shape"));
@@ -9373,7 +9403,8 @@ STS__PRIVATE sts_result sts__kv_append(sts_task_writer *w, const sts_value *row,
                                        err)) != STS_OK) return sts__task_fail(w, r);
         if (x->ino) w->icrc = sts__crc32c(w->icrc, dst, (size_t)b);  /* just written: in the cache */
         /* the schema's shape: dims that differ between rows become -1 */
-        if (e->rank != o->rank) memset(o->varies, 1, o->rank ? o->rank : 1);
+        if (e->shape == o->shape + 1) {}
+        else if (e->rank != o->rank) memset(o->varies, 1, o->rank ? o->rank : 1);
         else for (d = 0; d < e->rank; d++) if (e->shape[d] != o->shape[1 + d]) o->varies[d] = 1;
         w->efix[ent] = (uint32_t)w->rfix[i];
         w->shard_fixed += w->rfix[i];
