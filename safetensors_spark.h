@@ -8090,6 +8090,8 @@ struct sts_task_writer {
     sts__wb wb;                     /* the I/O thread */
     sts__key *keys;
     size_t nkeys, keys_cap;
+    int kidx;                       /* 0 while every name came after all earlier ones (memcmp order): none can
+                                       be a duplicate, so none is hashed; 1 once the index below is built */
     sts__index kindex;
     sts__chunk *names;              /* arena of key names */
     size_t names_left;
@@ -9103,7 +9105,7 @@ STS__PRIVATE sts_result sts__kv_keys_reserve(sts_task_writer *w, size_t more, st
                          w->calls, (uint64_t)w->nkeys, (uint64_t)STS__EMPTY);
     if (need > w->keys_cap && !sts__grow(&w->c.mem, (void **)&w->keys, &w->keys_cap, need, sizeof *w->keys))
         return sts__nomem(err, "the key set");
-    if (!w->kindex.slots || need * 2 > w->kindex.mask + 1) {  /* rehash at half load */
+    if (w->kidx && (!w->kindex.slots || need * 2 > w->kindex.mask + 1)) {  /* rehash at half load */
         sts__index nix;
         sts__names k = sts__key_names(w);
         if (!sts__index_init(&w->c.mem, &nix, need * 2)) return sts__nomem(err, "the key set");
@@ -9113,6 +9115,13 @@ STS__PRIVATE sts_result sts__kv_keys_reserve(sts_task_writer *w, size_t more, st
         w->kindex = nix;
     }
     return STS_OK;
+}
+/* The key index, built when the first name comes out of order: every key hashed, room for more. */
+STS__PRIVATE sts_result sts__kv_index_build(sts_task_writer *w, size_t more, sts_error *err) {
+    size_t i;
+    for (i = 0; i < w->nkeys; i++) w->keys[i].hash = sts__hash(w->keys[i].name, w->keys[i].len, 0x6b657973u);
+    w->kidx = 1;
+    return sts__kv_keys_reserve(w, more, err);
 }
 /* A KV row on its way in: its key, and what its tensors add to the open shard. */
 typedef struct sts__kvrow {
@@ -9227,6 +9236,7 @@ STS__PRIVATE sts_result sts__kv_names(sts_task_writer *w, const sts_value *row, 
         w->scratch_cap = x->names;
     }
     if ((r = sts__kv_keys_reserve(w, nc, err)) != STS_OK) return sts__task_fail(w, r);
+again:
     x->kn = sts__key_names(w);
     for (i = 0, pos_end = 0; i < nc; i++) {
         sts__ocol *o = &w->c.cols[i];
@@ -9244,6 +9254,21 @@ STS__PRIVATE sts_result sts__kv_names(sts_task_writer *w, const sts_value *row, 
             return sts__failx(err, STS_RULE_ROW_VALUE, "row %U: key %q and column %q make the tensor name "
                                                        "\"__metadata__\", which readers take for the metadata",
                              w->calls, x->key, x->klen, o->name, o->name_len);
+        if (!w->kidx) {  /* ascending names: new unless this one is not after the last */
+            const char *pn = i ? n - (x->klen + w->c.sep_len + w->c.cols[i - 1].name_len) : NULL;
+            size_t pl = i ? x->klen + w->c.sep_len + w->c.cols[i - 1].name_len : 0;
+            if (!i && w->nkeys) { pn = w->keys[w->nkeys - 1].name; pl = w->keys[w->nkeys - 1].len; }
+            if (!pn || sts__kv_name_less(pn, pl, n, nl)) {
+                w->rslot[i] = 2 * (w->rslot[i] & 1) + 1;  /* slot 0, empty: none is probed */
+                w->rrep[i] = (size_t)-1;
+                w->rhash[i] = 0;  /* hashed if the index is ever built */
+                goto named;
+            }
+            /* the first name out of order: every key hashed into the index, the row named again */
+            if ((r = sts__kv_index_build(w, nc, err)) != STS_OK) return sts__task_fail(w, r);
+            while (i--) w->rslot[i] = (w->rslot[i] >> 1) & 1;  /* back to the shape flags */
+            goto again;
+        }
         w->rhash[i] = sts__hash(n, nl, 0x6b657973u);
         pos = sts__index_probe(&w->kindex, &x->kn, w->rhash[i], n, nl);
         slot = w->kindex.slots[pos];
@@ -9253,6 +9278,7 @@ STS__PRIVATE sts_result sts__kv_names(sts_task_writer *w, const sts_value *row, 
                              w->calls, x->key, x->klen, n, nl);
         w->rrep[i] = slot != STS__EMPTY && w->keys[slot].shard == x->cur ? w->keys[slot].ent : (size_t)-1;
         w->rslot[i] = 4 * (uint64_t)pos + 2 * (w->rslot[i] & 1) + (slot == STS__EMPTY);  /* + the shape flag */
+    named:
         memset(e, 0, sizeof *e);
         e->name = n;
         e->name_len = nl;
@@ -9360,16 +9386,17 @@ STS__PRIVATE sts_result sts__kv_append(sts_task_writer *w, const sts_value *row,
         uint32_t d;
         /* the slot the name probed, unless it was empty and an earlier column took it */
         pos = (size_t)(w->rslot[i] >> 2);
-        if ((w->rslot[i] & 1) && w->kindex.slots[pos] != STS__EMPTY)
+        if (w->kidx && (w->rslot[i] & 1) && w->kindex.slots[pos] != STS__EMPTY)
             pos = sts__index_probe(&w->kindex, &x->kn, w->rhash[i], t->name, t->name_len);
-        if (w->kindex.slots[pos] == STS__EMPTY) {
+        if (!w->kidx || w->kindex.slots[pos] == STS__EMPTY) {
             k = &w->keys[w->nkeys];
             if (!(k->name = sts__kv_name_store(w, t->name, t->name_len)))
                 return sts__task_fail(w, sts__nomem(err, "a key"));
             k->hash = w->rhash[i];
             k->len = t->name_len;
             k->shard = (uint32_t)-1;
-            w->kindex.slots[pos] = (uint32_t)w->nkeys++;
+            if (w->kidx) w->kindex.slots[pos] = (uint32_t)w->nkeys;
+            w->nkeys++;
         } else k = &w->keys[w->kindex.slots[pos]];
         if (k->shard == x->cur) {  /* lastWin inside the open shard: replace the entry in its place */
             ent = k->ent;

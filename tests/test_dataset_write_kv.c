@@ -1247,6 +1247,43 @@ static void test_in_order_shards(void **state) {
     free(rs);
     tu_notes_done(&notes, "in-order shards");
 }
+/* Duplicates while the task's names still ascend (none hashed yet): the last name again, an
+   earlier one, across a roll; the refused rows change nothing. */
+static void test_dup_after_ascending(void **state) {
+    static const char *keys[] = { "a", "b", "c", "c", "d", "a", "e", "b", "f" };
+    static const int dup[] = { 0, 0, 0, 1, 0, 1, 0, 1, 0 };
+    char root[64];
+    sts_write_config c;
+    sts_error e;
+    sts_task_writer *w;
+    sts_value v[2];
+    uint8_t d[64];
+    uint64_t shape[1] = { 16 };
+    char *msg;
+    size_t len, i;
+    (void)state;
+    memset(d, 7, sizeof d);
+    tf_tmpdir(root, sizeof root);
+    memset(&c, 0, sizeof c);
+    c.name_col = "k";
+    c.no_fsync = 1;
+    c.target_shard_bytes = 300;  /* about two rows a shard */
+    DU_OK("prepare", sts_dataset_prepare(root, &c, KV1, 2, NULL, &e), e);
+    DU_OK("open", sts_task_open(root, 0, &c, KV1, 2, NULL, &w, &e), e);
+    for (i = 0; i < sizeof keys / sizeof *keys; i++) {
+        memset(v, 0, sizeof v);
+        v[0].data = keys[i]; v[0].size = strlen(keys[i]);
+        v[1].data = d; v[1].size = 64; v[1].dtype = STS_DTYPE_F32; v[1].rank = 1; v[1].shape = shape;
+        if (dup[i]) tu_err_check(keys[i], sts_task_write(w, v, &e), &e, STS_ERR_DUPLICATE_KEY, STS_RULE_DUPLICATE_KEY,
+                                 (const char *)NULL);
+        else DU_OK(keys[i], sts_task_write(w, v, &e), e);
+    }
+    DU_OK("commit", sts_task_commit(w, &msg, &len, &e), e);
+    assert_non_null(strstr(msg, "\"rows\":6"));
+    sts_task_close(w);
+    sts_free(NULL, msg, len + 1);
+    tf_rmtree(root);
+}
 
 int main(void) {
     const struct CMUnitTest tests[] = {
@@ -1267,6 +1304,7 @@ int main(void) {
         cmocka_unit_test(test_roll_exact_fit),
         cmocka_unit_test(test_roller_50mb),
         cmocka_unit_test(test_in_order_shards),
+        cmocka_unit_test(test_dup_after_ascending),
     };
     if (getenv("STS_TEST_FILTER")) cmocka_set_test_filter(getenv("STS_TEST_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);
