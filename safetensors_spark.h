@@ -8679,6 +8679,19 @@ STS__PRIVATE sts_result sts__batch_row(sts_task_writer *w, const sts_value *row,
 }
 
 /* >>kv ---- KV mode ---- */
+/* Copies a name's n bytes inline (names are short: a libc call costs more than the copy): words,
+   the last one overlapping, from 8 bytes; else bytes. Reads and writes stay inside [0, n). */
+STS__PRIVATE void sts__kv_copy(void *dst, const void *src, size_t n) {
+    uint8_t *d = (uint8_t *)dst;
+    const uint8_t *q = (const uint8_t *)src;
+    size_t i = 0;
+    uint64_t t;
+    if (n >= 8) {
+        for (; i + 8 < n; i += 8) { memcpy(&t, q + i, 8); memcpy(d + i, &t, 8); }
+        memcpy(&t, q + n - 8, 8);
+        memcpy(d + n - 8, &t, 8);
+    } else for (; i < n; i++) d[i] = q[i];
+}
 /* Upper bound of the shard's file size with `n` entries, `fixed` header bytes and `data` bytes:
    every offset is counted with as many digits as the data size has. Exact size <= bound. */
 STS__PRIVATE uint64_t sts__shard_bound(uint64_t n, uint64_t fixed, uint64_t data, uint64_t *header) {
@@ -8754,7 +8767,7 @@ STS__PRIVATE char *sts__kv_name_store(sts_task_writer *w, const char *name, size
         w->names_left = cap;
     }
     p = (char *)(w->names + 1) + (w->names->size - sizeof(sts__chunk) - w->names_left);
-    memcpy(p, name, len);
+    sts__kv_copy(p, name, len);
     p[len] = 0;
     w->names_left -= len + 1;
     return p;
@@ -8921,17 +8934,19 @@ STS__PRIVATE uint8_t *sts__kv_mid_put(uint8_t *q, const sts_tensor_spec *e) {
 }
 STS__PRIVATE sts_result sts__kv_header(sts_task_writer *w, const size_t *ord, uint64_t json, uint64_t hlen,
                                        uint32_t *crc, sts_error *err) {
-    uint64_t total = 8 + hlen, sent = 0, cursor = 0, midfix = 0;
-    size_t cap = total < ((uint64_t)1 << 20) ? (size_t)total + 128 : (size_t)1 << 20, i, midlen = 0, blen = 1;
-    uint8_t *buf, *o, mid[STS__KV_MID], num[2][24];
+    uint64_t total = 8 + hlen, sent = 0, midfix = 0, size = 0;
+    size_t cap = total < ((uint64_t)1 << 20) ? (size_t)total + 128 : (size_t)1 << 20, i, midlen = 0, rl = 1, sl = 1;
+    /* the offset so far and the last data size in decimal, right-aligned at [24] on '0's: the end
+       offset is the begin plus the size, digit by digit (24 bytes copied, rl kept) */
+    uint8_t *buf, *o, mid[STS__KV_MID], run[48], sd[48];
     const uint64_t *mshape = NULL;
     uint32_t mrank = 0;
     sts_dtype mdt = STS_DTYPE_COUNT;  /* none yet */
-    int cur = 0;
     sts_result r = STS_OK;
     if (!(buf = (uint8_t *)sts__alloc(&w->c.mem, cap))) return sts__nomem(err, "the header");
     *crc = 0;
-    num[0][0] = '0';
+    memset(run, '0', sizeof run);
+    memset(sd, '0', sizeof sd);
 #define STS__KV_OUT() do { \
         *crc = sts__crc32c(*crc, buf, (size_t)(o - buf)); \
         if ((r = sts__fdsink_write(w->sink, buf, (size_t)(o - buf))) != STS_OK || \
@@ -8946,7 +8961,7 @@ STS__PRIVATE sts_result sts__kv_header(sts_task_writer *w, const size_t *ord, ui
     for (i = 0; i < w->nents; i++) {
         const sts_tensor_spec *e = &w->ents[ord ? ord[i] : i];
         size_t nl = e->name_len;
-        uint64_t need = 6 * (uint64_t)nl + 21 * (uint64_t)e->rank + 160, end, esc;
+        uint64_t need = 6 * (uint64_t)nl + 21 * (uint64_t)e->rank + 160, esc;
         if ((uint64_t)(cap - (size_t)(o - buf)) < need) {
             STS__KV_OUT();
             if (need > cap) {  /* one entry larger than a piece (a huge name or rank): a buffer its size */
@@ -8971,21 +8986,40 @@ STS__PRIVATE sts_result sts__kv_header(sts_task_writer *w, const size_t *ord, ui
         }
         if (i) *o++ = ',';
         esc = w->efix[ord ? ord[i] : i] - midfix;  /* the name's bytes in the header, quotes included */
-        if (esc == nl + 2) { *o++ = '"'; memcpy(o, e->name, nl); o += nl; *o++ = '"'; }
+        if (esc == nl + 2) { *o++ = '"'; sts__kv_copy(o, e->name, nl); o += nl; *o++ = '"'; }
         else o = sts__esc_put(o, e->name, nl);
         if (mdt != STS_DTYPE_COUNT) { memcpy(o, mid, midlen); o += midlen; }
         else o = sts__kv_mid_put(o, e);
-        memcpy(o, num[cur], 24);  /* begin: the previous end's digits (24 bytes copied, blen kept) */
-        o += blen;
+        memcpy(o, run + 24 - rl, 24);  /* begin: the previous end */
+        o += rl;
         *o++ = ',';
-        end = cursor + e->data_size;
-        blen = (size_t)(sts__u64_put(num[cur ^ 1], end) - num[cur ^ 1]);
-        cur ^= 1;
-        memcpy(o, num[cur], 24);
-        o += blen;
+        if (e->data_size) {
+            size_t j = 24;
+            unsigned carry = 0, t;
+            if (e->data_size != size) {  /* its digits, right-aligned */
+                uint8_t tmp[24];
+                size = e->data_size;
+                sl = (size_t)(sts__u64_put(tmp, size) - tmp);
+                memcpy(sd + 24 - sl, tmp, sl);
+            }
+            while (j > 24 - sl) {
+                j--;
+                t = (unsigned)(run[j] - '0') + (unsigned)(sd[j] - '0') + carry;
+                carry = t >= 10;
+                run[j] = (uint8_t)('0' + t - 10 * carry);
+            }
+            while (carry) {
+                j--;
+                t = (unsigned)(run[j] - '0') + 1;
+                carry = t >= 10;
+                run[j] = (uint8_t)('0' + t - 10 * carry);
+            }
+            if (24 - j > rl) rl = 24 - j;
+        }
+        memcpy(o, run + 24 - rl, 24);
+        o += rl;
         *o++ = ']';
         *o++ = '}';
-        cursor = end;
     }
     *o++ = '}';
     STS_ASSERT(sent + (uint64_t)(o - buf) - 8 == json);
@@ -9134,6 +9168,7 @@ typedef struct sts__kvrow {
     uint32_t cur;                   /* the number the open shard will get */
     int fresh;                      /* the row adds a sample to the open shard */
     int ino;                        /* the row keeps the open shard in layout order (see unsorted) */
+    int asc;                        /* its names ascend from the task's last (none hashed: w->kidx 0) */
     uint64_t add_sum;               /* then: what it adds to isum */
     uint32_t end_dig;               /* then: digits of shard_data with it */
 } sts__kvrow;
@@ -9235,9 +9270,11 @@ STS__PRIVATE sts_result sts__kv_names(sts_task_writer *w, const sts_value *row, 
         if (!(w->scratch = (char *)sts__alloc(&w->c.mem, x->names))) return sts__nomem(err, "a row's names");
         w->scratch_cap = x->names;
     }
-    if ((r = sts__kv_keys_reserve(w, nc, err)) != STS_OK) return sts__task_fail(w, r);
+    if ((w->kidx || w->nkeys + nc > w->keys_cap) && (r = sts__kv_keys_reserve(w, nc, err)) != STS_OK)
+        return sts__task_fail(w, r);
 again:
     x->kn = sts__key_names(w);
+    x->asc = 0;
     for (i = 0, pos_end = 0; i < nc; i++) {
         sts__ocol *o = &w->c.cols[i];
         const sts_value *v = &row[o->in];
@@ -9246,9 +9283,9 @@ again:
         size_t nl = x->klen + w->c.sep_len + o->name_len, pos;
         uint64_t b = e->data_size;
         uint32_t slot;
-        memcpy(n, x->key, x->klen);
-        memcpy(n + x->klen, w->c.sep, w->c.sep_len);
-        memcpy(n + x->klen + w->c.sep_len, o->name, o->name_len);
+        sts__kv_copy(n, x->key, x->klen);
+        sts__kv_copy(n + x->klen, w->c.sep, w->c.sep_len);
+        sts__kv_copy(n + x->klen + w->c.sep_len, o->name, o->name_len);
         pos_end += nl;
         if (nl == 12 && memcmp(n, "__metadata__", 12) == 0)
             return sts__failx(err, STS_RULE_ROW_VALUE, "row %U: key %q and column %q make the tensor name "
@@ -9259,6 +9296,7 @@ again:
             size_t pl = i ? x->klen + w->c.sep_len + w->c.cols[i - 1].name_len : 0;
             if (!i && w->nkeys) { pn = w->keys[w->nkeys - 1].name; pl = w->keys[w->nkeys - 1].len; }
             if (!pn || sts__kv_name_less(pn, pl, n, nl)) {
+                x->asc = 1;
                 w->rslot[i] = 2 * (w->rslot[i] & 1) + 1;  /* slot 0, empty: none is probed */
                 w->rrep[i] = (size_t)-1;
                 w->rhash[i] = 0;  /* hashed if the index is ever built */
@@ -9309,13 +9347,16 @@ STS__PRIVATE void sts__kv_inrow(sts_task_writer *w, sts__kvrow *x) {
     const sts_tensor_spec *prev = w->nents ? &w->ents[w->nents - 1] : NULL;
     uint64_t c = w->shard_data, sum = 0;
     uint32_t dc = w->nents ? w->idig : 1, de;
+    /* names already known to ascend from the task's last key, which is the shard's last entry */
+    int named = x->asc && (!prev || (w->nkeys && prev->name == w->keys[w->nkeys - 1].name));
     x->ino = 0;
     if (w->unsorted) return;
     for (i = 0; i < nc; i++) {
         const sts_tensor_spec *t = &w->rspec[i];
         if (w->rrep[i] != (size_t)-1 ||
             (prev && (prev->dtype != t->dtype ? prev->dtype < t->dtype
-                                              : !sts__kv_name_less(prev->name, prev->name_len, t->name, t->name_len))))
+                                              : !named && !sts__kv_name_less(prev->name, prev->name_len, t->name,
+                                                                             t->name_len))))
             return;
         c += t->data_size;
         de = (uint32_t)sts__digits(c);
@@ -9426,8 +9467,9 @@ STS__PRIVATE sts_result sts__kv_append(sts_task_writer *w, const sts_value *row,
         if (!(dst = sts__kv_data(w, b, err))) return sts__task_fail(w, STS_ERR_NOMEM);
         e->data = dst;
         w->echk[ent] = (uint32_t)w->chunk_at;
-        if (b && (r = sts__cell_encode(w, o, v, 0, (size_t)(o->kind == STS_VALUE_ARRAY ? v->size : b), dst,
-                                       err)) != STS_OK) return sts__task_fail(w, r);
+        if (o->kind == STS_VALUE_TENSOR) { if (b) memcpy(dst, v->data, (size_t)b); }  /* a tensor's bytes as they are */
+        else if (b && (r = sts__cell_encode(w, o, v, 0, (size_t)v->size, dst, err)) != STS_OK)
+            return sts__task_fail(w, r);
         if (x->ino) w->icrc = sts__crc32c(w->icrc, dst, (size_t)b);  /* just written: in the cache */
         /* the schema's shape: dims that differ between rows become -1 */
         if (e->shape == o->shape + 1) {}
