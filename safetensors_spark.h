@@ -8681,7 +8681,7 @@ STS__PRIVATE sts_result sts__batch_row(sts_task_writer *w, const sts_value *row,
 /* >>kv ---- KV mode ---- */
 /* Copies a name's n bytes inline (names are short: a libc call costs more than the copy): words,
    the last one overlapping, from 8 bytes; else bytes. Reads and writes stay inside [0, n). */
-STS__PRIVATE void sts__kv_copy(void *dst, const void *src, size_t n) {
+STS__INLINE void sts__kv_copy(void *dst, const void *src, size_t n) {
     uint8_t *d = (uint8_t *)dst;
     const uint8_t *q = (const uint8_t *)src;
     size_t i = 0;
@@ -8920,6 +8920,44 @@ STS__PRIVATE uint64_t sts__kv_exact(sts_task_writer *w, size_t n, uint64_t *head
    `ord` order (NULL: as stored, the shard in layout order). A run of entries with one dtype and
    shape (the usual KV shard) renders the text between name and offsets once; a name that needs no
    escaping (its fixed bytes tell) is copied; each begin offset is the previous end's digits. */
+STS__INLINE uint64_t sts__kv_be64(const uint8_t *p) {
+    return (uint64_t)p[0] << 56 | (uint64_t)p[1] << 48 | (uint64_t)p[2] << 40 | (uint64_t)p[3] << 32 |
+           (uint64_t)p[4] << 24 | (uint64_t)p[5] << 16 | (uint64_t)p[6] << 8 | p[7];
+}
+STS__INLINE void sts__kv_put_be64(uint8_t *p, uint64_t v) {
+    int i;
+    for (i = 7; i >= 0; i--) { p[i] = (uint8_t)v; v >>= 8; }
+}
+/* run[0..24) holds a number's rl digits right-aligned, '0's before them; sd the same for one of
+   sl digits, yd its last eight as digit values in a big-endian word. Adds the second to the first
+   in place and returns the digits of the sum. Up to eight digits, one word add: a byte reaching 10
+   carries into the next (each byte starts at 246 more), and the bytes that did not get their 246
+   back; longer ones digit by digit. */
+STS__INLINE size_t sts__kv_dec_add(uint8_t *run, size_t rl, const uint8_t *sd, size_t sl, uint64_t yd) {
+    size_t j = 24;
+    unsigned carry = 0, t;
+    if (sl <= 8) {
+        uint64_t a = sts__kv_be64(run + 16) - 0x3030303030303030ull + 0xf6f6f6f6f6f6f6f6ull, s8 = a + yd;
+        uint64_t m = (s8 >> 7) & 0x0101010101010101ull;  /* bytes that did not reach 10 */
+        sts__kv_put_be64(run + 16, s8 - m * 0xf6 + 0x3030303030303030ull);
+        carry = s8 < a;
+        j = 16;
+    } else while (j > 24 - sl) {
+        j--;
+        t = (unsigned)(run[j] - '0') + (unsigned)(sd[j] - '0') + carry;
+        carry = t >= 10;
+        run[j] = (uint8_t)('0' + t - 10 * carry);
+    }
+    while (carry) {
+        j--;
+        t = (unsigned)(run[j] - '0') + 1;
+        carry = t >= 10;
+        run[j] = (uint8_t)('0' + t - 10 * carry);
+    }
+    if (sl > rl) rl = sl;
+    if (rl < 20 && run[23 - rl] != '0') rl++;  /* a carry past the longer of the two */
+    return rl;
+}
 #define STS__KV_MID 256  /* the longest ":{"dtype":..."data_offsets":[" text kept for reuse */
 STS__PRIVATE uint8_t *sts__kv_mid_put(uint8_t *q, const sts_tensor_spec *e) {
     const char *dn = sts__dtype_names[e->dtype];
@@ -8934,7 +8972,7 @@ STS__PRIVATE uint8_t *sts__kv_mid_put(uint8_t *q, const sts_tensor_spec *e) {
 }
 STS__PRIVATE sts_result sts__kv_header(sts_task_writer *w, const size_t *ord, uint64_t json, uint64_t hlen,
                                        uint32_t *crc, sts_error *err) {
-    uint64_t total = 8 + hlen, sent = 0, midfix = 0, size = 0;
+    uint64_t total = 8 + hlen, sent = 0, midfix = 0, size = 0, yd = 0;
     size_t cap = total < ((uint64_t)1 << 20) ? (size_t)total + 128 : (size_t)1 << 20, i, midlen = 0, rl = 1, sl = 1;
     /* the offset so far and the last data size in decimal, right-aligned at [24] on '0's: the end
        offset is the begin plus the size, digit by digit (24 bytes copied, rl kept) */
@@ -8994,27 +9032,15 @@ STS__PRIVATE sts_result sts__kv_header(sts_task_writer *w, const size_t *ord, ui
         o += rl;
         *o++ = ',';
         if (e->data_size) {
-            size_t j = 24;
-            unsigned carry = 0, t;
             if (e->data_size != size) {  /* its digits, right-aligned */
                 uint8_t tmp[24];
                 size = e->data_size;
                 sl = (size_t)(sts__u64_put(tmp, size) - tmp);
+                memset(sd, '0', 24);
                 memcpy(sd + 24 - sl, tmp, sl);
+                yd = sts__kv_be64(sd + 16) - 0x3030303030303030ull;
             }
-            while (j > 24 - sl) {
-                j--;
-                t = (unsigned)(run[j] - '0') + (unsigned)(sd[j] - '0') + carry;
-                carry = t >= 10;
-                run[j] = (uint8_t)('0' + t - 10 * carry);
-            }
-            while (carry) {
-                j--;
-                t = (unsigned)(run[j] - '0') + 1;
-                carry = t >= 10;
-                run[j] = (uint8_t)('0' + t - 10 * carry);
-            }
-            if (24 - j > rl) rl = 24 - j;
+            rl = sts__kv_dec_add(run, rl, sd, sl, yd);
         }
         memcpy(o, run + 24 - rl, 24);
         o += rl;
@@ -9172,7 +9198,7 @@ typedef struct sts__kvrow {
     uint64_t add_sum;               /* then: what it adds to isum */
     uint32_t end_dig;               /* then: digits of shard_data with it */
 } sts__kvrow;
-STS__PRIVATE int sts__kv_dims_eq(const uint64_t *a, const uint64_t *b, uint32_t rank) {
+STS__INLINE int sts__kv_dims_eq(const uint64_t *a, const uint64_t *b, uint32_t rank) {
     uint32_t d;
     for (d = 0; d < rank; d++) if (a[d] != b[d]) return 0;
     return 1;
@@ -9342,7 +9368,7 @@ again:
 /* Whether the row keeps the open shard in layout order: each tensor sorts after the shard's last
    entry and the row's earlier tensors, and replaces none. Then x->add_sum is its exact share of
    the header without commas' neighbours: fixed bytes and the digits of both offsets. */
-STS__PRIVATE void sts__kv_inrow(sts_task_writer *w, sts__kvrow *x) {
+STS__INLINE void sts__kv_inrow(sts_task_writer *w, sts__kvrow *x) {
     size_t i, nc = w->c.ncols;
     const sts_tensor_spec *prev = w->nents ? &w->ents[w->nents - 1] : NULL;
     uint64_t c = w->shard_data, sum = 0;
