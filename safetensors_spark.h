@@ -8680,7 +8680,8 @@ STS__PRIVATE sts_result sts__batch_row(sts_task_writer *w, const sts_value *row,
 
 /* >>kv ---- KV mode ---- */
 /* Copies a name's n bytes inline (names are short: a libc call costs more than the copy): words,
-   the last one overlapping, from 8 bytes; else bytes. Reads and writes stay inside [0, n). */
+   the last one overlapping, from 8 bytes; else two overlapping halves. Reads and writes stay
+   inside [0, n). */
 STS__INLINE void sts__kv_copy(void *dst, const void *src, size_t n) {
     uint8_t *d = (uint8_t *)dst;
     const uint8_t *q = (const uint8_t *)src;
@@ -8690,7 +8691,15 @@ STS__INLINE void sts__kv_copy(void *dst, const void *src, size_t n) {
         for (; i + 8 < n; i += 8) { memcpy(&t, q + i, 8); memcpy(d + i, &t, 8); }
         memcpy(&t, q + n - 8, 8);
         memcpy(d + n - 8, &t, 8);
-    } else for (; i < n; i++) d[i] = q[i];
+    } else if (n >= 4) {  /* two overlapping halves, likewise below */
+        uint32_t h;
+        memcpy(&h, q, 4); memcpy(d, &h, 4);
+        memcpy(&h, q + n - 4, 4); memcpy(d + n - 4, &h, 4);
+    } else if (n >= 2) {
+        uint16_t h;
+        memcpy(&h, q, 2); memcpy(d, &h, 2);
+        memcpy(&h, q + n - 2, 2); memcpy(d + n - 2, &h, 2);
+    } else if (n) d[0] = q[0];
 }
 /* Upper bound of the shard's file size with `n` entries, `fixed` header bytes and `data` bytes:
    every offset is counted with as many digits as the data size has. Exact size <= bound. */
@@ -8925,8 +8934,8 @@ STS__INLINE uint64_t sts__kv_be64(const uint8_t *p) {
            (uint64_t)p[4] << 24 | (uint64_t)p[5] << 16 | (uint64_t)p[6] << 8 | p[7];
 }
 STS__INLINE void sts__kv_put_be64(uint8_t *p, uint64_t v) {
-    int i;
-    for (i = 7; i >= 0; i--) { p[i] = (uint8_t)v; v >>= 8; }
+    p[0] = (uint8_t)(v >> 56); p[1] = (uint8_t)(v >> 48); p[2] = (uint8_t)(v >> 40); p[3] = (uint8_t)(v >> 32);
+    p[4] = (uint8_t)(v >> 24); p[5] = (uint8_t)(v >> 16); p[6] = (uint8_t)(v >> 8); p[7] = (uint8_t)v;
 }
 /* run[0..24) holds a number's rl digits right-aligned, '0's before them; sd the same for one of
    sl digits, yd its last eight as digit values in a big-endian word. Adds the second to the first
