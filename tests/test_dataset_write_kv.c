@@ -1195,7 +1195,7 @@ static void k1_run(const char *label, k1row *rs, size_t n, uint64_t target, int 
     tf_rmtree(root);
 }
 static void test_in_order_shards(void **state) {
-    static const char *odd[] = { "a\"q", "b\\\\s", "c\nl", "d\x01" "c", "e\xc3\xa9t\xe2\x82\xac", "f\x7f", "g/\t" };
+    static const char *odd[] = { "a\"q", "b\\\\s", "c\nl", "d\001c", "e\xc3\xa9t\xe2\x82\xac", "f\x7f", "g/\t" };
     k1row *rs = (k1row *)calloc(600, sizeof *rs);
     tu_rng rng = { 7 };
     tu_sb notes = { 0, 0, 0 };
