@@ -8990,6 +8990,7 @@ STS__PRIVATE sts_result sts__kv_header(sts_task_writer *w, const size_t *ord, ui
     uint32_t mrank = 0;
     sts_dtype mdt = STS_DTYPE_COUNT;  /* none yet */
     sts_result r = STS_OK;
+    (void)json;  /* checked by STS_ASSERT only */
     if (!(buf = (uint8_t *)sts__alloc(&w->c.mem, cap))) return sts__nomem(err, "the header");
     *crc = 0;
     memset(run, '0', sizeof run);
@@ -9305,7 +9306,8 @@ STS__PRIVATE sts_result sts__kv_names(sts_task_writer *w, const sts_value *row, 
         if (!(w->scratch = (char *)sts__alloc(&w->c.mem, x->names))) return sts__nomem(err, "a row's names");
         w->scratch_cap = x->names;
     }
-    if ((w->kidx || w->nkeys + nc > w->keys_cap) && (r = sts__kv_keys_reserve(w, nc, err)) != STS_OK)
+    if ((w->kidx || w->nkeys + nc > w->keys_cap || w->nkeys + nc > (size_t)STS__EMPTY) &&
+        (r = sts__kv_keys_reserve(w, nc, err)) != STS_OK)
         return sts__task_fail(w, r);
 again:
     x->kn = sts__key_names(w);
