@@ -4784,25 +4784,47 @@ STS__PRIVATE uint8_t *sts__esc_put(uint8_t *o, const char *s, size_t n) {
     *o++ = '"';
     return o;
 }
-STS__PRIVATE uint64_t sts__digits(uint64_t v) {  /* decimal digits of v: a few compares, no division */
+/* Decimal digits of v. With a count-leading-zeros builtin: the bit length gives the digit count
+   to within one (x 1233 / 4096 ~ log10 2), one compare settles it; else a few compares. */
+STS__PRIVATE uint64_t sts__digits(uint64_t v) {
+#if defined(__GNUC__) || defined(__clang__)
+    static const uint64_t p10[20] = { 1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull,
+                                      100000000ull, 1000000000ull, 10000000000ull, 100000000000ull,
+                                      1000000000000ull, 10000000000000ull, 100000000000000ull,
+                                      1000000000000000ull, 10000000000000000ull, 100000000000000000ull,
+                                      1000000000000000000ull, 10000000000000000000ull };
+    unsigned t = (unsigned)(64 - __builtin_clzll(v | 1)) * 1233u >> 12;  /* digits - 1 or digits */
+    return (uint64_t)t + ((v | 1) >= p10[t]);
+#else
     uint64_t d = 0;
     if (v >= 10000000000ull) { d = 10; v /= 10000000000ull; }  /* a constant divisor: a multiply */
     if (v < 100000) return d + (v < 10 ? 1 : v < 100 ? 2 : v < 1000 ? 3 : v < 10000 ? 4 : 5);
     return d + (v < 1000000 ? 6 : v < 10000000 ? 7 : v < 100000000 ? 8 : v < 1000000000 ? 9 : 10);
+#endif
 }
-STS__PRIVATE uint8_t *sts__u64_put(uint8_t *o, uint64_t v) {  /* two digits a step */
+/* Two digits a step, from the last back; in 32-bit arithmetic once the value fits (offsets and
+   dims usually do), where a division by 100 is a cheaper multiply. */
+STS__PRIVATE uint8_t *sts__u64_put(uint8_t *o, uint64_t v) {
     static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
                                 "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
                                 "8081828384858687888990919293949596979899";
-    uint8_t *end = o + sts__digits(v), *p = end;  /* written from the last digit back, in place */
-    while (v >= 100) {
-        unsigned r = (unsigned)(v % 100);
+    uint8_t *end = o + sts__digits(v), *p = end;
+    uint32_t u, r;
+    while (v > 0xffffffffu) {
+        r = (uint32_t)(v % 100);
         v /= 100;
         p -= 2;
         p[0] = (uint8_t)pairs[2 * r]; p[1] = (uint8_t)pairs[2 * r + 1];
     }
-    if (v >= 10) { p[-2] = (uint8_t)pairs[2 * v]; p[-1] = (uint8_t)pairs[2 * v + 1]; }
-    else p[-1] = (uint8_t)('0' + v);
+    u = (uint32_t)v;
+    while (u >= 100) {
+        r = u % 100;
+        u /= 100;
+        p -= 2;
+        p[0] = (uint8_t)pairs[2 * r]; p[1] = (uint8_t)pairs[2 * r + 1];
+    }
+    if (u >= 10) { p[-2] = (uint8_t)pairs[2 * u]; p[-1] = (uint8_t)pairs[2 * u + 1]; }
+    else p[-1] = (uint8_t)('0' + u);
     return end;
 }
 STS__PRIVATE sts_result sts__check_text(const char *s, size_t n, int is_name, const char *what, sts_error *err) {
@@ -5207,39 +5229,6 @@ STS__PRIVATE uint64_t sts__entry_fixed(const char *name, size_t len, sts_dtype d
     for (i = 0; i < rank; i++) n += sts__digits(shape[i]) + (i ? 1 : 0);
     return n;
 }
-/* A plan for specs checked already (the dataset writer checks each row as it arrives) whose
-   layout order is known: offsets and the exact header size, with no sort and no name index.
-   `order` (n entries) is borrowed and must outlive the plan; fixed[i] is spec i's
-   sts__entry_fixed. No metadata. */
-STS__PRIVATE sts_result sts__plan_trusted(sts__plan *pl, const sts_tensor_spec *specs, size_t n, size_t *order,
-                                          const uint32_t *fixed, const sts__mem *m, sts_error *err) {
-    uint64_t json = n ? 1 : 2, cursor = 0;
-    size_t i;
-    memset(pl, 0, sizeof *pl);
-    pl->mem = *m;
-    pl->n = n;
-    pl->order = order;
-    if (!sts__mulsz(n ? n : 1, sizeof(uint64_t), &pl->begin_bytes) ||
-        !(pl->begin = (uint64_t *)sts__alloc(&pl->mem, pl->begin_bytes)))
-        return sts__nomem(err, "the writer's layout");
-    for (i = 0; i < n; i++) {
-        size_t s = order[i];
-        pl->begin[s] = cursor;
-        json += fixed[s] + sts__digits(cursor);
-        cursor += specs[s].data_size;
-        json += sts__digits(cursor);
-    }
-    pl->json_len = json;
-    pl->header_len = (json + 7) / 8 * 8;
-    pl->data_len = cursor;
-    if (pl->header_len > STS_MAX_HEADER_SIZE) {
-        sts__plan_free(pl);
-        return sts__failx(err, STS_RULE_HEADER_TOO_LARGE, "the header would be %U bytes, over the limit of %U",
-                          json, (uint64_t)STS_MAX_HEADER_SIZE);
-    }
-    return STS_OK;
-}
-
 STSDEF sts_result sts_write_size(const sts_tensor_spec *specs, size_t n, const sts_kv *meta, size_t n_meta,
                                  const sts_options *opts, uint64_t *header_size, uint64_t *file_size, sts_error *err) {
     sts__plan pl;
@@ -6092,7 +6081,7 @@ STSDEF const char *sts_convert_isa(void) { return sts__isa_name(sts__isa()); }
 /* >>crc32c ---- CRC-32C (Castagnoli, reflected polynomial 0x82F63B78) ----
    The shard checksum of the manifest. sts__crc32c(crc, p, n) extends crc (0 to start) over n more
    bytes, so a file's value is built piece by piece in file order. With SSE4.2 and PCLMUL (chosen at
-   run time) three 4 KiB lanes run at once and are joined by a carry-less multiply; otherwise a
+   run time) three lanes run at once and are joined by a carry-less multiply; otherwise a
    byte-table loop; both give the same values (the tests compare them). */
 static const uint32_t sts__crc_table[256] = {
     0x00000000u, 0xf26b8303u, 0xe13b70f7u, 0x1350f3f4u, 0xc79a971fu, 0x35f1141cu, 0x26a1e7e8u, 0xd4ca64ebu,
@@ -6134,11 +6123,29 @@ STS__PRIVATE uint32_t sts__crc32c_sw(uint32_t crc, const uint8_t *p, size_t n) {
     return ~crc;
 }
 #ifdef STS__X86_DYN
-#  define STS__CRC_LANE 4096
-/* x^(8n - 33) mod P (reflected) for n = 1 and 2 lanes: multiplying a lane's CRC by one of them
-   and reducing with the crc32 instruction moves it past n lanes of bytes. */
-#  define STS__CRC_K1 0x82f89c77u
-#  define STS__CRC_K2 0x54a86326u
+/* Three lanes at once, joined by carry-less multiplies: a lane's CRC times x^(8L - 33) or
+   x^(16L - 33) mod P (reflected), reduced by the crc32 instruction, moves it past one or two lanes
+   of L bytes. Long buffers go in 4 KiB lanes; what is left (and every short buffer from 48 bytes)
+   in one block of three lanes sized to it, 16 bytes to 1 KiB each (sts__crc_xk[k - 1]: x^(128k - 33)
+   for lanes of 16k bytes), so a 1 KiB KV cell too hides the instruction's latency: 3 x 336 + 16. */
+static const uint32_t sts__crc_xk[128] = {
+    0x493c7d27u, 0xba4fc28eu, 0xddc0152bu, 0x9e4addf8u, 0x39d3b296u, 0x0715ce53u, 0x47db8317u, 0x0d3b6092u,
+    0xc96cfdc0u, 0x878a92a7u, 0xdaece73eu, 0xab7aff2au, 0x2162d385u, 0x83348832u, 0x299847d5u, 0xb9e02b86u,
+    0x18b33a4eu, 0xb6dd949bu, 0x78d9ccb7u, 0xbac2fd7bu, 0xa60ce07bu, 0xce7f39f4u, 0x61d82e56u, 0xd270f1a2u,
+    0xc619809du, 0x2b3cac5du, 0x65863b64u, 0x1b03397fu, 0xebb883bdu, 0xb3e32c28u, 0x064f7f26u, 0xdd7e3b0cu,
+    0xf285651cu, 0x10746f3cu, 0xc7a68855u, 0x271d9844u, 0x8e766a0cu, 0x93a5f730u, 0x6cb08e5cu, 0x6b749fb2u,
+    0x1393e203u, 0xcec3662eu, 0x96c515bbu, 0xe6fc4e6au, 0x8227bb8au, 0xb0cd4768u, 0x39c7ff35u, 0xd7a4825cu,
+    0x0ab3844bu, 0x0167d312u, 0xf6076544u, 0x26f6a60au, 0xa741c1bfu, 0x98d8d9cbu, 0x49c3cc9cu, 0x68bce87au,
+    0x57a3d037u, 0x6956fc3bu, 0x42d98888u, 0x3771e98fu, 0xb42ae3d9u, 0x2178513au, 0xe0ac139eu, 0x170076fau,
+    0x444dd413u, 0x6f345e45u, 0x41d17b64u, 0xff0dba97u, 0xa2b73df1u, 0xf872e54cu, 0x1e41e9fcu, 0x86d8e4d2u,
+    0x651bd98bu, 0x5bb8f1bcu, 0xa90fd27au, 0xb3af077au, 0x4984d782u, 0xca6ef3acu, 0x234e0b26u, 0xdd66cbbbu,
+    0x4597456au, 0xe9e28eb4u, 0x7b3ff57au, 0xc9c8b782u, 0x3f70cc6fu, 0x93e106a4u, 0x62ec6c6du, 0xd813b325u,
+    0x0df04680u, 0x2342001eu, 0x0a2a8d7eu, 0x6d9a4957u, 0xe8b6368bu, 0xd2c3ed1au, 0x995a5724u, 0x9ef68d35u,
+    0x0c139b31u, 0xf2271e60u, 0x0b0bf8cau, 0x2664fd8bu, 0xed64812du, 0x02ee03b2u, 0x8604ae0fu, 0x363bd6b3u,
+    0x135c83fdu, 0x5fabe670u, 0x35ec3279u, 0x00bcf5f6u, 0x8ae00689u, 0x17f27698u, 0x58ca5f00u, 0xaa7c7ad5u,
+    0xb5cfca28u, 0xded288f8u, 0x59f229bcu, 0x6d390decu, 0x37170390u, 0x6353c1ccu, 0xc4584f5cu, 0xf48642e9u,
+    0x531377e2u, 0xdd35bc8du, 0xb25b29f2u, 0x9a5ede41u, 0xa563905du, 0x45cddf4eu, 0xacfa3103u, 0xa51b6135u
+};
 __attribute__((target("sse4.2,pclmul"))) STS__PRIVATE uint32_t sts__crc_shift(uint32_t c, uint32_t k) {
     __m128i prod = _mm_clmulepi64_si128(_mm_cvtsi32_si128((int)c), _mm_cvtsi32_si128((int)k), 0);
     return (uint32_t)_mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(prod));
@@ -6146,21 +6153,27 @@ __attribute__((target("sse4.2,pclmul"))) STS__PRIVATE uint32_t sts__crc_shift(ui
 __attribute__((target("sse4.2,pclmul"))) STS__PRIVATE uint32_t sts__crc32c_hw(uint32_t crc, const uint8_t *p,
         size_t n) {
     uint64_t c = ~crc & 0xffffffffu;
-    while (n >= 3 * STS__CRC_LANE) {  /* three independent lanes hide the instruction's latency */
-        uint64_t a = c, b = 0, d = 0;
-        size_t i;
-        for (i = 0; i < STS__CRC_LANE; i += 8) {
-            uint64_t x, y, z;
+    while (n >= 48) {
+        size_t k = n >= 3 * 4096 ? 256 : n / 48 > 64 ? 64 : n / 48, lane = 16 * k, i;
+        uint32_t k1 = k == 256 ? 0x82f89c77u : sts__crc_xk[k - 1], k2 = k == 256 ? 0x54a86326u : sts__crc_xk[2 * k - 1];
+        uint64_t a = c, b = 0, d = 0, x, y, z;
+        for (i = 0; i < lane; i += 16) {  /* two words a lane a step */
             memcpy(&x, p + i, 8);
-            memcpy(&y, p + STS__CRC_LANE + i, 8);
-            memcpy(&z, p + 2 * STS__CRC_LANE + i, 8);
+            memcpy(&y, p + lane + i, 8);
+            memcpy(&z, p + 2 * lane + i, 8);
+            a = _mm_crc32_u64(a, x);
+            b = _mm_crc32_u64(b, y);
+            d = _mm_crc32_u64(d, z);
+            memcpy(&x, p + i + 8, 8);
+            memcpy(&y, p + lane + i + 8, 8);
+            memcpy(&z, p + 2 * lane + i + 8, 8);
             a = _mm_crc32_u64(a, x);
             b = _mm_crc32_u64(b, y);
             d = _mm_crc32_u64(d, z);
         }
-        c = sts__crc_shift((uint32_t)a, STS__CRC_K2) ^ sts__crc_shift((uint32_t)b, STS__CRC_K1) ^ (uint32_t)d;
-        p += 3 * STS__CRC_LANE;
-        n -= 3 * STS__CRC_LANE;
+        c = sts__crc_shift((uint32_t)a, k2) ^ sts__crc_shift((uint32_t)b, k1) ^ (uint32_t)d;
+        p += 3 * lane;
+        n -= 3 * lane;
     }
     for (; n >= 8; p += 8, n -= 8) {
         uint64_t x;
@@ -8405,6 +8418,13 @@ struct sts_task_writer {
     uint64_t shard_rows, shard_data, shard_fixed;  /* data bytes, header bytes before offsets */
     uint64_t exact;                 /* an exact-based upper bound of the shard's file size; 0 = none */
     uint64_t min_size, empties;     /* smallest non-empty tensor and count of empty ones in the shard */
+    /* While the open shard's entries arrive in layout order (the usual case: sorted keys) and none
+       is replaced (lastWin), its exact size and its data's CRC-32C are kept as rows come, so the
+       roller needs no count and the seal no second pass over the data. */
+    int unsorted;                   /* 0: in order, and the three below are valid */
+    uint64_t isum;                  /* the entries' fixed header bytes and offset digits */
+    uint32_t icrc;                  /* CRC-32C of the shard's data (file order, from 0) */
+    uint32_t idig;                  /* digits of shard_data */
     sts__dchunk *chunks;
     size_t nchunks, chunks_cap, chunk_at;   /* chunk_at: the open shard's current chunk, or (size_t)-1 */
     uint64_t chunk_bytes, chunk_budget;     /* allocated; the cap while a sealed shard is being written (0: none yet) */
@@ -8415,6 +8435,8 @@ struct sts_task_writer {
     sts__wb wb;                     /* the I/O thread */
     sts__key *keys;
     size_t nkeys, keys_cap;
+    int kidx;                       /* 0 while every name came after all earlier ones (memcmp order): none can
+                                       be a duplicate, so none is hashed; 1 once the index below is built */
     sts__index kindex;
     sts__chunk *names;              /* arena of key names */
     size_t names_left;
@@ -8428,6 +8450,10 @@ struct sts_task_writer {
     /* KV: one row's tensors, worked out once per row (ncols each) */
     sts_tensor_spec *rspec;         /* name (in scratch), dtype, rank, shape, data_size */
     uint64_t *rhash, *rfix, *rcount;
+    uint64_t *rslot;                /* 1 when the cell has its fixed column's dtype and shape; then the key
+                                       index slot its name probed: 4 x slot, + 2 for that, + 1 if it was empty */
+    uint64_t *cesc, *cpart;         /* per column: its name and the separator as header bytes; the header
+                                       bytes of its dtype and column shape (0: not yet) */
     size_t *rrep;                   /* the open shard's entry the tensor replaces (lastWin), else (size_t)-1 */
     size_t *rpos, *rord;            /* 2 x ncols: exact counts' events (place in ord) and their order */
     sts__fdsink *sink;
@@ -8998,6 +9024,28 @@ STS__PRIVATE sts_result sts__batch_row(sts_task_writer *w, const sts_value *row,
 }
 
 /* >>kv ---- KV mode ---- */
+/* Copies a name's n bytes inline (names are short: a libc call costs more than the copy): words,
+   the last one overlapping, from 8 bytes; else two overlapping halves. Reads and writes stay
+   inside [0, n). */
+STS__INLINE void sts__kv_copy(void *dst, const void *src, size_t n) {
+    uint8_t *d = (uint8_t *)dst;
+    const uint8_t *q = (const uint8_t *)src;
+    size_t i = 0;
+    uint64_t t;
+    if (n >= 8) {
+        for (; i + 8 < n; i += 8) { memcpy(&t, q + i, 8); memcpy(d + i, &t, 8); }
+        memcpy(&t, q + n - 8, 8);
+        memcpy(d + n - 8, &t, 8);
+    } else if (n >= 4) {  /* two overlapping halves, likewise below */
+        uint32_t h;
+        memcpy(&h, q, 4); memcpy(d, &h, 4);
+        memcpy(&h, q + n - 4, 4); memcpy(d + n - 4, &h, 4);
+    } else if (n >= 2) {
+        uint16_t h;
+        memcpy(&h, q, 2); memcpy(d, &h, 2);
+        memcpy(&h, q + n - 2, 2); memcpy(d + n - 2, &h, 2);
+    } else if (n) d[0] = q[0];
+}
 /* Upper bound of the shard's file size with `n` entries, `fixed` header bytes and `data` bytes:
    every offset is counted with as many digits as the data size has. Exact size <= bound. */
 STS__PRIVATE uint64_t sts__shard_bound(uint64_t n, uint64_t fixed, uint64_t data, uint64_t *header) {
@@ -9073,7 +9121,7 @@ STS__PRIVATE char *sts__kv_name_store(sts_task_writer *w, const char *name, size
         w->names_left = cap;
     }
     p = (char *)(w->names + 1) + (w->names->size - sizeof(sts__chunk) - w->names_left);
-    memcpy(p, name, len);
+    sts__kv_copy(p, name, len);
     p[len] = 0;
     w->names_left -= len + 1;
     return p;
@@ -9221,64 +9269,214 @@ STS__PRIVATE uint64_t sts__kv_exact(sts_task_writer *w, size_t n, uint64_t *head
     *header = (json + 7) / 8 * 8;
     return 8 + *header + cursor;
 }
+/* The open shard's header: the 8-byte length and the padded JSON, exactly the reference writer's
+   bytes, rendered in pieces of at most 1 MiB into the file sink, with their CRC-32C. Entries go in
+   `ord` order (NULL: as stored, the shard in layout order). A run of entries with one dtype and
+   shape (the usual KV shard) renders the text between name and offsets once; a name that needs no
+   escaping (its fixed bytes tell) is copied; each begin offset is the previous end's digits. */
+STS__INLINE uint64_t sts__kv_be64(const uint8_t *p) {
+    return (uint64_t)p[0] << 56 | (uint64_t)p[1] << 48 | (uint64_t)p[2] << 40 | (uint64_t)p[3] << 32 |
+           (uint64_t)p[4] << 24 | (uint64_t)p[5] << 16 | (uint64_t)p[6] << 8 | p[7];
+}
+STS__INLINE void sts__kv_put_be64(uint8_t *p, uint64_t v) {
+    p[0] = (uint8_t)(v >> 56); p[1] = (uint8_t)(v >> 48); p[2] = (uint8_t)(v >> 40); p[3] = (uint8_t)(v >> 32);
+    p[4] = (uint8_t)(v >> 24); p[5] = (uint8_t)(v >> 16); p[6] = (uint8_t)(v >> 8); p[7] = (uint8_t)v;
+}
+/* run[0..24) holds a number's rl digits right-aligned, '0's before them; sd the same for one of
+   sl digits, yd its last eight as digit values in a big-endian word. Adds the second to the first
+   in place and returns the digits of the sum. Up to eight digits, one word add: a byte reaching 10
+   carries into the next (each byte starts at 246 more), and the bytes that did not get their 246
+   back; longer ones digit by digit. */
+STS__INLINE size_t sts__kv_dec_add(uint8_t *run, size_t rl, const uint8_t *sd, size_t sl, uint64_t yd) {
+    size_t j = 24;
+    unsigned carry = 0, t;
+    if (sl <= 8) {
+        uint64_t a = sts__kv_be64(run + 16) - 0x3030303030303030ull + 0xf6f6f6f6f6f6f6f6ull, s8 = a + yd;
+        uint64_t m = (s8 >> 7) & 0x0101010101010101ull;  /* bytes that did not reach 10 */
+        sts__kv_put_be64(run + 16, s8 - m * 0xf6 + 0x3030303030303030ull);
+        carry = s8 < a;
+        j = 16;
+    } else while (j > 24 - sl) {
+        j--;
+        t = (unsigned)(run[j] - '0') + (unsigned)(sd[j] - '0') + carry;
+        carry = t >= 10;
+        run[j] = (uint8_t)('0' + t - 10 * carry);
+    }
+    while (carry) {
+        j--;
+        t = (unsigned)(run[j] - '0') + 1;
+        carry = t >= 10;
+        run[j] = (uint8_t)('0' + t - 10 * carry);
+    }
+    if (sl > rl) rl = sl;
+    if (rl < 20 && run[23 - rl] != '0') rl++;  /* a carry past the longer of the two */
+    return rl;
+}
+#define STS__KV_MID 256  /* the longest ":{"dtype":..."data_offsets":[" text kept for reuse */
+STS__PRIVATE uint8_t *sts__kv_mid_put(uint8_t *q, const sts_tensor_spec *e) {
+    const char *dn = sts__dtype_names[e->dtype];
+    size_t dl = strlen(dn);
+    uint32_t d;
+    memcpy(q, ":{\"dtype\":\"", 11); q += 11;
+    memcpy(q, dn, dl); q += dl;
+    memcpy(q, "\",\"shape\":[", 11); q += 11;
+    for (d = 0; d < e->rank; d++) { if (d) *q++ = ','; q = sts__u64_put(q, e->shape[d]); }
+    memcpy(q, "],\"data_offsets\":[", 18);
+    return q + 18;
+}
+STS__PRIVATE sts_result sts__kv_header(sts_task_writer *w, const size_t *ord, uint64_t json, uint64_t hlen,
+                                       uint32_t *crc, sts_error *err) {
+    uint64_t total = 8 + hlen, sent = 0, midfix = 0, size = 0, yd = 0;
+    size_t cap = total < ((uint64_t)1 << 20) ? (size_t)total + 128 : (size_t)1 << 20, i, midlen = 0, rl = 1, sl = 1;
+    /* the offset so far and the last data size in decimal, right-aligned at [24] on '0's: the end
+       offset is the begin plus the size, digit by digit (24 bytes copied, rl kept) */
+    uint8_t *buf, *o, mid[STS__KV_MID], run[48], sd[48];
+    const uint64_t *mshape = NULL;
+    uint32_t mrank = 0;
+    sts_dtype mdt = STS_DTYPE_COUNT;  /* none yet */
+    sts_result r = STS_OK;
+    (void)json;  /* checked by STS_ASSERT only */
+    if (!(buf = (uint8_t *)sts__alloc(&w->c.mem, cap))) return sts__nomem(err, "the header");
+    *crc = 0;
+    memset(run, '0', sizeof run);
+    memset(sd, '0', sizeof sd);
+#define STS__KV_OUT() do { \
+        *crc = sts__crc32c(*crc, buf, (size_t)(o - buf)); \
+        if ((r = sts__fdsink_write(w->sink, buf, (size_t)(o - buf))) != STS_OK || \
+            (r = sts__fdsink_flush(w->sink)) != STS_OK) goto out; \
+        sent += (uint64_t)(o - buf); \
+        o = buf; \
+    } while (0)
+    o = buf;
+    sts__st64(o, hlen);
+    o += 8;
+    *o++ = '{';
+    for (i = 0; i < w->nents; i++) {
+        const sts_tensor_spec *e = &w->ents[ord ? ord[i] : i];
+        size_t nl = e->name_len;
+        uint64_t need = 6 * (uint64_t)nl + 21 * (uint64_t)e->rank + 160, esc;
+        if ((uint64_t)(cap - (size_t)(o - buf)) < need) {
+            STS__KV_OUT();
+            if (need > cap) {  /* one entry larger than a piece (a huge name or rank): a buffer its size */
+                sts__free(&w->c.mem, buf, cap);
+                cap = (size_t)need;
+                if (!(o = buf = (uint8_t *)sts__alloc(&w->c.mem, cap))) {
+                    cap = 0;
+                    r = sts__nomem(err, "the header");
+                    goto out;
+                }
+            }
+        }
+        if (e->dtype != mdt || e->rank != mrank ||
+            (e->rank && e->shape != mshape && memcmp(e->shape, mshape, e->rank * sizeof *mshape) != 0)) {
+            uint64_t ml = 40 + strlen(sts__dtype_names[e->dtype]);  /* the text between name and offsets */
+            uint32_t d;
+            for (d = 0; d < e->rank; d++) ml += sts__digits(e->shape[d]) + (d ? 1 : 0);
+            midlen = (size_t)ml;
+            midfix = ml + 4;  /* with the comma before, the one between the offsets and "]}" */
+            mdt = STS_DTYPE_COUNT;
+            if (ml <= STS__KV_MID) { sts__kv_mid_put(mid, e); mdt = e->dtype; mrank = e->rank; mshape = e->shape; }
+        }
+        if (i) *o++ = ',';
+        esc = w->efix[ord ? ord[i] : i] - midfix;  /* the name's bytes in the header, quotes included */
+        if (esc == nl + 2) { *o++ = '"'; sts__kv_copy(o, e->name, nl); o += nl; *o++ = '"'; }
+        else o = sts__esc_put(o, e->name, nl);
+        if (mdt != STS_DTYPE_COUNT) { memcpy(o, mid, midlen); o += midlen; }
+        else o = sts__kv_mid_put(o, e);
+        memcpy(o, run + 24 - rl, 24);  /* begin: the previous end */
+        o += rl;
+        *o++ = ',';
+        if (e->data_size) {
+            if (e->data_size != size) {  /* its digits, right-aligned */
+                uint8_t tmp[24];
+                size = e->data_size;
+                sl = (size_t)(sts__u64_put(tmp, size) - tmp);
+                memset(sd, '0', 24);
+                memcpy(sd + 24 - sl, tmp, sl);
+                yd = sts__kv_be64(sd + 16) - 0x3030303030303030ull;
+            }
+            rl = sts__kv_dec_add(run, rl, sd, sl, yd);
+        }
+        memcpy(o, run + 24 - rl, 24);
+        o += rl;
+        *o++ = ']';
+        *o++ = '}';
+    }
+    *o++ = '}';
+    STS_ASSERT(sent + (uint64_t)(o - buf) - 8 == json);
+    while (sent + (uint64_t)(o - buf) < total) {
+        if (o == buf + cap) STS__KV_OUT();
+        *o++ = ' ';
+    }
+    STS__KV_OUT();
+#undef STS__KV_OUT
+out:
+    if (r != STS_OK) {
+        if (w->sink->err_no) sts__fail_errno(err, w->sink->err_no, "write", w->shards[w->nshards - 1].path);
+        else if (r != STS_ERR_NOMEM)
+            sts__fail_code(err, r, STS_RULE_IO, sent, "the sink failed writing the header (%s)", sts_result_name(r));
+    }
+    sts__free(&w->c.mem, buf, cap);
+    return r;
+}
 /* Seals the open shard: its header (sorted as the reference writer does) goes into a fresh
    temporary from the caller's thread, then its data, in layout order, is queued for the I/O thread
    straight from the chunks (runs of adjacent tensors in one piece), then the seal. Each chunk comes
-   back after its last piece. */
-/* KV shards: the header goes to the file sink through this one, which keeps the CRC-32C. */
-typedef struct sts__crcsink { sts__fdsink *fd; uint32_t crc; } sts__crcsink;
-STS__PRIVATE sts_result sts__crcsink_write(void *user, const void *bytes, size_t len) {
-    sts__crcsink *c = (sts__crcsink *)user;
-    c->crc = sts__crc32c(c->crc, bytes, len);
-    return sts__fdsink_write(c->fd, bytes, len);
-}
-STS__PRIVATE sts_result sts__crcsink_flush(void *user) { return sts__fdsink_flush(((sts__crcsink *)user)->fd); }
+   back after its last piece. A shard in layout order has its size and data CRC already; else the
+   order is brought up to date, and the size and CRC counted here. */
 STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
     sts__shard *s;
-    sts__plan pl;
-    sts_sink sink;
-    sts__crcsink cs;
     sts_result r;
     sts__wbitem it;
-    size_t i, k, cur = (size_t)-1, group_pieces = 0;
-    uint64_t group_bytes = 0;
+    size_t i, k, cur = (size_t)-1, group_pieces = 0, *ord = NULL;
+    uint64_t group_bytes = 0, json, hlen, cursor = 0;
+    uint32_t hcrc = 0, dcrc;
     if (!w->nents) return STS_OK;
     if ((r = sts__wb_sync(w, err)) != STS_OK) return r;  /* the previous shard is out */
-    if (!sts__kv_order(w)) return sts__task_fail(w, sts__nomem(err, "the shard's layout"));
-    if ((r = sts__plan_trusted(&pl, w->ents, w->nents, w->ord, w->efix, &w->c.mem, err)) != STS_OK)
-        return sts__task_fail(w, r);
-    if ((r = sts__shard_open(w, &s, err)) != STS_OK) { sts__plan_free(&pl); return sts__task_fail(w, r); }
+    if (w->unsorted) {
+        if (!sts__kv_order(w)) return sts__task_fail(w, sts__nomem(err, "the shard's layout"));
+        ord = w->ord;
+        for (i = 0, json = 1; i < w->nents; i++) {
+            json += w->efix[ord[i]] + sts__digits(cursor);
+            cursor += w->ents[ord[i]].data_size;
+            json += sts__digits(cursor);
+        }
+    } else json = 1 + w->isum;  /* {} and n entries, n - 1 commas: the first entry's comma pays one brace */
+    hlen = (json + 7) / 8 * 8;
+    if (hlen > STS_MAX_HEADER_SIZE)
+        return sts__task_fail(w, sts__failx(err, STS_RULE_HEADER_TOO_LARGE,
+                                            "the header would be %U bytes, over the limit of %U", json,
+                                            (uint64_t)STS_MAX_HEADER_SIZE));
+    if ((r = sts__shard_open(w, &s, err)) != STS_OK) return sts__task_fail(w, r);
     if (!w->sink && !(w->sink = (sts__fdsink *)sts__alloc(&w->c.mem, sizeof *w->sink)))
         r = sts__nomem(err, "the file sink");
     else if (!sts__wb_reserve(&w->wb, w->nchunks)) r = sts__nomem(err, "the write queue");
     else {
         w->sink->mem = &w->c.mem; w->sink->fd = s->a.fd; w->sink->err_no = 0; w->sink->n = 0; w->sink->pending = 0;
-        cs.fd = w->sink;
-        cs.crc = 0;
-        sink.write = sts__crcsink_write;
-        sink.user = &cs;
-        r = sts__plan_emit_header(&pl, w->ents, NULL, 0, &sink, sts__crcsink_flush, err);
-        if (r != STS_OK && w->sink->err_no) sts__fail_errno(err, w->sink->err_no, "write", s->path);
+        r = sts__kv_header(w, ord, json, hlen, &hcrc, err);
     }
     if (r != STS_OK) {
-        sts__plan_free(&pl);
         sts__atomic_abort(&s->a);
         sts__free(&w->c.mem, s->path, s->path_size);
         w->nshards--;
         return sts__task_fail(w, r);
     }
     for (k = 0; k < w->nchunks; k++) w->chunks[k].last = (size_t)-1;
-    for (i = 0; i < w->nents; i++)
-        if (w->ents[w->ord[i]].data_size) w->chunks[w->echk[w->ord[i]]].last = i;
+    for (i = 0; i < w->nents; i++) {
+        size_t e = ord ? ord[i] : i;
+        if (w->ents[e].data_size) w->chunks[w->echk[e]].last = i;
+    }
     /* pieces: runs of adjacent tensors of one chunk; groups (one writev each): up to STS__IOV_MAX
        pieces or about a chunk's worth of bytes, so chunks come back while the shard goes out */
     memset(&it, 0, sizeof it);
     it.kind = STS__WB_WRITE; it.fd = s->a.fd; it.token = -1; it.shard = (uint32_t)(w->nshards - 1);
+    dcrc = ord ? 0 : w->icrc;  /* out of order: counted here, in the file's order */
     for (i = 0; i < w->nents; i++) {
-        const sts_tensor_spec *t = &w->ents[w->ord[i]];
-        size_t ch = w->echk[w->ord[i]];
+        size_t e = ord ? ord[i] : i;
+        const sts_tensor_spec *t = &w->ents[e];
+        size_t ch = w->echk[e];
         if (!t->data_size) continue;
-        cs.crc = sts__crc32c(cs.crc, t->data, (size_t)t->data_size);  /* the file's bytes, in its order */
+        if (ord) dcrc = sts__crc32c(dcrc, t->data, (size_t)t->data_size);  /* the file's bytes, in its order */
         if (it.len && (ch != cur || it.p + it.len != (const uint8_t *)t->data)) {
             group_bytes += it.len;
             it.more = ++group_pieces < STS__IOV_MAX && group_bytes < STS__CHUNK;
@@ -9297,16 +9495,18 @@ STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
             w->chunks[k].state = w->chunks[k].last == (size_t)-1 ? STS__CHUNK_FREE : STS__CHUNK_LENT;
     sts__wb_queue(w, STS__WB_SEAL, s->a.fd, NULL, 0, 0, -1);
     s->a.fd = -1;  /* the I/O thread closes it */
-    s->bytes = 8 + pl.header_len + pl.data_len;
-    s->crc = cs.crc;
+    s->bytes = 8 + hlen + w->shard_data;
+    s->crc = sts__crc32c_combine(hcrc, dcrc, w->shard_data);  /* the header's bytes, then the data's */
     s->samples = w->shard_rows;
     s->tensors = w->nents;
     s->state = 1;
-    sts__plan_free(&pl);
     if (!w->chunk_budget) w->chunk_budget = w->chunk_bytes;  /* later shards reuse the first one's chunks */
     w->nents = w->nord = 0;
     w->shard_rows = w->shard_data = w->shard_fixed = 0;
     w->exact = w->min_size = w->empties = 0;
+    w->unsorted = 0;
+    w->isum = 0;
+    w->icrc = 0;
     w->chunk_at = (size_t)-1;
     sts__kv_shapes_free(w);
     return STS_OK;
@@ -9320,7 +9520,7 @@ STS__PRIVATE sts_result sts__kv_keys_reserve(sts_task_writer *w, size_t more, st
                          w->calls, (uint64_t)w->nkeys, (uint64_t)STS__EMPTY);
     if (need > w->keys_cap && !sts__grow(&w->c.mem, (void **)&w->keys, &w->keys_cap, need, sizeof *w->keys))
         return sts__nomem(err, "the key set");
-    if (!w->kindex.slots || need * 2 > w->kindex.mask + 1) {  /* rehash at half load */
+    if (w->kidx && (!w->kindex.slots || need * 2 > w->kindex.mask + 1)) {  /* rehash at half load */
         sts__index nix;
         sts__names k = sts__key_names(w);
         if (!sts__index_init(&w->c.mem, &nix, need * 2)) return sts__nomem(err, "the key set");
@@ -9331,16 +9531,68 @@ STS__PRIVATE sts_result sts__kv_keys_reserve(sts_task_writer *w, size_t more, st
     }
     return STS_OK;
 }
+/* The key index, built when the first name comes out of order: every key hashed, room for more. */
+STS__PRIVATE sts_result sts__kv_index_build(sts_task_writer *w, size_t more, sts_error *err) {
+    size_t i;
+    for (i = 0; i < w->nkeys; i++) w->keys[i].hash = sts__hash(w->keys[i].name, w->keys[i].len, 0x6b657973u);
+    w->kidx = 1;
+    return sts__kv_keys_reserve(w, more, err);
+}
 /* A KV row on its way in: its key, and what its tensors add to the open shard. */
 typedef struct sts__kvrow {
     const char *key;
     size_t klen;
+    uint64_t kesc;                  /* the key's bytes in the header */
     size_t names;                   /* bytes of the row's tensor names */
     sts__names kn;                  /* the task's keys, for probes */
     uint64_t add_fixed, add_data;   /* header bytes without offsets, data bytes */
     uint32_t cur;                   /* the number the open shard will get */
     int fresh;                      /* the row adds a sample to the open shard */
+    int ino;                        /* the row keeps the open shard in layout order (see unsorted) */
+    int asc;                        /* its names ascend from the task's last (none hashed: w->kidx 0) */
+    uint64_t add_sum;               /* then: what it adds to isum */
+    uint32_t end_dig;               /* then: digits of shard_data with it */
 } sts__kvrow;
+STS__INLINE int sts__kv_dims_eq(const uint64_t *a, const uint64_t *b, uint32_t rank) {
+    uint32_t d;
+    for (d = 0; d < rank; d++) if (a[d] != b[d]) return 0;
+    return 1;
+}
+/* Layout order of two names (memcmp order), eight bytes a step as big-endian words. */
+STS__PRIVATE int sts__kv_name_less(const char *a, size_t la, const char *b, size_t lb) {
+    size_t m = la < lb ? la : lb, i = 0;
+    for (; i + 8 <= m; i += 8) {
+        const uint8_t *p = (const uint8_t *)a + i, *q = (const uint8_t *)b + i;
+        uint64_t x = (uint64_t)p[0] << 56 | (uint64_t)p[1] << 48 | (uint64_t)p[2] << 40 | (uint64_t)p[3] << 32 |
+                     (uint64_t)p[4] << 24 | (uint64_t)p[5] << 16 | (uint64_t)p[6] << 8 | p[7];
+        uint64_t y = (uint64_t)q[0] << 56 | (uint64_t)q[1] << 48 | (uint64_t)q[2] << 40 | (uint64_t)q[3] << 32 |
+                     (uint64_t)q[4] << 24 | (uint64_t)q[5] << 16 | (uint64_t)q[6] << 8 | q[7];
+        if (x != y) return x < y;
+    }
+    for (; i < m; i++)
+        if (a[i] != b[i]) return (unsigned char)a[i] < (unsigned char)b[i];
+    return la < lb;
+}
+/* The key's one pass: 1 when it is UTF-8 without NUL, with *esc its bytes in the header (no
+   quotes). Words of plain ASCII (nothing to escape, no control byte) settle the usual key in a
+   step or two, the last word overlapping; anything else goes through the full checks. */
+STS__PRIVATE int sts__kv_key_scan(const char *k, size_t n, uint64_t *esc) {
+    size_t i = 0;
+    uint64_t w;
+    if (n >= 8) {
+        for (; i + 8 <= n; i += 8) {
+            memcpy(&w, k + i, 8);
+            if ((w & 0x8080808080808080ull) || !sts__esc_clean8(k + i)) break;
+        }
+        if (i + 8 > n) {
+            memcpy(&w, k + n - 8, 8);
+            if (!(w & 0x8080808080808080ull) && sts__esc_clean8(k + n - 8)) { *esc = n; return 1; }
+        }
+    }
+    if (sts__utf8_check((const uint8_t *)k, n) != n || (n && memchr(k, 0, n))) return 0;
+    *esc = sts__esc_len(k, n) - 2;
+    return 1;
+}
 /* Row phase 1, the checks: the key, then each cell once (its byte size kept in rspec). Nothing
    changes. */
 STS__PRIVATE sts_result sts__kv_check(sts_task_writer *w, const sts_value *row, sts__kvrow *x, sts_error *err) {
@@ -9355,21 +9607,32 @@ STS__PRIVATE sts_result sts__kv_check(sts_task_writer *w, const sts_value *row, 
     x->fresh = 1;
     if (kv->size && !kv->data)
         return sts__failx(err, STS_RULE_ROW_VALUE, "row %U: the key has %U bytes but no data", w->calls, kv->size);
-    if (kv->size > ((uint64_t)1 << 30) || sts__utf8_check((const uint8_t *)x->key, x->klen) != x->klen ||
-        (x->klen && memchr(x->key, 0, x->klen)))
+    if (kv->size > ((uint64_t)1 << 30) || !sts__kv_key_scan(x->key, x->klen, &x->kesc))
         return sts__failx(err, STS_RULE_ROW_VALUE, "row %U: key %q must be UTF-8 without NUL", w->calls, x->key,
                           x->klen);
     if (!w->rspec) {  /* the per-row arrays, once */
         w->rspec = (sts_tensor_spec *)sts__alloc(&w->c.mem, nc * sizeof *w->rspec);
-        w->rhash = (uint64_t *)sts__alloc(&w->c.mem, 3 * nc * sizeof *w->rhash);
+        w->rhash = (uint64_t *)sts__alloc(&w->c.mem, 6 * nc * sizeof *w->rhash);
         w->rrep = (size_t *)sts__alloc(&w->c.mem, 5 * nc * sizeof *w->rrep);
         if (!w->rspec || !w->rhash || !w->rrep) return sts__nomem(err, "a row's tensors");
-        w->rfix = w->rhash + nc; w->rcount = w->rhash + 2 * nc;
+        w->rfix = w->rhash + nc; w->rcount = w->rhash + 2 * nc; w->rslot = w->rhash + 3 * nc;
+        w->cesc = w->rhash + 4 * nc; w->cpart = w->rhash + 5 * nc;
+        for (i = 0; i < nc; i++) {
+            const sts__ocol *o = &w->c.cols[i];
+            w->cesc[i] = sts__esc_len(w->c.sep, w->c.sep_len) + sts__esc_len(o->name, o->name_len) - 4;
+            w->cpart[i] = 0;
+        }
         w->rpos = w->rrep + nc; w->rord = w->rrep + 3 * nc;
     }
     for (i = 0; i < nc; i++) {
         sts__ocol *o = &w->c.cols[i];
-        if ((r = sts__cell_check(w, o, &row[o->in], &w->rspec[i].data_size, err)) != STS_OK) return r;
+        const sts_value *v = &row[o->in];
+        /* a tensor of its fixed column's dtype and shape (the usual row): checked when the column
+           was fixed, so only its size and data are left */
+        w->rslot[i] = o->kind == STS_VALUE_TENSOR && o->fixed && v->dtype == o->dtype && v->rank == o->rank &&
+                      (!v->rank || (v->shape && sts__kv_dims_eq(v->shape, o->shape + 1, v->rank)));
+        if (w->rslot[i] && v->size == o->row_bytes && (v->data || !v->size)) w->rspec[i].data_size = v->size;
+        else if ((r = sts__cell_check(w, o, v, &w->rspec[i].data_size, err)) != STS_OK) return r;
         names += x->klen + w->c.sep_len + o->name_len;
     }
     x->names = names;
@@ -9388,8 +9651,12 @@ STS__PRIVATE sts_result sts__kv_names(sts_task_writer *w, const sts_value *row, 
         if (!(w->scratch = (char *)sts__alloc(&w->c.mem, x->names))) return sts__nomem(err, "a row's names");
         w->scratch_cap = x->names;
     }
-    if ((r = sts__kv_keys_reserve(w, nc, err)) != STS_OK) return sts__task_fail(w, r);
+    if ((w->kidx || w->nkeys + nc > w->keys_cap || w->nkeys + nc > (size_t)STS__EMPTY) &&
+        (r = sts__kv_keys_reserve(w, nc, err)) != STS_OK)
+        return sts__task_fail(w, r);
+again:
     x->kn = sts__key_names(w);
+    x->asc = 0;
     for (i = 0, pos_end = 0; i < nc; i++) {
         sts__ocol *o = &w->c.cols[i];
         const sts_value *v = &row[o->in];
@@ -9398,14 +9665,30 @@ STS__PRIVATE sts_result sts__kv_names(sts_task_writer *w, const sts_value *row, 
         size_t nl = x->klen + w->c.sep_len + o->name_len, pos;
         uint64_t b = e->data_size;
         uint32_t slot;
-        memcpy(n, x->key, x->klen);
-        memcpy(n + x->klen, w->c.sep, w->c.sep_len);
-        memcpy(n + x->klen + w->c.sep_len, o->name, o->name_len);
+        sts__kv_copy(n, x->key, x->klen);
+        sts__kv_copy(n + x->klen, w->c.sep, w->c.sep_len);
+        sts__kv_copy(n + x->klen + w->c.sep_len, o->name, o->name_len);
         pos_end += nl;
         if (nl == 12 && memcmp(n, "__metadata__", 12) == 0)
             return sts__failx(err, STS_RULE_ROW_VALUE, "row %U: key %q and column %q make the tensor name "
                                                        "\"__metadata__\", which readers take for the metadata",
                              w->calls, x->key, x->klen, o->name, o->name_len);
+        if (!w->kidx) {  /* ascending names: new unless this one is not after the last */
+            const char *pn = i ? n - (x->klen + w->c.sep_len + w->c.cols[i - 1].name_len) : NULL;
+            size_t pl = i ? x->klen + w->c.sep_len + w->c.cols[i - 1].name_len : 0;
+            if (!i && w->nkeys) { pn = w->keys[w->nkeys - 1].name; pl = w->keys[w->nkeys - 1].len; }
+            if (!pn || sts__kv_name_less(pn, pl, n, nl)) {
+                x->asc = 1;
+                w->rslot[i] = 2 * (w->rslot[i] & 1) + 1;  /* slot 0, empty: none is probed */
+                w->rrep[i] = (size_t)-1;
+                w->rhash[i] = 0;  /* hashed if the index is ever built */
+                goto named;
+            }
+            /* the first name out of order: every key hashed into the index, the row named again */
+            if ((r = sts__kv_index_build(w, nc, err)) != STS_OK) return sts__task_fail(w, r);
+            while (i--) w->rslot[i] = (w->rslot[i] >> 1) & 1;  /* back to the shape flags */
+            goto again;
+        }
         w->rhash[i] = sts__hash(n, nl, 0x6b657973u);
         pos = sts__index_probe(&w->kindex, &x->kn, w->rhash[i], n, nl);
         slot = w->kindex.slots[pos];
@@ -9414,6 +9697,8 @@ STS__PRIVATE sts_result sts__kv_names(sts_task_writer *w, const sts_value *row, 
                                                            "wrote (duplicatesStrategy=fail)",
                              w->calls, x->key, x->klen, n, nl);
         w->rrep[i] = slot != STS__EMPTY && w->keys[slot].shard == x->cur ? w->keys[slot].ent : (size_t)-1;
+        w->rslot[i] = 4 * (uint64_t)pos + 2 * (w->rslot[i] & 1) + (slot == STS__EMPTY);  /* + the shape flag */
+    named:
         memset(e, 0, sizeof *e);
         e->name = n;
         e->name_len = nl;
@@ -9422,7 +9707,12 @@ STS__PRIVATE sts_result sts__kv_names(sts_task_writer *w, const sts_value *row, 
         e->rank = o->kind == STS_VALUE_TENSOR ? v->rank : o->has_opt ? o->opt_rank : 1;
         w->rcount[i] = v->size;
         e->shape = o->kind == STS_VALUE_TENSOR ? v->shape : o->has_opt ? o->opt_dims : &w->rcount[i];
-        w->rfix[i] = sts__entry_fixed(n, nl, e->dtype, e->shape, e->rank);
+        /* sts__entry_fixed in parts: the key's and the column's bytes, then dtype and shape (the
+           column's own, the usual case, counted once) */
+        if (w->rslot[i] & 2) {
+            if (!w->cpart[i]) w->cpart[i] = sts__entry_fixed("", 0, e->dtype, e->shape, e->rank) - 2;
+            w->rfix[i] = 2 + x->kesc + w->cesc[i] + w->cpart[i];
+        } else w->rfix[i] = 2 + x->kesc + w->cesc[i] + sts__entry_fixed("", 0, e->dtype, e->shape, e->rank) - 2;
         add_fixed += w->rfix[i];
         add_data += b;
     }
@@ -9431,17 +9721,53 @@ STS__PRIVATE sts_result sts__kv_names(sts_task_writer *w, const sts_value *row, 
     x->fresh = w->rrep[0] == (size_t)-1;
     return STS_OK;
 }
+/* Whether the row keeps the open shard in layout order: each tensor sorts after the shard's last
+   entry and the row's earlier tensors, and replaces none. Then x->add_sum is its exact share of
+   the header without commas' neighbours: fixed bytes and the digits of both offsets. */
+STS__INLINE void sts__kv_inrow(sts_task_writer *w, sts__kvrow *x) {
+    size_t i, nc = w->c.ncols;
+    const sts_tensor_spec *prev = w->nents ? &w->ents[w->nents - 1] : NULL;
+    uint64_t c = w->shard_data, sum = 0;
+    uint32_t dc = w->nents ? w->idig : 1, de;
+    /* names already known to ascend from the task's last key, which is the shard's last entry */
+    int named = x->asc && (!prev || (w->nkeys && prev->name == w->keys[w->nkeys - 1].name));
+    x->ino = 0;
+    if (w->unsorted) return;
+    for (i = 0; i < nc; i++) {
+        const sts_tensor_spec *t = &w->rspec[i];
+        if (w->rrep[i] != (size_t)-1 ||
+            (prev && (prev->dtype != t->dtype ? prev->dtype < t->dtype
+                                              : !named && !sts__kv_name_less(prev->name, prev->name_len, t->name,
+                                                                             t->name_len))))
+            return;
+        c += t->data_size;
+        de = (uint32_t)sts__digits(c);
+        sum += w->rfix[i] + dc + de;
+        dc = de;
+        prev = t;
+    }
+    x->ino = 1;
+    x->add_sum = sum;
+    x->end_dig = dc;
+}
 /* Row phase 3, the roll decision: 1 when the open shard (not empty) takes the row without passing
    the target or the header cap, on the real byte count; 0 when it must roll first; -1 when out of
    memory. A cheap upper bound settles most rows (added and replaced tensors all counted as
    added); near the target the exact size of the shard with the row (the writer's layout) decides,
    and later rows add to that exact figure a tight allowance: their own bytes plus the offsets
-   they shift across a power of ten. */
+   they shift across a power of ten (once set, w->exact follows every row until the shard rolls or
+   an entry is replaced, so the in-order path, which needs none, leaves it alone). */
 STS__PRIVATE int sts__kv_fits(sts_task_writer *w, const sts__kvrow *x) {
-    uint64_t nc = w->c.ncols, header, dd;
-    uint64_t bound = sts__shard_bound(w->nents + nc, w->shard_fixed + x->add_fixed, w->shard_data + x->add_data,
+    uint64_t nc = w->c.ncols, header, dd, bound;
+    int fits;
+    if (x->ino) {  /* in order: the exact size, kept as rows came ({} and the first comma net one byte) */
+        header = (1 + w->isum + x->add_sum + 7) / 8 * 8;
+        bound = 8 + header + w->shard_data + x->add_data;
+        return bound <= w->c.target && header <= STS_MAX_HEADER_SIZE;  /* w->exact stays 0 (see below) */
+    }
+    bound = sts__shard_bound(w->nents + nc, w->shard_fixed + x->add_fixed, w->shard_data + x->add_data,
                                       &header);
-    int fits = bound <= w->c.target && header <= STS_MAX_HEADER_SIZE;
+    fits = bound <= w->c.target && header <= STS_MAX_HEADER_SIZE;
     if (!fits && w->exact) {
         dd = sts__digits(w->shard_data + x->add_data);
         bound = w->exact + x->add_data + x->add_fixed + 2 * nc * dd + 8 +
@@ -9465,6 +9791,11 @@ STS__PRIVATE sts_result sts__kv_append(sts_task_writer *w, const sts_value *row,
     sts_result r;
     if (!w->c.cols[0].fixed && (r = sts__cols_fix(w, row, NULL, err)) != STS_OK) return r;
     if (!sts__kv_ents_reserve(w, w->nents + nc)) return sts__task_fail(w, sts__nomem(err, "the shard table"));
+    if (!x->ino && !w->unsorted) {  /* the order breaks here: what came so far is the layout order */
+        for (i = 0; i < w->nents; i++) w->ord[i] = i;
+        w->nord = w->nents;
+        w->unsorted = 1;
+    }
     if (x->fresh) w->shard_rows++;  /* a row whose key is in the open shard replaces it (lastWin): no new sample */
     for (i = 0; i < nc; i++) {
         sts__ocol *o = &w->c.cols[i];
@@ -9476,16 +9807,19 @@ STS__PRIVATE sts_result sts__kv_append(sts_task_writer *w, const sts_value *row,
         sts_tensor_spec *e;
         void *dst;
         uint32_t d;
-        /* again: earlier columns may have taken slots */
-        pos = sts__index_probe(&w->kindex, &x->kn, w->rhash[i], t->name, t->name_len);
-        if (w->kindex.slots[pos] == STS__EMPTY) {
+        /* the slot the name probed, unless it was empty and an earlier column took it */
+        pos = (size_t)(w->rslot[i] >> 2);
+        if (w->kidx && (w->rslot[i] & 1) && w->kindex.slots[pos] != STS__EMPTY)
+            pos = sts__index_probe(&w->kindex, &x->kn, w->rhash[i], t->name, t->name_len);
+        if (!w->kidx || w->kindex.slots[pos] == STS__EMPTY) {
             k = &w->keys[w->nkeys];
             if (!(k->name = sts__kv_name_store(w, t->name, t->name_len)))
                 return sts__task_fail(w, sts__nomem(err, "a key"));
             k->hash = w->rhash[i];
             k->len = t->name_len;
             k->shard = (uint32_t)-1;
-            w->kindex.slots[pos] = (uint32_t)w->nkeys++;
+            if (w->kidx) w->kindex.slots[pos] = (uint32_t)w->nkeys;
+            w->nkeys++;
         } else k = &w->keys[w->kindex.slots[pos]];
         if (k->shard == x->cur) {  /* lastWin inside the open shard: replace the entry in its place */
             ent = k->ent;
@@ -9506,7 +9840,8 @@ STS__PRIVATE sts_result sts__kv_append(sts_task_writer *w, const sts_value *row,
         e->data_size = b;
         e->rank = t->rank;
         /* the row's shape: the column's own when equal (the usual case), else a copy */
-        if (t->rank == o->rank && (!t->rank || memcmp(t->shape, o->shape + 1, t->rank * sizeof *t->shape) == 0))
+        if ((w->rslot[i] & 2) ||
+            (t->rank == o->rank && (!t->rank || sts__kv_dims_eq(t->shape, o->shape + 1, t->rank))))
             e->shape = o->shape + 1;
         else if (!(e->shape = sts__kv_shape_store(w, t->shape, t->rank)))
             return sts__task_fail(w, sts__nomem(err, "a shape"));
@@ -9514,10 +9849,13 @@ STS__PRIVATE sts_result sts__kv_append(sts_task_writer *w, const sts_value *row,
         if (!(dst = sts__kv_data(w, b, err))) return sts__task_fail(w, STS_ERR_NOMEM);
         e->data = dst;
         w->echk[ent] = (uint32_t)w->chunk_at;
-        if (b && (r = sts__cell_encode(w, o, v, 0, (size_t)(o->kind == STS_VALUE_ARRAY ? v->size : b), dst,
-                                       err)) != STS_OK) return sts__task_fail(w, r);
+        if (o->kind == STS_VALUE_TENSOR) { if (b) memcpy(dst, v->data, (size_t)b); }  /* a tensor's bytes as they are */
+        else if (b && (r = sts__cell_encode(w, o, v, 0, (size_t)v->size, dst, err)) != STS_OK)
+            return sts__task_fail(w, r);
+        if (x->ino) w->icrc = sts__crc32c(w->icrc, dst, (size_t)b);  /* just written: in the cache */
         /* the schema's shape: dims that differ between rows become -1 */
-        if (e->rank != o->rank) memset(o->varies, 1, o->rank ? o->rank : 1);
+        if (e->shape == o->shape + 1) {}
+        else if (e->rank != o->rank) memset(o->varies, 1, o->rank ? o->rank : 1);
         else for (d = 0; d < e->rank; d++) if (e->shape[d] != o->shape[1 + d]) o->varies[d] = 1;
         w->efix[ent] = (uint32_t)w->rfix[i];
         w->shard_fixed += w->rfix[i];
@@ -9525,6 +9863,7 @@ STS__PRIVATE sts_result sts__kv_append(sts_task_writer *w, const sts_value *row,
         if (!b) w->empties++;
         else if (!w->min_size || b < w->min_size) w->min_size = b;
     }
+    if (x->ino) { w->isum += x->add_sum; w->idig = x->end_dig; }
     w->rows++;
     return STS_OK;
 }
@@ -9551,6 +9890,7 @@ STS__PRIVATE sts_result sts__kv_row(sts_task_writer *w, const sts_value *row, st
     size_t i;
     if ((r = sts__kv_check(w, row, &x, err)) != STS_OK || (r = sts__kv_names(w, row, &x, err)) != STS_OK ||
         (r = sts__kv_alone(w, &x, err)) != STS_OK) return r;
+    sts__kv_inrow(w, &x);
     if (w->nents) {
         int fits = sts__kv_fits(w, &x);
         if (fits < 0) return sts__task_fail(w, sts__nomem(err, "the shard's layout"));
@@ -9559,6 +9899,7 @@ STS__PRIVATE sts_result sts__kv_row(sts_task_writer *w, const sts_value *row, st
             x.cur = (uint32_t)w->nshards;
             for (i = 0; i < w->c.ncols; i++) w->rrep[i] = (size_t)-1;  /* the earlier copies stay in the sealed shard */
             x.fresh = 1;
+            sts__kv_inrow(w, &x);
         }
     }
     return sts__kv_append(w, row, &x, err);
@@ -9715,7 +10056,7 @@ STSDEF void sts_task_close(sts_task_writer *w) {
     sts__free(&m, w->stages, w->stages ? (STS__STAGES_PER_COLUMN * w->c.ncols + 1) * sizeof *w->stages : 0);
     sts__free(&m, w->ord, w->ord_cap * sizeof *w->ord);
     sts__free(&m, w->rspec, w->c.ncols * sizeof *w->rspec);
-    sts__free(&m, w->rhash, 3 * w->c.ncols * sizeof *w->rhash);
+    sts__free(&m, w->rhash, 6 * w->c.ncols * sizeof *w->rhash);
     sts__free(&m, w->rrep, 5 * w->c.ncols * sizeof *w->rrep);
     for (i = 0; i < w->nchunks; i++) sts__free(&m, w->chunks[i].block, w->chunks[i].block_size);
     sts__free(&m, w->chunks, w->chunks_cap * sizeof *w->chunks);

@@ -1065,6 +1065,226 @@ static void test_roller_50mb(void **state) {
     tu_notes_done(&notes, "50 MB");
 }
 
+/* ================================================================================================
+   one tensor column: shards in layout order (the writer keeps their size and CRC as rows come)
+   and shards that leave it mid-way, every shard byte for byte the reference writer's and its
+   commit-message CRC-32C that of the file's bytes */
+static const sts_column KV1[2] = { { "k", STS_VALUE_STRING, STS_DTYPE_U8 }, { "x", STS_VALUE_TENSOR, STS_DTYPE_F32 } };
+typedef struct k1row { char key[48]; size_t klen; uint32_t rank; uint64_t shape[3]; uint32_t shard; } k1row;
+static uint32_t crc_bits(const uint8_t *p, size_t n) {  /* bit by bit, reflected 0x82F63B78 */
+    uint32_t c = 0xffffffffu;
+    size_t i;
+    int k;
+    for (i = 0; i < n; i++) {
+        c ^= p[i];
+        for (k = 0; k < 8; k++) c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
+    }
+    return ~c;
+}
+static int k1_cmp(const void *a, const void *b) {
+    const k1row *x = (const k1row *)a, *y = (const k1row *)b;
+    size_t m = x->klen < y->klen ? x->klen : y->klen;
+    int c = memcmp(x->key, y->key, m);
+    return c ? c : (x->klen > y->klen) - (x->klen < y->klen);
+}
+static void k1_data(uint8_t *d, size_t n, size_t row) {
+    size_t i;
+    for (i = 0; i < n; i++) d[i] = (uint8_t)(i * 31 + row * 7 + 5);
+}
+static uint64_t k1_bytes(const k1row *r) {
+    uint64_t b = 4;
+    uint32_t d;
+    for (d = 0; d < r->rank; d++) b *= r->shape[d];
+    return b;
+}
+/* The rows' tensors in shard s (a later row with the same key replaces, lastWin). */
+static void k1_expect(const k1row *rs, size_t n, uint32_t s, size_t extra, du_tl *tl) {
+    size_t i;
+    uint8_t *d = (uint8_t *)malloc(1 << 16);
+    char name[64];
+    assert_non_null(d);
+    for (i = 0; i < n; i++) {
+        if (rs[i].shard != s && !(extra && i == extra)) continue;
+        memcpy(name, rs[i].key, rs[i].klen);
+        memcpy(name + rs[i].klen, "__x", 3);
+        k1_data(d, (size_t)k1_bytes(&rs[i]), i);
+        du_tl_put(tl, name, rs[i].klen + 3, STS_DTYPE_F32, rs[i].rank, rs[i].shape, d, k1_bytes(&rs[i]), 1);
+    }
+    free(d);
+}
+/* Writes rs (target in bytes), then checks every shard: bytes, CRC-32C, and the roll rule (within
+   the target unless one row alone; rolled only when the next row would not fit). */
+static void k1_run(const char *label, k1row *rs, size_t n, uint64_t target, int last_win, tu_sb *notes) {
+    char root[64], p[256];
+    sts_write_config c;
+    sts_error e;
+    sts_task_writer *w;
+    sts_value v[2];
+    uint8_t *d = (uint8_t *)malloc(1 << 16);
+    char *msg;
+    size_t len, i;
+    tf_names names;
+    assert_non_null(d);
+    tf_tmpdir(root, sizeof root);
+    memset(&c, 0, sizeof c);
+    c.name_col = "k";
+    c.no_fsync = 1;
+    c.target_shard_bytes = target;
+    if (last_win) c.duplicates = STS_DUPLICATES_LAST_WIN;
+    DU_OK("prepare", sts_dataset_prepare(root, &c, KV1, 2, NULL, &e), e);
+    DU_OK("open", sts_task_open(root, 0, &c, KV1, 2, NULL, &w, &e), e);
+    for (i = 0; i < n; i++) {
+        memset(v, 0, sizeof v);
+        v[0].data = rs[i].key; v[0].size = rs[i].klen;
+        k1_data(d, (size_t)k1_bytes(&rs[i]), i);
+        v[1].data = d; v[1].size = k1_bytes(&rs[i]); v[1].dtype = STS_DTYPE_F32; v[1].rank = rs[i].rank;
+        v[1].shape = rs[i].shape;
+        DU_OK(label, sts_task_write(w, v, &e), e);
+        rs[i].shard = (uint32_t)sts_task_get_progress(w).shards;
+    }
+    DU_OK("commit", sts_task_commit(w, &msg, &len, &e), e);
+    sts_task_close(w);
+    names = du_list_shards(root);
+    for (i = 0; i < names.n; i++) {
+        uint32_t t, s;
+        du_tl tl = { 0, 0, 0 };
+        const char *at;
+        uint8_t *bytes;
+        size_t nb, q, first = n, next = n;
+        char want[128];
+        unsigned long crc;
+        assert_true(du_shard_name(names.v[i], &t, &s, NULL));
+        tf_join(p, sizeof p, root, names.v[i]);
+        k1_expect(rs, n, s, 0, &tl);
+        du_expect_file_note(notes, label, p, &tl);
+        /* the message's CRC-32C is the file's */
+        snprintf(want, sizeof want, "\"shard_path\":\"%s\"", names.v[i]);
+        at = strstr(msg, want);
+        assert_non_null(at);
+        at = strstr(at, "\"crc32c\":");
+        assert_non_null(at);
+        crc = strtoul(at + 9, NULL, 10);
+        bytes = tf_read_opt(p, &nb);
+        assert_non_null(bytes);
+        if (crc != crc_bits(bytes, nb))
+            tu_sb_printf(notes, "\n  %s: shard %u: the message says CRC-32C %lu, its bytes have %lu", label, s, crc,
+                         (unsigned long)crc_bits(bytes, nb));
+        /* the roll rule */
+        for (q = 0; q < n; q++) {
+            if (rs[q].shard == s && first == n) first = q;
+            if (rs[q].shard == s + 1 && next == n) next = q;
+        }
+        if (nb > target) {
+            size_t rows = 0;
+            for (q = 0; q < n; q++) rows += rs[q].shard == s;
+            if (rows != 1) tu_sb_printf(notes, "\n  %s: shard %u has %zu bytes > target", label, s, nb);
+        }
+        if (next < n) {
+            du_tl with = { 0, 0, 0 };
+            k1_expect(rs, n, s, next, &with);
+            if (du_tl_file_size(&with) <= target)
+                tu_sb_printf(notes, "\n  %s: shard %u was rolled although the next row fitted", label, s);
+            du_tl_free(&with);
+        }
+        free(bytes);
+        du_tl_free(&tl);
+    }
+    tf_names_free(&names);
+    sts_free(NULL, msg, len + 1);
+    free(d);
+    tf_rmtree(root);
+}
+static void test_in_order_shards(void **state) {
+    static const char *odd[] = { "a\"q", "b\\\\s", "c\nl", "d\001c", "e\xc3\xa9t\xe2\x82\xac", "f\x7f", "g/\t" };
+    k1row *rs = (k1row *)calloc(600, sizeof *rs);
+    tu_rng rng = { 7 };
+    tu_sb notes = { 0, 0, 0 };
+    size_t i, n;
+    (void)state;
+    assert_non_null(rs);
+    /* 1. sorted keys of varying lengths, shapes changing mid-shard (rank 0 to 3), rolls on a small
+          target with offsets crossing powers of ten */
+    for (n = 0; n < 500; n++) {
+        k1row *r = &rs[n];
+        uint32_t kl = 1 + tu_below(&rng, 30), k, pick = tu_below(&rng, 10);
+        for (k = 0; k < kl; k++) r->key[k] = (char)('a' + tu_below(&rng, 26));
+        r->klen = kl;
+        if (pick < 6) { r->rank = 1; r->shape[0] = 64; }  /* runs of one shape */
+        else if (pick < 7) r->rank = 0;
+        else if (pick < 8) { r->rank = 1; r->shape[0] = 0; }
+        else { r->rank = 3; r->shape[0] = 1 + tu_below(&rng, 4); r->shape[1] = 1 + tu_below(&rng, 9);
+               r->shape[2] = 1 + tu_below(&rng, 30); }
+    }
+    qsort(rs, n, sizeof *rs, k1_cmp);
+    for (i = 1, n = 1; i < 500; i++) if (k1_cmp(&rs[n - 1], &rs[i]) != 0) rs[n++] = rs[i];  /* distinct */
+    k1_run("in order, 20 KB target", rs, n, 20000, 0, &notes);
+    k1_run("in order, 1 MB target", rs, n, 1000000, 0, &notes);
+    k1_run("in order, 9 KB target", rs, n, 9000, 0, &notes);
+    /* 2. names the header escapes, in order */
+    for (i = 0; i < sizeof odd / sizeof *odd; i++) {
+        rs[i].klen = strlen(odd[i]);
+        memcpy(rs[i].key, odd[i], rs[i].klen);
+        rs[i].rank = 1;
+        rs[i].shape[0] = 3 + i;
+    }
+    n = i;
+    qsort(rs, n, sizeof *rs, k1_cmp);
+    k1_run("escaped names", rs, n, 1000000, 0, &notes);
+    k1_run("escaped names, small target", rs, n, 200, 0, &notes);
+    /* 3. the order breaks mid-shard (a key sorting earlier), then goes on */
+    for (n = 0; n < 300; n++) {
+        snprintf(rs[n].key, sizeof rs[n].key, "key-%05u", (unsigned)(n == 150 ? 8 : n * 2 + 1));
+        rs[n].klen = strlen(rs[n].key);
+        rs[n].rank = 1;
+        rs[n].shape[0] = 25 + n % 3;
+    }
+    k1_run("order broken", rs, n, 40000, 0, &notes);
+    /* 4. lastWin: a key of the open shard again (a replacement), in a shard still in order */
+    snprintf(rs[150].key, sizeof rs[150].key, "key-%05u", 297u);
+    rs[150].klen = strlen(rs[150].key);
+    k1_run("lastWin", rs, n, 40000, 1, &notes);
+    k1_run("lastWin, one shard", rs, n, 10000000, 1, &notes);
+    free(rs);
+    tu_notes_done(&notes, "in-order shards");
+}
+/* Duplicates while the task's names still ascend (none hashed yet): the last name again, an
+   earlier one, across a roll; the refused rows change nothing. */
+static void test_dup_after_ascending(void **state) {
+    static const char *keys[] = { "a", "b", "c", "c", "d", "a", "e", "b", "f" };
+    static const int dup[] = { 0, 0, 0, 1, 0, 1, 0, 1, 0 };
+    char root[64];
+    sts_write_config c;
+    sts_error e;
+    sts_task_writer *w;
+    sts_value v[2];
+    uint8_t d[64];
+    uint64_t shape[1] = { 16 };
+    char *msg;
+    size_t len, i;
+    (void)state;
+    memset(d, 7, sizeof d);
+    tf_tmpdir(root, sizeof root);
+    memset(&c, 0, sizeof c);
+    c.name_col = "k";
+    c.no_fsync = 1;
+    c.target_shard_bytes = 300;  /* about two rows a shard */
+    DU_OK("prepare", sts_dataset_prepare(root, &c, KV1, 2, NULL, &e), e);
+    DU_OK("open", sts_task_open(root, 0, &c, KV1, 2, NULL, &w, &e), e);
+    for (i = 0; i < sizeof keys / sizeof *keys; i++) {
+        memset(v, 0, sizeof v);
+        v[0].data = keys[i]; v[0].size = strlen(keys[i]);
+        v[1].data = d; v[1].size = 64; v[1].dtype = STS_DTYPE_F32; v[1].rank = 1; v[1].shape = shape;
+        if (dup[i]) tu_err_check(keys[i], sts_task_write(w, v, &e), &e, STS_ERR_DUPLICATE_KEY, STS_RULE_DUPLICATE_KEY,
+                                 (const char *)NULL);
+        else DU_OK(keys[i], sts_task_write(w, v, &e), e);
+    }
+    DU_OK("commit", sts_task_commit(w, &msg, &len, &e), e);
+    assert_non_null(strstr(msg, "\"rows\":6"));
+    sts_task_close(w);
+    sts_free(NULL, msg, len + 1);
+    tf_rmtree(root);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_plain),
@@ -1083,6 +1303,8 @@ int main(void) {
         cmocka_unit_test(test_roller_shuffled),
         cmocka_unit_test(test_roll_exact_fit),
         cmocka_unit_test(test_roller_50mb),
+        cmocka_unit_test(test_in_order_shards),
+        cmocka_unit_test(test_dup_after_ascending),
     };
     if (getenv("STS_TEST_FILTER")) cmocka_set_test_filter(getenv("STS_TEST_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);

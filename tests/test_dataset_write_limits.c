@@ -596,6 +596,45 @@ static void test_task_key_count(void **state) {
     tf_rmtree(root);
 }
 
+/* White box: the KV shard header's offsets past every power of ten up to 20 digits, as the header
+   renderer adds each data size to the running offset in decimal (sts__kv_dec_add: one word for
+   sizes of up to eight digits, digit by digit beyond), against snprintf. */
+static void test_offset_digits(void **state) {
+    static const uint64_t sizes[] = { 1, 7, 9, 10, 99, 1024, 4096, 99999999, 100000000, 123456789012ull,
+                                      9999999999999999999ull };
+    tu_rng rng = { 99 };
+    size_t si, k;
+    (void)state;
+    for (si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+        uint64_t size = sizes[si];
+        for (k = 0; k < 400; k++) {
+            uint8_t run[48], sd[48], tmp[24];
+            char want[32], got[32];
+            uint64_t from, yd;
+            size_t rl, sl;
+            int p = (int)(k % 20);
+            uint64_t ten = 1;
+            while (p--) ten *= 10;
+            /* just below a power of ten (carries through every digit), or anywhere */
+            from = k < 200 ? ten - 1 - tu_below(&rng, 3) * (k % 3) : tu_next(&rng) >> (k % 64);
+            if (from > UINT64_MAX - size) from = UINT64_MAX - size;
+            memset(run, '0', sizeof run);
+            memset(sd, '0', sizeof sd);
+            rl = (size_t)(sts__u64_put(tmp, from) - tmp);
+            memcpy(run + 24 - rl, tmp, rl);
+            sl = (size_t)(sts__u64_put(tmp, size) - tmp);
+            memcpy(sd + 24 - sl, tmp, sl);
+            yd = sts__kv_be64(sd + 16) - 0x3030303030303030ull;
+            rl = sts__kv_dec_add(run, rl, sd, sl, yd);
+            snprintf(want, sizeof want, "%llu", (unsigned long long)(from + size));
+            memcpy(got, run + 24 - rl, rl);
+            got[rl] = 0;
+            if (strcmp(want, got) != 0) fail_msg("%llu + %llu: %s, not %s", (unsigned long long)from,
+                                                 (unsigned long long)size, got, want);
+        }
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ranks),
@@ -605,6 +644,7 @@ int main(void) {
         cmocka_unit_test(test_header_cap),
         cmocka_unit_test(test_batch_file_size),
         cmocka_unit_test(test_task_key_count),
+        cmocka_unit_test(test_offset_digits),
     };
     if (getenv("STS_TEST_FILTER")) cmocka_set_test_filter(getenv("STS_TEST_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);
