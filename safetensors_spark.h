@@ -10419,7 +10419,7 @@ STS__PRIVATE sts_result sts__commit_check_shards(sts__commit *c, sts_error *err)
     o.header_only = 1;
     o.strict = 1;  /* our own files: the writer is strict */
     if (c->nshards > 1 && sts__mem_shared(&c->mem)) {
-        T = c->threads ? c->threads : sts__cpus();
+        T = c->threads ? c->threads : sts__cpus() < 16 ? sts__cpus() : 16;  /* as for the index */
         if (T > c->nshards) T = c->nshards;
     }
     if (T > 1) {  /* every path first, on this thread */
