@@ -104,33 +104,36 @@ static void write_kv_job(const char *root, sts_write_config *c, du_msgs *m, int 
         sts_task_close(w);
     }
 }
+/* A fresh root folder holding one KV job, written but not committed, in root/job. */
+static void kv_job_in(char *root, size_t root_cap, char *job, size_t job_cap, sts_write_config *c, du_msgs *m,
+                      sts_dtype dtype, uint64_t shard_bytes, int last_win) {
+    memset(m, 0, sizeof *m);
+    memset(c, 0, sizeof *c);
+    tf_tmpdir(root, root_cap);
+    tf_rmtree(root);
+    assert_int_equal(mkdir(root, 0755), 0);
+    snprintf(job, job_cap, "%s/job", root);
+    c->name_col = "key";
+    c->has_dtype = 1;
+    c->dtype = dtype;
+    c->generate_index = 1;
+    c->no_fsync = 1;
+    c->target_shard_bytes = shard_bytes;  /* many shards */
+    c->duplicates = last_win ? STS_DUPLICATES_LAST_WIN : STS_DUPLICATES_FAIL;
+    write_kv_job(job, c, m, last_win);
+}
 static void threads_agree(int last_win) {
     static const uint32_t threads[6] = { 1, 2, 3, 7, 64, 0 };
-    char root[64], copies[6][128];
+    char root[64], job[160], copies[6][128];
     sts_write_config c;
     du_msgs m;
     sts_error e;
     int i;
     const char *label = last_win ? "lastWin" : "fail";
-    memset(&m, 0, sizeof m);
-    memset(&c, 0, sizeof c);
-    tf_tmpdir(root, sizeof root);
-    tf_rmtree(root);
-    assert_int_equal(mkdir(root, 0755), 0);
-    {
-        char job[160];
-        snprintf(job, sizeof job, "%s/job", root);
-        c.name_col = "key";
-        c.has_dtype = 1; c.dtype = STS_DTYPE_F16;
-        c.generate_index = 1;
-        c.no_fsync = 1;
-        c.target_shard_bytes = 9000;  /* many shards */
-        c.duplicates = last_win ? STS_DUPLICATES_LAST_WIN : STS_DUPLICATES_FAIL;
-        write_kv_job(job, &c, &m, last_win);
-        for (i = 0; i < 6; i++) {
-            snprintf(copies[i], sizeof copies[i], "%s/t%d", root, i);
-            copy_folder(job, copies[i]);
-        }
+    kv_job_in(root, sizeof root, job, sizeof job, &c, &m, STS_DTYPE_F16, 9000, last_win);
+    for (i = 0; i < 6; i++) {
+        snprintf(copies[i], sizeof copies[i], "%s/t%d", root, i);
+        copy_folder(job, copies[i]);
     }
     for (i = 0; i < 6; i++) {
         sts_dataset_summary sum;
@@ -213,19 +216,8 @@ static void test_alloc_failures(void **state) {
     long k;
     sts_result r = STS_ERR_NOMEM;
     (void)state;
-    memset(&m, 0, sizeof m);
-    memset(&c, 0, sizeof c);
-    tf_tmpdir(root, sizeof root);
-    tf_rmtree(root);
-    assert_int_equal(mkdir(root, 0755), 0);
-    snprintf(job, sizeof job, "%s/job", root);
+    kv_job_in(root, sizeof root, job, sizeof job, &c, &m, STS_DTYPE_F32, 30000, 0);
     snprintf(ref, sizeof ref, "%s/ref", root);
-    c.name_col = "key";
-    c.has_dtype = 1; c.dtype = STS_DTYPE_F32;
-    c.generate_index = 1;
-    c.no_fsync = 1;
-    c.target_shard_bytes = 30000;
-    write_kv_job(job, &c, &m, 0);
     copy_folder(job, ref);
     c.commit_threads = 3;
     DU_OK("reference commit", du_commit_all(ref, &c, &m, NULL, NULL, &e), e);
@@ -259,18 +251,7 @@ static void test_bad_shards_threads(void **state) {
     sts_result r[2];
     int i;
     (void)state;
-    memset(&m, 0, sizeof m);
-    memset(&c, 0, sizeof c);
-    tf_tmpdir(root, sizeof root);
-    tf_rmtree(root);
-    assert_int_equal(mkdir(root, 0755), 0);
-    snprintf(job, sizeof job, "%s/job", root);
-    c.name_col = "key";
-    c.has_dtype = 1; c.dtype = STS_DTYPE_F32;
-    c.generate_index = 1;
-    c.no_fsync = 1;
-    c.target_shard_bytes = 9000;
-    write_kv_job(job, &c, &m, 0);
+    kv_job_in(root, sizeof root, job, sizeof job, &c, &m, STS_DTYPE_F32, 9000, 0);
     for (i = 0; i < 2; i++) {
         tf_names n;
         char p[512];
