@@ -10723,8 +10723,8 @@ STS__PRIVATE uint8_t *sts__centry_put(const sts__cpart *p, sts__crender *rs, uin
     return STS__CPUT(d, "]}");
 }
 STS__PRIVATE void sts__cslice_job(void *ctx, size_t i) {  /* no allocation: runs on any thread */
-    const sts__cpart *p = (const sts__cpart *)ctx;
-    sts__cslice *sl = (sts__cslice *)&p->sl[i];
+    sts__cpart *p = (sts__cpart *)ctx;
+    sts__cslice *sl = &p->sl[i];
     const uint32_t *winner = p->c->winner;
     sts__crender rs;
     uint8_t *d = sl->buf;
