@@ -410,18 +410,22 @@ static void test_with_data_and_long(void **state) {
     tf_rmtree(dir);
 }
 /* A batch dataset (manifest, the writer's files): identical headers per batch size. */
-static void test_batch_dataset(void **state) {
-    char dir[256];
+/* A fresh batch dataset of two tasks (9 and 7 rows, batches of 2) in dir. */
+static void sc_write_batch(char *dir, size_t cap, const char *name) {
     dr_batch b;
-    sc_count n;
-    (void)state;
     memset(&b, 0, sizeof b);
     b.tasks = 2;
     b.rows_per_task[0] = 9;
     b.rows_per_task[1] = 7;
     b.batch_size = 2;
-    dr_fresh(dir, sizeof dir, "batch");
+    dr_fresh(dir, cap, name);
     dr_write_batch(dir, &b);
+}
+static void test_batch_dataset(void **state) {
+    char dir[256];
+    sc_count n;
+    (void)state;
+    sc_write_batch(dir, sizeof dir, "batch");
     n = sc_check(dir);
     assert_true(n.rows >= 2);
     assert_int_equal(n.errors, 0);
@@ -468,19 +472,12 @@ static void test_reader_not_a_file(void **state) {
    each file's keys ("file/name" in a batch dataset) find that file's tensors as its header has them. */
 static void test_no_index_keys(void **state) {
     char dir[256];
-    dr_batch b;
     sts_dataset *ds;
     sts_error e;
     size_t f, t;
     uint64_t opened;
     (void)state;
-    memset(&b, 0, sizeof b);
-    b.tasks = 2;
-    b.rows_per_task[0] = 9;
-    b.rows_per_task[1] = 7;
-    b.batch_size = 2;
-    dr_fresh(dir, sizeof dir, "noindex");
-    dr_write_batch(dir, &b);
+    sc_write_batch(dir, sizeof dir, "noindex");
     ds = dr_open(dir, 1);
     opened = sts_dataset_stats(ds).files_opened;  /* the schema was inferred from the first file */
     for (f = 0; f < ds->nfiles; f++) {
