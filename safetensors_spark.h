@@ -2962,8 +2962,18 @@ STS__PRIVATE int sts__parse_entry_fast(sts__parser *ps, sts_dtype *dtype, uint64
     j->p = p + n + 2;
     return 1;
 }
+/* The tensor names as items of the index. */
+STS__PRIVATE sts__names sts__tensor_names(const sts_file *f) {
+    sts__names k;
+    k.items = f->tensors; k.stride = sizeof(sts_tensor);
+    k.ptr_off = offsetof(sts_tensor, name); k.len_off = offsetof(sts_tensor, name_len);
+    k.hashes = NULL; k.hash_stride = 0;
+    return k;
+}
+#define STS__PROJECT_AT 1024  /* entries parsed before the table and the index are sized from them */
 /* Room for one more tensor. The table is sized to the count the header's length projects from
-   the bytes parsed so far, so a header of uniform entries fills it once. */
+   the bytes parsed so far, so a header of uniform entries fills it once; the index is moved to
+   that count with it, while it holds few names (see sts__parse_core). */
 STS__PRIVATE int sts__tensor_room(sts__parser *ps) {
     sts_file *f = ps->f;
     size_t used = (size_t)(ps->j.p - ps->j.base), want, bytes;
@@ -2978,15 +2988,11 @@ STS__PRIVATE int sts__tensor_room(sts__parser *ps) {
     if (!(nt = (sts_tensor *)sts__realloc(&f->mem, f->tensors, f->cap * sizeof *nt, bytes))) return 0;
     f->tensors = nt;
     f->cap = want;
+    if (want > sts__index_room(&f->index)) {
+        sts__names k = sts__tensor_names(f);
+        if (!sts__index_resize_tagged(&f->mem, &f->index, &k, f->seed, want)) return 0;
+    }
     return 1;
-}
-/* The tensor names as items of the index. */
-STS__PRIVATE sts__names sts__tensor_names(const sts_file *f) {
-    sts__names k;
-    k.items = f->tensors; k.stride = sizeof(sts_tensor);
-    k.ptr_off = offsetof(sts_tensor, name); k.len_off = offsetof(sts_tensor, name_len);
-    k.hashes = NULL; k.hash_stride = 0;
-    return k;
 }
 /* Indexes the newest tensor, in header order: a repeated name replaces the earlier entry, which
    is marked dead (the reference's map keeps the last); strict mode reports the first repeat once
@@ -3412,13 +3418,17 @@ STS__PRIVATE sts_result sts__parse_core(sts_file *f, const sts_options *o, sts_e
     ps.dup_at = (size_t)-1;
     f->seed = sts__seed_from(f, o ? o->hash_seed : 0);
     {   /* size the table and the index from the header length (a checkpoint's entries take 120 to
-           140 bytes); sts__tensor_room projects the rest from the bytes parsed. The index, whose
-           size doubles, is sized for the lower estimate: it grows once if the count passes it. */
+           140 bytes), at most STS__PROJECT_AT entries: past them sts__tensor_room projects the count
+           from the bytes parsed, for entries of any size (a dataset's KV shard: 70 to 80 bytes),
+           and both grow once, while little is in them. The index, whose size doubles, is sized for
+           the lower estimate: it grows once more if the count passes it. */
         size_t guess = n / 120 + 16;
+        if (guess > STS__PROJECT_AT) guess = STS__PROJECT_AT;
         if (!(f->tensors = (sts_tensor *)sts__alloc(&f->mem, guess * sizeof *f->tensors)))
             return sts__nomem(err, "the tensor table");
         f->cap = guess;
-        if (!sts__index_init_tagged(&f->mem, &f->index, n / 140 + 16)) return sts__nomem(err, "the tensor index");
+        if (!sts__index_init_tagged(&f->mem, &f->index, guess < n / 140 + 16 ? guess : n / 140 + 16))
+            return sts__nomem(err, "the tensor index");
     }
     r = sts__parse_json(&ps);
     if (ps.dims != ps.dims_local) sts__free(&f->mem, ps.dims, ps.dims_cap * sizeof *ps.dims);
