@@ -1398,6 +1398,7 @@ typedef struct sts__mem {
     sts_allocator a;
     int (*io_fault)(void *user, const char *op);
     void *io_fault_user;
+    void (*fresh)(void *p, size_t n);  /* io's hint for a large block of libc's (sts__mem_io); NULL: none */
 } sts__mem;
 
 STS__PRIVATE sts__mem sts__mem_from(const sts_options *o) {
@@ -1424,16 +1425,25 @@ STS__PRIVATE int sts__mem_valid(const sts__mem *m) {  /* all three hooks or none
     int n = (m->a.alloc != NULL) + (m->a.realloc != NULL) + (m->a.free != NULL);
     return n == 0 || n == 3;
 }
+/* A block of libc's of at least STS__FRESH_MIN bytes (a table, a header) goes through m->fresh
+   before its pages are first touched: io asks for huge pages, one page fault a 2 MiB. */
+#define STS__FRESH_MIN ((size_t)4 << 20)
 STS__PRIVATE void *sts__alloc(const sts__mem *m, size_t size) {
+    void *p;
     if (size == 0) size = 1;
     if (m->a.alloc) return m->a.alloc(m->a.user, size);
-    return STS_MALLOC(m->a.user, size);
+    p = STS_MALLOC(m->a.user, size);
+    if (p && m->fresh && size >= STS__FRESH_MIN) m->fresh(p, size);
+    return p;
 }
 STS__PRIVATE void *sts__realloc(const sts__mem *m, void *p, size_t old_size, size_t size) {
+    void *q;
     if (size == 0) size = 1;
     if (!p) return sts__alloc(m, size);
     if (m->a.realloc) return m->a.realloc(m->a.user, p, old_size, size);
-    return STS_REALLOC(m->a.user, p, old_size, size);
+    q = STS_REALLOC(m->a.user, p, old_size, size);
+    if (q && m->fresh && size >= STS__FRESH_MIN) m->fresh(q, size);
+    return q;
 }
 STS__PRIVATE void sts__free(const sts__mem *m, void *p, size_t size) {
     if (!p) return;
@@ -3930,6 +3940,14 @@ STS__PRIVATE void sts__advise_huge(void *p, size_t n) {
 #endif
 }
 
+/* The options' memory, with large blocks of libc's advised as above (sts__alloc). */
+STS__PRIVATE sts__mem sts__mem_io(const sts_options *o) {
+    sts__mem m = sts__mem_from(o);
+#if defined(STS__LIBC_ALLOC) && defined(__linux__) && defined(MADV_HUGEPAGE) && !defined(STS_NO_MMAP)
+    m.fresh = sts__advise_huge;
+#endif
+    return m;
+}
 #ifndef STS_NO_MMAP
 STS__PRIVATE void sts__release_map(sts_file *f) {
     munmap(f->owned, f->owned_size);
@@ -3937,7 +3955,7 @@ STS__PRIVATE void sts__release_map(sts_file *f) {
 }
 #endif
 STSDEF sts_result sts_open(const char *path, const sts_options *opts, sts_file **out, sts_error *err) {
-    sts__mem m = sts__mem_from(opts);
+    sts__mem m = sts__mem_io(opts);
     sts__fmap map;
     uint8_t prefix[8];
     uint64_t size = 0, n = 0;  /* set before use; zero for -O2 maybe-uninitialized under STS_STATIC */
@@ -11028,7 +11046,7 @@ STSDEF sts_result sts_dataset_commit(const char *dir, const sts_write_config *cf
     memset(&unlock, 0, sizeof unlock);
     memset(a, 0, sizeof a);
     for (i = 0; i < 3; i++) a[i].fd = -1;
-    c.mem = sts__mem_from(opts);
+    c.mem = sts__mem_io(opts);
     c.dir = dir;
     if (!dir || !cfg || (!messages && n))
         return sts__failx(err, STS_RULE_ARGUMENT, "sts_dataset_commit needs a folder, the options and the messages");
