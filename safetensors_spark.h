@@ -4671,13 +4671,23 @@ STS__PRIVATE int sts__wb_error(sts__wb *q) {
 
 /* >>parallel ---- a few jobs at once ----
    sts__par_run runs job(ctx, i) for each i in [0, n): jobs 1..n-1 on threads of their own, job 0
-   on the caller's thread, and returns when all have finished. A thread that cannot start has its
-   job run on the caller's thread: the result is the same, only later. Without threads every job
-   runs here in order. Jobs must not allocate (the allocator hooks need not be thread-safe) and
-   must touch only what their index gives them. */
+   on the caller's thread, and returns when all have finished. sts__par_start starts jobs
+   [from, n) on threads and returns at once, so that the caller works beside them until
+   sts__par_wait. A thread that cannot start has its job run on the caller's thread (at once, by
+   sts__par_start): the result is the same, only later. Without threads every job runs on the
+   caller's thread. Jobs must not allocate (the allocator hooks need not be thread-safe)
+   and must touch only what their index gives them. */
 #define STS__PAR_MAX 64
 typedef void (*sts__job_fn)(void *ctx, size_t i);
 typedef struct sts__par_job { sts__job_fn fn; void *ctx; size_t i; } sts__par_job;
+typedef struct sts__par {
+    size_t from, n;
+#ifdef STS__THREADS
+    sts__par_job jobs[STS__PAR_MAX];
+    pthread_t th[STS__PAR_MAX];
+    unsigned char started[STS__PAR_MAX];
+#endif
+} sts__par;
 #ifdef STS__THREADS
 STS__PRIVATE void *sts__par_main(void *arg) {
     const sts__par_job *j = (const sts__par_job *)arg;
@@ -4685,25 +4695,33 @@ STS__PRIVATE void *sts__par_main(void *arg) {
     return NULL;
 }
 #endif
-STS__PRIVATE void sts__par_run(sts__job_fn fn, void *ctx, size_t n) {
+STS__PRIVATE void sts__par_start(sts__par *p, sts__job_fn fn, void *ctx, size_t from, size_t n) {
     size_t i;
+    p->from = from;
+    p->n = n > STS__PAR_MAX ? STS__PAR_MAX : n;
+    for (i = from; i < p->n; i++) {
 #ifdef STS__THREADS
-    sts__par_job jobs[STS__PAR_MAX];
-    pthread_t th[STS__PAR_MAX];
-    unsigned char started[STS__PAR_MAX];
-    if (n > STS__PAR_MAX) n = STS__PAR_MAX;
-    for (i = 1; i < n; i++) {
-        jobs[i].fn = fn; jobs[i].ctx = ctx; jobs[i].i = i;
-        started[i] = pthread_create(&th[i], NULL, sts__par_main, &jobs[i]) == 0;
-    }
-    if (n) fn(ctx, 0);
-    for (i = 1; i < n; i++) {
-        if (started[i]) pthread_join(th[i], NULL);
-        else fn(ctx, i);
-    }
+        p->jobs[i].fn = fn; p->jobs[i].ctx = ctx; p->jobs[i].i = i;
+        p->started[i] = pthread_create(&p->th[i], NULL, sts__par_main, &p->jobs[i]) == 0;
+        if (!p->started[i]) fn(ctx, i);
 #else
-    for (i = 0; i < n; i++) fn(ctx, i);
+        fn(ctx, i);
 #endif
+    }
+}
+STS__PRIVATE void sts__par_wait(sts__par *p) {
+#ifdef STS__THREADS
+    size_t i;
+    for (i = p->from; i < p->n; i++)
+        if (p->started[i]) pthread_join(p->th[i], NULL);
+#endif
+    p->n = p->from;
+}
+STS__PRIVATE void sts__par_run(sts__job_fn fn, void *ctx, size_t n) {
+    sts__par p;
+    sts__par_start(&p, fn, ctx, 1, n);
+    if (n) fn(ctx, 0);
+    sts__par_wait(&p);
 }
 /* Online CPUs (1 when unknown or without threads), at most STS__PAR_MAX. */
 STS__PRIVATE size_t sts__cpus(void) {
@@ -10134,8 +10152,9 @@ typedef struct sts__commit {
     sts_duplicates dup;
     sts__cref *refs;
     size_t nrefs;
-    sts__index ix;
-    uint32_t *winner;               /* KV: per ref, 1 when it is the key's winner */
+    uint32_t *winner;               /* per ref, 1 when it is its key's winner (batch mode: every ref) */
+    size_t winners;                 /* refs that won */
+    uint64_t total_size;            /* their data bytes */
     char dataset_id[37];
     sts__manifest man;              /* the published manifest read before: reindex's source, overwrite's old shards */
     sts__joblock lock;              /* commit: the job that holds the folder */
@@ -10307,7 +10326,6 @@ STS__PRIVATE void sts__commit_free(sts__commit *c) {
     sts__lock_free(&c->mem, &c->lock);
     sts__free(&c->mem, c->refs, (c->nrefs ? c->nrefs : 1) * sizeof *c->refs);
     sts__free(&c->mem, c->winner, (c->nrefs ? c->nrefs : 1) * sizeof *c->winner);
-    sts__index_free(&c->mem, &c->ix);
 }
 /* The shards the published manifest (if any) lists: never removed by a failed or aborted job,
    even when a stale commit message names them. A manifest that cannot be read protects every shard
@@ -10501,55 +10519,224 @@ done:
     if (res) sts__free(&c->mem, res, c->nshards * sizeof *res);
     return r;
 }
-/* KV: one key index over every tensor, in path order; duplicates fail or the later one wins. */
+/* Threads for the key index and the index files: the commit's setting, or one per online CPU
+   (at most 16) when the dataset has enough keys to share. */
+STS__PRIVATE size_t sts__commit_threads(const sts__commit *c) {
+    size_t t = c->threads ? c->threads : c->nrefs >= 16384 ? sts__cpus() : 1;
+    return t < 1 ? 1 : t > 16 && !c->threads ? 16 : t > STS__PAR_MAX ? STS__PAR_MAX : t;
+}
+/* ---- the key index, on several threads ----
+   Every tensor of the dataset becomes a ref, in path order; in KV mode the refs' keys go through
+   one index, duplicates failing or the later copy winning. T jobs (sts__par_run) do it in three
+   steps, each job touching only what its number gives it:
+   1. refs: job j fills an even range of the refs (name, shard, hash, data bytes) and counts them
+      per partition, a function of the key's hash, so that every copy of a key falls in one;
+   2. scatter: job j copies its refs' (hash, ref) into the partitions, which stay in ref order;
+   3. duplicates: job p indexes partition p alone (tagged slots: a new key rarely touches a ref).
+   Each partition meets a key's copies in the order one index over all refs would, so the
+   winners are the same on any number of threads, and the first duplicate (fail) is the earliest
+   partition's first one. The caller's thread allocates everything first: jobs never allocate. */
+typedef struct sts__ckres {       /* one job's results */
+    uint64_t bytes, lost_bytes;   /* its refs' data bytes (step 1); the losers' among them (step 3) */
+    size_t losers;                /* step 3: refs that lost to another copy of their key (lastWin) */
+    size_t dup, was;              /* step 3 (fail): the first ref that met a copy, and the copy; dup SIZE_MAX: none */
+    size_t edge[2], edge_len[2];  /* step 1: the shards its range cuts (SIZE_MAX: none), their longest */
+    uint32_t edge_rank[2];        /* name and largest rank within the range */
+} sts__ckres;
+typedef struct sts__ckeys {
+    sts__commit *c;
+    size_t T;
+    size_t *cnt;                  /* [T * T] job j's refs in partition p, then where its next one goes */
+    size_t *pstart;               /* [T + 1] partition p holds slots pstart[p] .. pstart[p + 1] */
+    uint64_t *ph;                 /* per slot: the ref's hash */
+    uint32_t *pk;                 /*           the ref */
+    sts__index *ix;               /* [T] */
+    sts__ckres *res;              /* [T] */
+} sts__ckeys;
+STS__PRIVATE size_t sts__ckeys_part(uint64_t h, size_t T) {  /* a key's partition, from all its hash's bits */
+    return (size_t)((((h * 0x9e3779b97f4a7c15ull) >> 32) * (uint64_t)T) >> 32);
+}
+STS__PRIVATE size_t sts__ckeys_lo(const sts__ckeys *q, size_t j) {  /* job j's refs: lo(j) .. lo(j + 1) */
+    return (size_t)((uint64_t)q->c->nrefs * j / q->T);
+}
+STS__PRIVATE size_t sts__ckeys_shard(const sts__commit *c, size_t k) {  /* the shard holding ref k */
+    size_t lo = 0, hi = c->nshards;  /* the last shard whose first ref is <= k, then past empty ones */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->shards[mid].first_ref <= k) lo = mid;
+        else hi = mid;
+    }
+    while (lo < c->nshards && k >= c->shards[lo].first_ref + sts_count(c->shards[lo].f)) lo++;
+    return lo;
+}
+STS__PRIVATE void sts__ckeys_refs(void *ctx, size_t j) {  /* step 1 */
+    sts__ckeys *q = (sts__ckeys *)ctx;
+    sts__commit *c = q->c;
+    sts__ckres *res = &q->res[j];
+    size_t k = sts__ckeys_lo(q, j), hi = sts__ckeys_lo(q, j + 1), s, *cnt = q->cnt + j * q->T;
+    for (s = k < hi ? sts__ckeys_shard(c, k) : c->nshards; k < hi; s++) {
+        sts__cshard *sh = &c->shards[s];
+        const sts_file *f = sh->f;
+        size_t end = sh->first_ref + sts_count(f), t = k - sh->first_ref, len = 0, lo = k;
+        uint32_t rank = 0;
+        if (end > hi) end = hi;
+        for (; k < end; k++, t++) {
+            const sts_tensor *x = sts_at(f, t);
+            sts__cref *ref = &c->refs[k];
+            ref->name = x->name; ref->len = x->name_len; ref->shard = (uint32_t)s; ref->t = (uint32_t)t;
+            if (x->rank > rank) rank = x->rank;
+            if (x->name_len > len) len = x->name_len;
+            res->bytes += x->end - x->begin;
+            c->winner[k] = 1;
+            if (c->kv) {
+                ref->hash = sts__hash(x->name, x->name_len, 0x6b657973u);
+                cnt[sts__ckeys_part(ref->hash, q->T)]++;
+            }
+        }
+        if (lo == sh->first_ref && end == sh->first_ref + sts_count(f)) {  /* the whole shard: this job's */
+            sh->max_len = len;
+            sh->max_rank = rank;
+        } else {  /* shared with the job before or after: the caller takes the larger */
+            int e = lo == sh->first_ref;
+            res->edge[e] = s; res->edge_len[e] = len; res->edge_rank[e] = rank;
+        }
+    }
+}
+STS__PRIVATE void sts__ckeys_scatter(void *ctx, size_t j) {  /* step 2 */
+    sts__ckeys *q = (sts__ckeys *)ctx;
+    size_t k, hi = sts__ckeys_lo(q, j + 1), *next = q->cnt + j * q->T;
+    for (k = sts__ckeys_lo(q, j); k < hi; k++) {
+        uint64_t h = q->c->refs[k].hash;
+        size_t at = next[sts__ckeys_part(h, q->T)]++;
+        q->ph[at] = h;
+        q->pk[at] = (uint32_t)k;
+    }
+}
+STS__PRIVATE void sts__ckeys_dups(void *ctx, size_t p) {  /* step 3 */
+    sts__ckeys *q = (sts__ckeys *)ctx;
+    sts__commit *c = q->c;
+    sts__index *ix = &q->ix[p];
+    sts__ckres *res = &q->res[p];
+    size_t i, base = q->pstart[p];
+    for (i = base; i < q->pstart[p + 1]; i++) {
+        uint64_t h = q->ph[i];
+        size_t k = q->pk[i], pos = (size_t)h & ix->mask, was;
+        const sts__cref *ref = &c->refs[k];
+        uint32_t want = (uint32_t)(h >> 32) & ix->tags, it = STS__EMPTY;
+        for (;; pos = (pos + 1) & ix->mask) {
+            uint32_t slot = ix->slots[pos];
+            const sts__cref *o;
+            if (slot == STS__EMPTY) break;
+            if ((slot & ix->tags) != want) continue;
+            o = &c->refs[q->pk[base + (slot & ~ix->tags)]];
+            if (o->len == ref->len && (!ref->len || memcmp(o->name, ref->name, ref->len) == 0)) {
+                it = slot & ~ix->tags;
+                break;
+            }
+        }
+        if (it != STS__EMPTY) {
+            was = q->pk[base + it];
+            if (c->dup == STS_DUPLICATES_FAIL) {
+                res->dup = k;
+                res->was = was;
+                return;
+            }
+            /* lastWin: the later shard in natural order (task, then shard number) wins */
+            if (sts__natcmp(c->shards[c->refs[was].shard].name, c->shards[ref->shard].name) > 0) was = k;
+            else sts__index_put(ix, pos, (uint32_t)(i - base), h);
+            {
+                const sts_tensor *x = sts_at(c->shards[c->refs[was].shard].f, c->refs[was].t);
+                c->winner[was] = 0;
+                res->losers++;
+                res->lost_bytes += x->end - x->begin;
+            }
+            continue;
+        }
+        sts__index_put(ix, pos, (uint32_t)(i - base), h);
+    }
+}
+/* The refs, the winners (c->winner), c->total_size and c->winners; in KV mode a duplicated key
+   fails (naming the earliest copy found in path order, as one pass would) or the later wins. */
 STS__PRIVATE sts_result sts__commit_keys(sts__commit *c, sts_error *err) {
-    size_t i, total = 0, k = 0;
-    sts__names kn;
-    for (i = 0; i < c->nshards; i++) total += sts_count(c->shards[i].f);
+    sts__ckeys q;
+    size_t i, j, total = 0, T = 1;
+    sts_result r = STS_OK;
+    memset(&q, 0, sizeof q);
+    for (i = 0; i < c->nshards; i++) {
+        c->shards[i].first_ref = total;
+        total += sts_count(c->shards[i].f);
+    }
     if (c->nshards > 0xfffffffeu || total > 0xfffffffeu)  /* the index and the reader number them in 32 bits */
         return sts__failx(err, STS_RULE_MESSAGE, "the tasks wrote %z shards and %z tensors; a dataset holds fewer "
                                                  "than 2^32 "
                           "of each", c->nshards, total);
-    if (!(c->refs = (sts__cref *)sts__alloc(&c->mem, (total ? total : 1) * sizeof *c->refs)) ||
-        !(c->winner = (uint32_t *)sts__alloc(&c->mem, (total ? total : 1) * sizeof *c->winner)) ||
-        !sts__index_init(&c->mem, &c->ix, total)) {
-        c->nrefs = total;
-        return sts__nomem(err, "the key index");
-    }
     c->nrefs = total;
-    kn.items = c->refs; kn.stride = sizeof *c->refs; kn.ptr_off = offsetof(sts__cref,
-            name); kn.len_off = offsetof(sts__cref, len);
-    kn.hashes = &c->refs[0].hash; kn.hash_stride = sizeof *c->refs;
-    for (i = 0; i < c->nshards; i++) {
-        size_t t, n = sts_count(c->shards[i].f);
-        c->shards[i].first_ref = k;
-        for (t = 0; t < n; t++, k++) {
-            const sts_tensor *x = sts_at(c->shards[i].f, t);
-            sts__cref *ref = &c->refs[k];
-            size_t pos;
-            ref->name = x->name; ref->len = x->name_len; ref->shard = (uint32_t)i; ref->t = (uint32_t)t;
-            if (x->rank > c->shards[i].max_rank) c->shards[i].max_rank = x->rank;
-            if (x->name_len > c->shards[i].max_len) c->shards[i].max_len = x->name_len;
-            ref->hash = sts__hash(x->name, x->name_len, 0x6b657973u);
-            c->winner[k] = 1;
-            if (!c->kv) continue;
-            pos = sts__index_probe(&c->ix, &kn, ref->hash, ref->name, ref->len);
-            if (c->ix.slots[pos] != STS__EMPTY) {
-                const sts__cref *was = &c->refs[c->ix.slots[pos]];
-                if (c->dup == STS_DUPLICATES_FAIL)
-                    return sts__failx(err, STS_RULE_DUPLICATE_KEY,
-                                      "key %q is in shard %q and in shard %q (duplicatesStrategy=fail)",
-                                     x->name, x->name_len, c->shards[was->shard].name,
-                                     strlen(c->shards[was->shard].name),
-                                     c->shards[i].name, strlen(c->shards[i].name));
-                /* lastWin: the later shard in natural order (task, then shard number) wins */
-                if (sts__natcmp(c->shards[was->shard].name, c->shards[i].name) > 0) { c->winner[k] = 0; continue; }
-                c->winner[c->ix.slots[pos]] = 0;
-            }
-            c->ix.slots[pos] = (uint32_t)k;
-        }
+    if (!(c->refs = (sts__cref *)sts__alloc(&c->mem, (total ? total : 1) * sizeof *c->refs)) ||
+        !(c->winner = (uint32_t *)sts__alloc(&c->mem, (total ? total : 1) * sizeof *c->winner)))
+        return sts__nomem(err, "the key index");
+    q.c = c;
+    q.T = T = sts__commit_threads(c);
+    q.cnt = (size_t *)sts__alloc(&c->mem, T * T * sizeof *q.cnt);
+    q.pstart = (size_t *)sts__alloc(&c->mem, (T + 1) * sizeof *q.pstart);
+    q.res = (sts__ckres *)sts__alloc(&c->mem, T * sizeof *q.res);
+    if ((q.ix = (sts__index *)sts__alloc(&c->mem, T * sizeof *q.ix)) != NULL) memset(q.ix, 0, T * sizeof *q.ix);
+    if (!q.cnt || !q.pstart || !q.res || !q.ix) { r = sts__nomem(err, "the key index"); goto done; }
+    memset(q.cnt, 0, T * T * sizeof *q.cnt);
+    for (j = 0; j < T; j++) {
+        memset(&q.res[j], 0, sizeof q.res[j]);
+        q.res[j].dup = q.res[j].edge[0] = q.res[j].edge[1] = (size_t)-1;
     }
-    return STS_OK;
+    sts__par_run(sts__ckeys_refs, &q, T);
+    c->total_size = 0;
+    for (j = 0; j < T; j++) {
+        c->total_size += q.res[j].bytes;
+        for (i = 0; i < 2; i++)
+            if (q.res[j].edge[i] != (size_t)-1) {
+                sts__cshard *sh = &c->shards[q.res[j].edge[i]];
+                if (q.res[j].edge_len[i] > sh->max_len) sh->max_len = q.res[j].edge_len[i];
+                if (q.res[j].edge_rank[i] > sh->max_rank) sh->max_rank = q.res[j].edge_rank[i];
+            }
+    }
+    c->winners = total;
+    if (!c->kv) goto done;
+    /* the partitions' slots, and where each job's refs go in them */
+    for (i = 0, q.pstart[0] = 0; i < T; i++) {
+        size_t at = q.pstart[i];
+        for (j = 0; j < T; j++) {
+            size_t n = q.cnt[j * T + i];
+            q.cnt[j * T + i] = at;
+            at += n;
+        }
+        q.pstart[i + 1] = at;
+        if (!sts__index_init_tagged(&c->mem, &q.ix[i], at - q.pstart[i])) { r = sts__nomem(err, "the key index"); goto done; }
+    }
+    if (!(q.ph = (uint64_t *)sts__alloc(&c->mem, (total ? total : 1) * sizeof *q.ph)) ||
+        !(q.pk = (uint32_t *)sts__alloc(&c->mem, (total ? total : 1) * sizeof *q.pk))) {
+        r = sts__nomem(err, "the key index");
+        goto done;
+    }
+    sts__par_run(sts__ckeys_scatter, &q, T);
+    sts__par_run(sts__ckeys_dups, &q, T);
+    for (j = 0, i = (size_t)-1; j < T; j++) {  /* the earliest first duplicate */
+        if (q.res[j].dup != (size_t)-1 && (i == (size_t)-1 || q.res[j].dup < q.res[i].dup)) i = j;
+        c->total_size -= q.res[j].lost_bytes;
+        c->winners -= q.res[j].losers;
+    }
+    if (i != (size_t)-1) {
+        const sts__cref *dup = &c->refs[q.res[i].dup], *was = &c->refs[q.res[i].was];
+        r = sts__failx(err, STS_RULE_DUPLICATE_KEY, "key %q is in shard %q and in shard %q (duplicatesStrategy=fail)",
+                       dup->name, dup->len, c->shards[was->shard].name, strlen(c->shards[was->shard].name),
+                       c->shards[dup->shard].name, strlen(c->shards[dup->shard].name));
+    }
+done:
+    if (q.ix) for (j = 0; j < T; j++) sts__index_free(&c->mem, &q.ix[j]);
+    sts__free(&c->mem, q.ix, T * sizeof *q.ix);
+    sts__free(&c->mem, q.res, T * sizeof *q.res);
+    sts__free(&c->mem, q.pstart, (T + 1) * sizeof *q.pstart);
+    sts__free(&c->mem, q.cnt, T * T * sizeof *q.cnt);
+    sts__free(&c->mem, q.ph, (total ? total : 1) * sizeof *q.ph);
+    sts__free(&c->mem, q.pk, (total ? total : 1) * sizeof *q.pk);
+    return r;
 }
 /* Every shard's name once, as JSON (json 1) or as a CSV field (json 0), in one buffer: names->p +
    at[s] .. at[s + 1]. An index repeats a shard's name for each of its keys (twice in the JSON):
@@ -10766,37 +10953,43 @@ STS__PRIVATE void sts__cslice_job(void *ctx, size_t i) {  /* no allocation: runs
     }
     sl->n = (size_t)(d - sl->buf);
 }
-/* Threads for the index: the commit's setting, or one per online CPU (at most 16) when the index
-   has enough keys to share. */
-STS__PRIVATE size_t sts__commit_threads(const sts__commit *c) {
-    size_t t = c->threads ? c->threads : c->nrefs >= 16384 ? sts__cpus() : 1;
-    return t < 1 ? 1 : t > 16 && !c->threads ? 16 : t > STS__PAR_MAX ? STS__PAR_MAX : t;
-}
-/* Writes a part's entries to o; shard names as the part writes them (JSON or CSV). */
+/* Writes a part's entries to o; shard names as the part writes them (JSON or CSV). Two sets of
+   slices take turns: while the threads render a round into one, the caller's thread writes the
+   round before from the other. */
 STS__PRIVATE void sts__commit_part(sts__commit *c, sts__out *o, int part) {
-    sts__cpart p;
+    sts__cpart p[2];
     sts__out names;
-    size_t *at, T = sts__commit_threads(c), share, k = 0, s, i, used, first_win = 0;
-    memset(&p, 0, sizeof p);
+    size_t *at, T = sts__commit_threads(c), share, k = 0, s, i, used[2] = { 0, 0 }, first_win = 0;
+    int cur = 0, h;
+    memset(p, 0, sizeof p);
     if (!sts__commit_names(c, part != STS__PART_CSV, &names, &at, o)) return;
-    p.c = c; p.part = part; p.names = names.p; p.at = at;
+    for (h = 0; h < 2; h++) { p[h].c = c; p[h].part = part; p[h].names = names.p; p[h].at = at; }
     share = c->nrefs / T + 1;
     while (first_win < c->nrefs && !c->winner[first_win]) first_win++;
-    while (k < c->nrefs && !o->oom && !o->err_no) {
-        for (used = 0; used < T && k < c->nrefs; used++) {  /* the round's slices, sized here */
-            sts__cslice *sl = &p.sl[used];
+    for (;;) {
+        sts__par run;
+        size_t n = 0;
+        while (n < T && k < c->nrefs && !o->oom) {  /* this round's slices, sized here */
+            sts__cslice *sl = &p[cur].sl[n];
             size_t bytes = 0, keys = 0;
             sl->k0 = k;
-            sts__cslice_fill(&p, &k, share, &keys, &bytes);
+            sts__cslice_fill(&p[cur], &k, share, &keys, &bytes);
             sl->k1 = k;
             sl->first = sl->k0 <= first_win && first_win < sl->k1;
             if (!sts__grow(&c->mem, (void **)&sl->buf, &sl->cap, bytes + 1, 1)) { o->oom = 1; break; }
+            n++;
         }
-        if (o->oom) break;
-        sts__par_run(sts__cslice_job, &p, used);
-        for (i = 0; i < used; i++) sts__out_big(o, p.sl[i].buf, p.sl[i].n);
+        if (o->oom || o->err_no) n = 0;
+        used[cur] = n;
+        sts__par_start(&run, sts__cslice_job, &p[cur], 0, n);
+        for (i = 0; i < used[!cur]; i++) sts__out_big(o, p[!cur].sl[i].buf, p[!cur].sl[i].n);
+        sts__par_wait(&run);
+        used[!cur] = 0;
+        if (!n) break;
+        cur = !cur;
     }
-    for (s = 0; s < T; s++) sts__free(&c->mem, p.sl[s].buf, p.sl[s].cap);
+    for (h = 0; h < 2; h++)
+        for (s = 0; s < T; s++) sts__free(&c->mem, p[h].sl[s].buf, p[h].sl[s].cap);
     sts__commit_names_free(c, &names, at);
 }
 /* _tensor_index.csv: tensor_key,file_name,shape,dtype (RFC 4180, CRLF). */
@@ -10806,18 +10999,10 @@ STS__PRIVATE void sts__commit_csv(sts__commit *c, sts__out *o) {
 }
 /* _tensor_index.json: Hugging Face's sharded-checkpoint index plus per-tensor details. */
 STS__PRIVATE void sts__commit_json_index(sts__commit *c, sts__out *o) {
-    size_t k;
-    uint64_t total = 0, count = 0;
-    for (k = 0; k < c->nrefs; k++)
-        if (c->winner[k]) {
-            const sts_tensor *x = sts_at(c->shards[c->refs[k].shard].f, c->refs[k].t);
-            total += x->end - x->begin;
-            count++;
-        }
     sts__out_cstr(o, "{\"metadata\":{\"total_size\":");
-    sts__out_u64(o, total);
+    sts__out_u64(o, c->total_size);
     sts__out_cstr(o, ",\"tensor_count\":");
-    sts__out_u64(o, count);
+    sts__out_u64(o, (uint64_t)c->winners);
     sts__out_cstr(o, ",\"dataset_id\":\"");
     sts__out_cstr(o, c->dataset_id);
     sts__out_cstr(o, c->kv ? "\",\"mode\":\"kv\",\"kv_separator\":" : "\",\"mode\":\"batch\",\"kv_separator\":");
@@ -11068,7 +11253,6 @@ STSDEF sts_result sts_dataset_commit(const char *dir, const sts_write_config *cf
     durable = sts__durable(cfg, opts);
     index = cfg->generate_index != 0;
     overwrite = cfg->overwrite != 0;
-    c.ix.slots = NULL;
     {   /* the folder must be held by a job, and every message must be that job's */
         int found;
         if ((r = sts__lock_read(&c.mem, dir, &c.lock, &found, err)) != STS_OK) goto fail;
@@ -11114,7 +11298,7 @@ STSDEF sts_result sts_dataset_commit(const char *dir, const sts_write_config *cf
             summary->samples += c.shards[i].samples;
             summary->bytes += c.shards[i].bytes;
         }
-        for (i = 0; i < c.nrefs; i++) summary->tensors += c.winner[i];
+        summary->tensors = c.winners;
     }
     sts__ok(err);
     r = STS_OK;
@@ -11185,7 +11369,6 @@ STSDEF sts_result sts_dataset_reindex(const char *dir, const sts_options *opts, 
     a[0].fd = a[1].fd = -1;
     c.mem = sts__mem_from(opts);
     c.dir = dir;
-    c.ix.slots = NULL;
     c.sep = "__";
     c.sep_len = 2;
     if (!dir) return sts__failx(err, STS_RULE_ARGUMENT, "sts_dataset_reindex needs a folder");
@@ -11213,7 +11396,7 @@ STSDEF sts_result sts_dataset_reindex(const char *dir, const sts_options *opts, 
             summary->samples += c.shards[i].samples;
             summary->bytes += c.shards[i].bytes;
         }
-        for (i = 0; i < c.nrefs; i++) summary->tensors += c.winner[i];
+        summary->tensors = c.winners;
     }
     sts__ok(err);
 out:

@@ -71,6 +71,31 @@ static void same_files(const char *a, const char *b, const char *label) {
     }
 }
 
+/* The JSON index's metadata against its entries: tensor_count is the number of entries (and
+   `tensors`), total_size the sum of their data_offsets' spans. */
+static void index_totals(const char *dir, uint64_t tensors, const char *label) {
+    size_t n, i;
+    uint8_t *b = read_blanked(dir, "_tensor_index.json", &n);
+    const char *s = (const char *)b, *p;
+    unsigned long long total = 0, count = 0, want_total, want_count;
+    b = (uint8_t *)realloc(b, n + 1);
+    assert_non_null(b);
+    b[n] = 0;
+    s = (const char *)b;
+    assert_non_null(p = strstr(s, "\"total_size\":"));
+    assert_int_equal(sscanf(p, "\"total_size\":%llu,\"tensor_count\":%llu", &want_total, &want_count), 2);
+    for (i = 0; (p = strstr(s + i, "\"data_offsets\":[")) != NULL; i = (size_t)(p - s) + 1) {
+        unsigned long long a, z;
+        assert_int_equal(sscanf(p, "\"data_offsets\":[%llu,%llu]", &a, &z), 2);
+        total += z - a;
+        count++;
+    }
+    if (count != want_count || total != want_total || count != tensors)
+        fail_msg("%s: the index holds %llu entries of %llu bytes; its metadata says %llu of %llu, the summary %llu", label,
+                 count, total, want_count, want_total, (unsigned long long)tensors);
+    free(b);
+}
+
 /* Writes one job (two tasks) into root; messages in m. */
 static void write_kv_job(const char *root, sts_write_config *c, du_msgs *m, int last_win) {
     sts_error e;
@@ -142,6 +167,9 @@ static void threads_agree(int last_win) {
         snprintf(what, sizeof what, "%s, commit_threads=%u", label, (unsigned)threads[i]);
         DU_OK(what, du_commit_all(copies[i], &c, &m, NULL, &sum, &e), e);
         assert_true(sum.shards > 8);
+        /* fail: 2 tasks x 700 keys x 2 columns; lastWin: 400 keys x 2 columns win */
+        assert_int_equal(sum.tensors, last_win ? 800 : 2800);
+        index_totals(copies[i], sum.tensors, what);
         if (i) same_files(copies[0], copies[i], what);
     }
     du_msgs_free(&m);
@@ -149,6 +177,70 @@ static void threads_agree(int last_win) {
 }
 static void test_kv_threads_agree(void **state) { (void)state; threads_agree(0); }
 static void test_kv_last_win_threads_agree(void **state) { (void)state; threads_agree(1); }
+
+/* duplicatesStrategy=fail, keys repeated across tasks in three shards: every thread count reports
+   the same duplicate, the first in path order (a0900, written before a0500 and a0010 by the later
+   task, so in an earlier shard of it), and publishes nothing. */
+static void test_kv_fail_threads_agree(void **state) {
+    static const uint32_t threads[6] = { 1, 2, 3, 7, 64, 0 };
+    char root[64], job[160], copy[192], p[256];
+    sts_write_config c;
+    du_msgs m;
+    sts_error e, first;
+    uint32_t t;
+    int i;
+    (void)state;
+    memset(&m, 0, sizeof m);
+    memset(&c, 0, sizeof c);
+    memset(&first, 0, sizeof first);
+    tf_tmpdir(root, sizeof root);
+    tf_rmtree(root);
+    assert_int_equal(mkdir(root, 0755), 0);
+    snprintf(job, sizeof job, "%s/job", root);
+    c.name_col = "key";
+    c.has_dtype = 1; c.dtype = STS_DTYPE_F32;
+    c.generate_index = 1;
+    c.no_fsync = 1;
+    c.target_shard_bytes = 9000;
+    DU_OK("prepare", sts_dataset_prepare(job, &c, KV_SCHEMA, 3, NULL, &e), e);
+    for (t = 1; t <= 4; t += 3) {
+        sts_task_writer *w;
+        int r;
+        DU_OK("open", sts_task_open(job, t, &c, KV_SCHEMA, 3, NULL, &w, &e), e);
+        for (r = 0; r < 1000; r++) {
+            char key[16];
+            float v[2] = { (float)r, (float)t };
+            int32_t wv[3] = { r, 1, 2 };
+            sts_value x[3];
+            if (t == 4 && (r == 100 || r == 300 || r == 600))
+                snprintf(key, sizeof key, "a%04d", r == 100 ? 900 : r == 300 ? 500 : 10);
+            else snprintf(key, sizeof key, "%c%04d", t == 1 ? 'a' : 'b', r);
+            memset(x, 0, sizeof x);
+            x[0].data = key; x[0].size = strlen(key);
+            x[1].data = v; x[1].size = 2;
+            x[2].data = wv; x[2].size = 3;
+            DU_OK("row", sts_task_write(w, x, &e), e);
+        }
+        DU_OK("task commit", sts_task_commit(w, &m.m[m.n], &m.len[m.n], &e), e);
+        m.n++;
+        sts_task_close(w);
+    }
+    for (i = 0; i < 6; i++) {
+        char what[64];
+        snprintf(copy, sizeof copy, "%s/t%d", root, i);
+        copy_folder(job, copy);
+        c.commit_threads = threads[i];
+        snprintf(what, sizeof what, "fail, commit_threads=%u", (unsigned)threads[i]);
+        tu_err_check(what, du_commit_all(copy, &c, &m, NULL, NULL, &e), &e, STS_ERR_DUPLICATE_KEY, STS_RULE_DUPLICATE_KEY,
+                     "a0900__", "duplicatesStrategy=fail", (const char *)NULL);
+        if (!i) first = e;
+        else assert_string_equal(first.message, e.message);
+        tf_join(p, sizeof p, copy, "dataset_manifest.json");
+        assert_false(tf_exists(p));
+    }
+    du_msgs_free(&m);
+    tf_rmtree(root);
+}
 
 static void test_batch_threads_agree(void **state) {
     static const uint32_t threads[3] = { 1, 4, 64 };
@@ -324,6 +416,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kv_threads_agree),
         cmocka_unit_test(test_kv_last_win_threads_agree),
+        cmocka_unit_test(test_kv_fail_threads_agree),
         cmocka_unit_test(test_batch_threads_agree),
         cmocka_unit_test(test_alloc_failures),
         cmocka_unit_test(test_bad_shards_threads),
