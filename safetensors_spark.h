@@ -2986,7 +2986,7 @@ STS__PRIVATE sts__names sts__tensor_names(const sts_file *f) {
    that count with it, while it holds few names (see sts__parse_core). */
 STS__PRIVATE int sts__tensor_room(sts__parser *ps) {
     sts_file *f = ps->f;
-    size_t used = (size_t)(ps->j.p - ps->j.base), want, bytes;
+    size_t used = (size_t)(ps->j.p - ps->j.base), want, bytes, items;
     sts_tensor *nt;
     if (f->count < f->cap) return 1;
     want = f->count + f->count / 16 + 16;
@@ -2998,9 +2998,13 @@ STS__PRIVATE int sts__tensor_room(sts__parser *ps) {
     if (!(nt = (sts_tensor *)sts__realloc(&f->mem, f->tensors, f->cap * sizeof *nt, bytes))) return 0;
     f->tensors = nt;
     f->cap = want;
-    if (want > sts__index_room(&f->index)) {
+    /* the index, whose size doubles: for the projection when the entries are clearly shorter than
+       a checkpoint's (under 93 bytes), else for the lower estimate, a checkpoint's 140 bytes */
+    items = used && (uint64_t)used < (uint64_t)f->count * 93 ? want : (size_t)(f->header_len / 140) + 16;
+    if (items > want) items = want;
+    if (items > sts__index_room(&f->index)) {
         sts__names k = sts__tensor_names(f);
-        if (!sts__index_resize_tagged(&f->mem, &f->index, &k, f->seed, want)) return 0;
+        if (!sts__index_resize_tagged(&f->mem, &f->index, &k, f->seed, items)) return 0;
     }
     return 1;
 }

@@ -805,6 +805,53 @@ static void test_rule_order_prefix(void **state) {
 
 /* ============================== duplicates ============================== */
 
+/* The tensor table and the name index are sized from the first entries (sts__tensor_room): a
+   header whose first 1,500 entries are short and the rest long (the projection overshoots), or
+   the other way round (it falls short: the table grows again), or all short (a KV shard's), or
+   checkpoint-sized and then short (the index grows late, when full) loses nothing: every name is
+   found at its entry, and a repeat of an early name as the last entry replaces it. */
+static size_t projection_name(char *name, size_t cap, int variant, size_t k) {
+    static const char x[] = "-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx";
+    int early = k < 1500, suffix = 0;
+    if (variant == 0) suffix = early ? 0 : 110;
+    else if (variant == 1) suffix = early ? 110 : 0;
+    else if (variant == 3) suffix = early ? 70 : 0;
+    return (size_t)snprintf(name, cap, "n%05zu%.*s", k, suffix, x);
+}
+static void test_table_projection(void **state) {
+    static const size_t N = 5000;
+    int variant;
+    (void)state;
+    for (variant = 0; variant < 4; variant++) {
+        size_t cap = N * 220 + 64, at = 0, i;
+        char *q = (char *)malloc(cap), name[200];
+        cu_img im;
+        sts_file *f;
+        assert_non_null(q);
+        q[at++] = '{';
+        for (i = 0; i <= N; i++) {  /* entry N repeats entry 10's name, with its bytes */
+            size_t k = i == N ? 10 : i;
+            projection_name(name, sizeof name, variant, k);
+            at += (size_t)snprintf(q + at, cap - at, "%s'%s':{'dtype':'U8','shape':[1],'data_offsets':[%zu,%zu]}",
+                                   i ? "," : "", name, k, k + 1);
+            assert_true(at < cap);
+        }
+        q[at++] = '}';
+        q[at] = 0;
+        im = cu_img_q(q, N);
+        f = cu_parse_ok(&im, NULL);
+        assert_int_equal(sts_count(f), N);
+        for (i = 0; i < N; i++) {
+            size_t len = projection_name(name, sizeof name, variant, i);
+            const sts_tensor *t = sts_find(f, name, len);
+            if (!t || t->begin != i || t != sts_at(f, i)) fail_msg("variant %d: tensor %s not at entry %zu", variant, name, i);
+        }
+        sts_close(f);
+        cu_img_free(&im);
+        free(q);
+    }
+}
+
 static void test_duplicates(void **state) {
     cu_img im;
     sts_file *f;
@@ -1438,6 +1485,7 @@ int main(void) {
         cmocka_unit_test(test_file_size_rule),
         cmocka_unit_test(test_rule_order_prefix),
         cmocka_unit_test(test_duplicates),
+        cmocka_unit_test(test_table_projection),
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_message_quoting),
         cmocka_unit_test(test_metadata),
