@@ -157,8 +157,9 @@
    runs one sts_task_writer per thread (or process) and commits once. The only global is the codec's
    CPU-feature word, computed on first use with relaxed atomics (racing threads store the same
    value). A task writer's own I/O thread touches only that writer's queued buffers and files. A
-   dataset commit renders its index on commit_threads threads that never allocate, and reads its
-   shards' headers on several threads only with libc's allocator and no hooks. An
+   dataset commit builds its key index and renders its index files on commit_threads threads that
+   never allocate, and reads its shards' headers on several threads only with libc's allocator and
+   no hooks. An
    sts_dataset may be shared by threads: its lazily mapped shards and key map are published with
    compare-and-swap (GCC/Clang atomics; other compilers: one thread at a time). An sts_archive
    likewise: its lazily opened shards and descriptor tables are published with compare-and-swap,
@@ -799,9 +800,11 @@ typedef struct sts_write_config {   /* zero = every default; strings are borrowe
     uint64_t target_shard_bytes;    /* not a connector option: the KV roll-over size in bytes, any size > 0,
                                        instead of target_shard_size_mb (small shards for tests and small
                                        jobs); 0 = unset. Setting both is refused */
-    uint32_t commit_threads;        /* sts_dataset_commit: threads that render the index (0..64); 0 = one per
-                                       online CPU, at most 16, once the index has 16,384 keys; 1 = the
-                                       caller's thread only. The bytes are the same on any number */
+    uint32_t commit_threads;        /* sts_dataset_commit: threads that build the key index and render the
+                                       index files (0..64), the caller's thread writing them meanwhile;
+                                       0 = one per online CPU, at most 16, once the dataset has 16,384
+                                       keys; 1 = the caller's thread only. The bytes are the same on any
+                                       number */
 } sts_write_config;
 
 /* Set one option the way the connector spells it (names case-insensitive; values as strings):
@@ -10959,7 +10962,7 @@ STS__PRIVATE void sts__cslice_job(void *ctx, size_t i) {  /* no allocation: runs
 }
 /* Writes a part's entries to o; shard names as the part writes them (JSON or CSV). Two sets of
    slices take turns: while the threads render a round into one, the caller's thread writes the
-   round before from the other. */
+   round before from the other. With one thread the caller's renders too, and starts none. */
 STS__PRIVATE void sts__commit_part(sts__commit *c, sts__out *o, int part) {
     sts__cpart p[2];
     sts__out names;
@@ -10985,7 +10988,8 @@ STS__PRIVATE void sts__commit_part(sts__commit *c, sts__out *o, int part) {
         }
         if (o->oom || o->err_no) n = 0;
         used[cur] = n;
-        sts__par_start(&run, sts__cslice_job, &p[cur], 0, n);
+        sts__par_start(&run, sts__cslice_job, &p[cur], T > 1 ? 0 : n, n);
+        for (i = 0; T == 1 && i < n; i++) sts__cslice_job(&p[cur], i);  /* one thread: the caller's */
         for (i = 0; i < used[!cur]; i++) sts__out_big(o, p[!cur].sl[i].buf, p[!cur].sl[i].n);
         sts__par_wait(&run);
         used[!cur] = 0;
