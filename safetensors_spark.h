@@ -8478,6 +8478,11 @@ struct sts_task_writer {
     uint64_t isum;                  /* the entries' fixed header bytes and offset digits */
     uint32_t icrc;                  /* CRC-32C of the shard's data (file order, from 0) */
     uint32_t idig;                  /* digits of shard_data */
+    /* Whether each dtype's entries of the open shard came in name order (rows of several dtypes
+       whose keys ascend): then the layout order is the dtypes' runs one after another (sts__kv_grouped) */
+    int ungrouped;                  /* 1 once one left name order or was replaced */
+    size_t gdone;                   /* entries [0, gdone) checked */
+    size_t glast[STS_DTYPE_COUNT], gcount[STS_DTYPE_COUNT];  /* per dtype: its last entry ((size_t)-1: none), its count */
     sts__dchunk *chunks;
     size_t nchunks, chunks_cap, chunk_at;   /* chunk_at: the open shard's current chunk, or (size_t)-1 */
     uint64_t chunk_bytes, chunk_budget;     /* allocated; the cap while a sealed shard is being written (0: none yet) */
@@ -8603,6 +8608,7 @@ STSDEF sts_result sts_task_open(const char *dir, uint32_t task_id, const sts_wri
     w->task = task_id;
     w->kindex.slots = NULL;
     w->chunk_at = (size_t)-1;
+    memset(w->glast, 0xff, sizeof w->glast);
     sts__wb_init(&w->wb, &w->c.mem, w->c.io_thread);
     {
         size_t i;
@@ -9245,13 +9251,38 @@ STS__PRIVATE int sts__kv_ents_reserve(sts_task_writer *w, size_t need) {
     }
     return 1;
 }
-/* Brings the open shard's layout order up to date: the entries added since the last count are
-   sorted among themselves and merged in (a binary search each, then block copies), so a shard is
-   sorted about once however often its exact size is counted. 0 when out of memory. */
+/* When every dtype's entries of the open shard came in name order (checked from where the last
+   call stopped, one comparison an entry), the layout order is the dtypes' runs one after another:
+   filled by counting, with no comparison across dtypes. 0 when they did not. */
+STS__PRIVATE int sts__kv_grouped(sts_task_writer *w) {
+    size_t i, n = w->nents, at[STS_DTYPE_COUNT], pos = 0;
+    int d;
+    for (i = w->gdone; i < n && !w->ungrouped; i++) {
+        const sts_tensor_spec *e = &w->ents[i];
+        size_t *last = &w->glast[e->dtype];
+        if (*last != (size_t)-1 && !sts__spec_less(&w->ents[*last], e)) w->ungrouped = 1;
+        *last = i;
+        w->gcount[e->dtype]++;
+    }
+    w->gdone = i;
+    if (w->ungrouped) return 0;
+    for (d = STS_DTYPE_COUNT - 1; d >= 0; d--) {  /* dtype rank descending */
+        at[d] = pos;
+        pos += w->gcount[d];
+    }
+    for (i = 0; i < n; i++) w->ord[at[w->ents[i].dtype]++] = i;
+    w->nord = n;
+    return 1;
+}
+/* Brings the open shard's layout order up to date: by dtype when each dtype's entries came in
+   order (sts__kv_grouped), else the entries added since the last count are sorted among
+   themselves and merged in (a binary search each, then block copies), so a shard is sorted about
+   once however often its exact size is counted. 0 when out of memory. */
 STS__PRIVATE int sts__kv_order(sts_task_writer *w) {
     size_t n = w->nents, old = w->nord, i, *m, a, b, o, bytes;
     sts__spec_order ctx;
     if (old == n) return 1;
+    if (sts__kv_grouped(w)) return 1;
     for (i = old; i < n; i++) w->ord[i] = i;
     if (!sts__layout_sort(&w->c.mem, w->ents, w->ord + old, n - old)) return 0;
     ctx.specs = w->ents;
@@ -9560,6 +9591,10 @@ STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
     w->unsorted = 0;
     w->isum = 0;
     w->icrc = 0;
+    w->ungrouped = 0;
+    w->gdone = 0;
+    memset(w->glast, 0xff, sizeof w->glast);
+    memset(w->gcount, 0, sizeof w->gcount);
     w->chunk_at = (size_t)-1;
     sts__kv_shapes_free(w);
     return STS_OK;
@@ -9880,6 +9915,7 @@ STS__PRIVATE sts_result sts__kv_append(sts_task_writer *w, const sts_value *row,
             w->shard_fixed -= w->efix[ent];
             w->shard_data -= e->data_size;
             w->exact = 0;  /* offsets after it move: back to the cheap bound until the next exact count */
+            w->ungrouped = 1;  /* its dtype may change: the general order */
         } else {
             ent = w->nents++;
             e = &w->ents[ent];

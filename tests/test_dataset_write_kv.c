@@ -1069,7 +1069,15 @@ static void test_roller_50mb(void **state) {
    one tensor column: shards in layout order (the writer keeps their size and CRC as rows come)
    and shards that leave it mid-way, every shard byte for byte the reference writer's and its
    commit-message CRC-32C that of the file's bytes */
-static const sts_column KV1[2] = { { "k", STS_VALUE_STRING, STS_DTYPE_U8 }, { "x", STS_VALUE_TENSOR, STS_DTYPE_F32 } };
+static const sts_column KV1[4] = { { "k", STS_VALUE_STRING, STS_DTYPE_U8 }, { "x", STS_VALUE_TENSOR, STS_DTYPE_F32 },
+                                   { "y", STS_VALUE_TENSOR, STS_DTYPE_I64 }, { "z", STS_VALUE_TENSOR, STS_DTYPE_U8 } };
+static size_t k1_cols = 2;  /* KV1's first 2 columns, or all 4: tensors of three dtypes a row */
+static const uint64_t K1_Y_SHAPE[1] = { 2 }, K1_Z_SHAPE[2] = { 3, 1 };
+static void k1_yz(uint8_t *y, uint8_t *z, size_t row) {  /* the row's y (I64 [2]) and z (U8 [3, 1]) */
+    size_t i;
+    for (i = 0; i < 16; i++) y[i] = (uint8_t)(row * 13 + i);
+    for (i = 0; i < 3; i++) z[i] = (uint8_t)(row + 100 * i);
+}
 typedef struct k1row { char key[48]; size_t klen; uint32_t rank; uint64_t shape[3]; uint32_t shard; } k1row;
 static uint32_t crc_bits(const uint8_t *p, size_t n) {  /* bit by bit, reflected 0x82F63B78 */
     uint32_t c = 0xffffffffu;
@@ -1109,6 +1117,14 @@ static void k1_expect(const k1row *rs, size_t n, uint32_t s, size_t extra, du_tl
         memcpy(name + rs[i].klen, "__x", 3);
         k1_data(d, (size_t)k1_bytes(&rs[i]), i);
         du_tl_put(tl, name, rs[i].klen + 3, STS_DTYPE_F32, rs[i].rank, rs[i].shape, d, k1_bytes(&rs[i]), 1);
+        if (k1_cols == 4) {
+            uint8_t y[16], z[3];
+            k1_yz(y, z, i);
+            name[rs[i].klen + 2] = 'y';
+            du_tl_put(tl, name, rs[i].klen + 3, STS_DTYPE_I64, 1, K1_Y_SHAPE, y, 16, 1);
+            name[rs[i].klen + 2] = 'z';
+            du_tl_put(tl, name, rs[i].klen + 3, STS_DTYPE_U8, 2, K1_Z_SHAPE, z, 3, 1);
+        }
     }
     free(d);
 }
@@ -1119,8 +1135,8 @@ static void k1_run(const char *label, k1row *rs, size_t n, uint64_t target, int 
     sts_write_config c;
     sts_error e;
     sts_task_writer *w;
-    sts_value v[2];
-    uint8_t *d = (uint8_t *)malloc(1 << 16);
+    sts_value v[4];
+    uint8_t *d = (uint8_t *)malloc(1 << 16), y[16], z[3];
     char *msg;
     size_t len, i;
     tf_names names;
@@ -1131,14 +1147,17 @@ static void k1_run(const char *label, k1row *rs, size_t n, uint64_t target, int 
     c.no_fsync = 1;
     c.target_shard_bytes = target;
     if (last_win) c.duplicates = STS_DUPLICATES_LAST_WIN;
-    DU_OK("prepare", sts_dataset_prepare(root, &c, KV1, 2, NULL, &e), e);
-    DU_OK("open", sts_task_open(root, 0, &c, KV1, 2, NULL, &w, &e), e);
+    DU_OK("prepare", sts_dataset_prepare(root, &c, KV1, k1_cols, NULL, &e), e);
+    DU_OK("open", sts_task_open(root, 0, &c, KV1, k1_cols, NULL, &w, &e), e);
     for (i = 0; i < n; i++) {
         memset(v, 0, sizeof v);
         v[0].data = rs[i].key; v[0].size = rs[i].klen;
         k1_data(d, (size_t)k1_bytes(&rs[i]), i);
         v[1].data = d; v[1].size = k1_bytes(&rs[i]); v[1].dtype = STS_DTYPE_F32; v[1].rank = rs[i].rank;
         v[1].shape = rs[i].shape;
+        k1_yz(y, z, i);
+        v[2].data = y; v[2].size = 16; v[2].dtype = STS_DTYPE_I64; v[2].rank = 1; v[2].shape = K1_Y_SHAPE;
+        v[3].data = z; v[3].size = 3; v[3].dtype = STS_DTYPE_U8; v[3].rank = 2; v[3].shape = K1_Z_SHAPE;
         DU_OK(label, sts_task_write(w, v, &e), e);
         rs[i].shard = (uint32_t)sts_task_get_progress(w).shards;
     }
@@ -1247,6 +1266,38 @@ static void test_in_order_shards(void **state) {
     free(rs);
     tu_notes_done(&notes, "in-order shards");
 }
+/* Rows of three dtypes (F32, I64, U8): the shard's layout is each dtype's run in name order, one
+   after another (sts__kv_grouped while every run came in order, the general sort once one did
+   not): each shard is the reference writer's bytes for its tensors, rolled on its real size. */
+static void test_rows_of_three_dtypes(void **state) {
+    k1row *rs = (k1row *)calloc(400, sizeof *rs);
+    tu_sb notes = { 0, 0, 0 };
+    size_t n;
+    (void)state;
+    assert_non_null(rs);
+    k1_cols = 4;
+    for (n = 0; n < 400; n++) {  /* ascending keys; offsets cross powers of ten */
+        snprintf(rs[n].key, sizeof rs[n].key, "key-%05u", (unsigned)(n * 2 + 1));
+        rs[n].klen = strlen(rs[n].key);
+        rs[n].rank = n % 7 ? 1 : 0;
+        rs[n].shape[0] = 20 + n % 5;
+    }
+    k1_run("three dtypes, one shard", rs, n, 10000000, 0, &notes);
+    k1_run("three dtypes, 30 KB target", rs, n, 30000, 0, &notes);
+    k1_run("three dtypes, 3 KB target", rs, n, 3000, 0, &notes);
+    /* the key "key-1" sorts after "key-00399": its F32 entry breaks the F32 run's order */
+    snprintf(rs[200].key, sizeof rs[200].key, "key-1");
+    rs[200].klen = strlen(rs[200].key);
+    k1_run("three dtypes, order broken", rs, n, 30000, 0, &notes);
+    k1_run("three dtypes, order broken, one shard", rs, n, 10000000, 0, &notes);
+    /* lastWin: a key of the open shard again */
+    snprintf(rs[200].key, sizeof rs[200].key, "key-%05u", 397u);
+    rs[200].klen = strlen(rs[200].key);
+    k1_run("three dtypes, lastWin", rs, n, 30000, 1, &notes);
+    k1_cols = 2;
+    free(rs);
+    tu_notes_done(&notes, "rows of three dtypes");
+}
 /* Duplicates while the task's names still ascend (none hashed yet): the last name again, an
    earlier one, across a roll; the refused rows change nothing. */
 static void test_dup_after_ascending(void **state) {
@@ -1304,6 +1355,7 @@ int main(void) {
         cmocka_unit_test(test_roll_exact_fit),
         cmocka_unit_test(test_roller_50mb),
         cmocka_unit_test(test_in_order_shards),
+        cmocka_unit_test(test_rows_of_three_dtypes),
         cmocka_unit_test(test_dup_after_ascending),
     };
     if (getenv("STS_TEST_FILTER")) cmocka_set_test_filter(getenv("STS_TEST_FILTER"));
