@@ -8483,6 +8483,8 @@ struct sts_task_writer {
     int ungrouped;                  /* 1 once one left name order or was replaced */
     size_t gdone;                   /* entries [0, gdone) checked */
     size_t glast[STS_DTYPE_COUNT], gcount[STS_DTYPE_COUNT];  /* per dtype: its last entry ((size_t)-1: none), its count */
+    uint32_t gcrc[STS_DTYPE_COUNT]; /* once the order broke (unsorted) and while grouped: each dtype's data */
+    uint64_t gsize[STS_DTYPE_COUNT];/* CRC-32C and bytes, in arrival order, kept as rows come */
     sts__dchunk *chunks;
     size_t nchunks, chunks_cap, chunk_at;   /* chunk_at: the open shard's current chunk, or (size_t)-1 */
     uint64_t chunk_bytes, chunk_budget;     /* allocated; the cap while a sealed shard is being written (0: none yet) */
@@ -9554,13 +9556,20 @@ STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
        pieces or about a chunk's worth of bytes, so chunks come back while the shard goes out */
     memset(&it, 0, sizeof it);
     it.kind = STS__WB_WRITE; it.fd = s->a.fd; it.token = -1; it.shard = (uint32_t)(w->nshards - 1);
-    dcrc = ord ? 0 : w->icrc;  /* out of order: counted here, in the file's order */
+    dcrc = ord ? 0 : w->icrc;
+    if (ord && !w->ungrouped) {  /* by dtype (sts__kv_grouped): the runs' CRCs, one after another */
+        int d;
+        for (d = STS_DTYPE_COUNT - 1; d >= 0; d--)
+            if (w->gsize[d]) dcrc = sts__crc32c_combine(dcrc, w->gcrc[d], w->gsize[d]);
+    } else if (ord) {  /* out of order: counted here, in the file's order */
+        for (i = 0; i < w->nents; i++)
+            dcrc = sts__crc32c(dcrc, w->ents[ord[i]].data, (size_t)w->ents[ord[i]].data_size);
+    }
     for (i = 0; i < w->nents; i++) {
         size_t e = ord ? ord[i] : i;
         const sts_tensor_spec *t = &w->ents[e];
         size_t ch = w->echk[e];
         if (!t->data_size) continue;
-        if (ord) dcrc = sts__crc32c(dcrc, t->data, (size_t)t->data_size);  /* the file's bytes, in its order */
         if (it.len && (ch != cur || it.p + it.len != (const uint8_t *)t->data)) {
             group_bytes += it.len;
             it.more = ++group_pieces < STS__IOV_MAX && group_bytes < STS__CHUNK;
@@ -9595,6 +9604,8 @@ STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
     w->gdone = 0;
     memset(w->glast, 0xff, sizeof w->glast);
     memset(w->gcount, 0, sizeof w->gcount);
+    memset(w->gcrc, 0, sizeof w->gcrc);
+    memset(w->gsize, 0, sizeof w->gsize);
     w->chunk_at = (size_t)-1;
     sts__kv_shapes_free(w);
     return STS_OK;
@@ -9880,7 +9891,12 @@ STS__PRIVATE sts_result sts__kv_append(sts_task_writer *w, const sts_value *row,
     if (!w->c.cols[0].fixed && (r = sts__cols_fix(w, row, NULL, err)) != STS_OK) return r;
     if (!sts__kv_ents_reserve(w, w->nents + nc)) return sts__task_fail(w, sts__nomem(err, "the shard table"));
     if (!x->ino && !w->unsorted) {  /* the order breaks here: what came so far is the layout order */
-        for (i = 0; i < w->nents; i++) w->ord[i] = i;
+        for (i = 0; i < w->nents; i++) {
+            const sts_tensor_spec *e = &w->ents[i];
+            w->ord[i] = i;
+            w->gcrc[e->dtype] = sts__crc32c(w->gcrc[e->dtype], e->data, (size_t)e->data_size);
+            w->gsize[e->dtype] += e->data_size;
+        }
         w->nord = w->nents;
         w->unsorted = 1;
     }
@@ -9942,6 +9958,10 @@ STS__PRIVATE sts_result sts__kv_append(sts_task_writer *w, const sts_value *row,
         else if (b && (r = sts__cell_encode(w, o, v, 0, (size_t)v->size, dst, err)) != STS_OK)
             return sts__task_fail(w, r);
         if (x->ino) w->icrc = sts__crc32c(w->icrc, dst, (size_t)b);  /* just written: in the cache */
+        else if (!w->ungrouped) {  /* its dtype's run, should the runs stay in order (sts__kv_grouped) */
+            w->gcrc[t->dtype] = sts__crc32c(w->gcrc[t->dtype], dst, (size_t)b);
+            w->gsize[t->dtype] += b;
+        }
         /* the schema's shape: dims that differ between rows become -1 */
         if (e->shape == o->shape + 1) {}
         else if (e->rank != o->rank) memset(o->varies, 1, o->rank ? o->rank : 1);

@@ -1071,7 +1071,11 @@ static void test_roller_50mb(void **state) {
    commit-message CRC-32C that of the file's bytes */
 static const sts_column KV1[4] = { { "k", STS_VALUE_STRING, STS_DTYPE_U8 }, { "x", STS_VALUE_TENSOR, STS_DTYPE_F32 },
                                    { "y", STS_VALUE_TENSOR, STS_DTYPE_I64 }, { "z", STS_VALUE_TENSOR, STS_DTYPE_U8 } };
+/* the same columns, in the layout's order (dtype rank descending): a row's tensors in order */
+static const sts_column KV1_LAYOUT[4] = { { "k", STS_VALUE_STRING, STS_DTYPE_U8 }, { "y", STS_VALUE_TENSOR, STS_DTYPE_I64 },
+                                          { "x", STS_VALUE_TENSOR, STS_DTYPE_F32 }, { "z", STS_VALUE_TENSOR, STS_DTYPE_U8 } };
 static size_t k1_cols = 2;  /* KV1's first 2 columns, or all 4: tensors of three dtypes a row */
+static const sts_column *k1_schema = KV1;  /* or KV1_LAYOUT (k1_cols 4) */
 static const uint64_t K1_Y_SHAPE[1] = { 2 }, K1_Z_SHAPE[2] = { 3, 1 };
 static void k1_yz(uint8_t *y, uint8_t *z, size_t row) {  /* the row's y (I64 [2]) and z (U8 [3, 1]) */
     size_t i;
@@ -1147,8 +1151,8 @@ static void k1_run(const char *label, k1row *rs, size_t n, uint64_t target, int 
     c.no_fsync = 1;
     c.target_shard_bytes = target;
     if (last_win) c.duplicates = STS_DUPLICATES_LAST_WIN;
-    DU_OK("prepare", sts_dataset_prepare(root, &c, KV1, k1_cols, NULL, &e), e);
-    DU_OK("open", sts_task_open(root, 0, &c, KV1, k1_cols, NULL, &w, &e), e);
+    DU_OK("prepare", sts_dataset_prepare(root, &c, k1_schema, k1_cols, NULL, &e), e);
+    DU_OK("open", sts_task_open(root, 0, &c, k1_schema, k1_cols, NULL, &w, &e), e);
     for (i = 0; i < n; i++) {
         memset(v, 0, sizeof v);
         v[0].data = rs[i].key; v[0].size = rs[i].klen;
@@ -1158,6 +1162,7 @@ static void k1_run(const char *label, k1row *rs, size_t n, uint64_t target, int 
         k1_yz(y, z, i);
         v[2].data = y; v[2].size = 16; v[2].dtype = STS_DTYPE_I64; v[2].rank = 1; v[2].shape = K1_Y_SHAPE;
         v[3].data = z; v[3].size = 3; v[3].dtype = STS_DTYPE_U8; v[3].rank = 2; v[3].shape = K1_Z_SHAPE;
+        if (k1_schema == KV1_LAYOUT) { sts_value t = v[1]; v[1] = v[2]; v[2] = t; }
         DU_OK(label, sts_task_write(w, v, &e), e);
         rs[i].shard = (uint32_t)sts_task_get_progress(w).shards;
     }
@@ -1294,6 +1299,14 @@ static void test_rows_of_three_dtypes(void **state) {
     snprintf(rs[200].key, sizeof rs[200].key, "key-%05u", 397u);
     rs[200].klen = strlen(rs[200].key);
     k1_run("three dtypes, lastWin", rs, n, 30000, 1, &notes);
+    /* columns in the layout's order: the first row is in order, the second breaks it (each
+       dtype's CRC is then taken up from the entries so far) */
+    snprintf(rs[200].key, sizeof rs[200].key, "key-%05u", 401u);
+    rs[200].klen = strlen(rs[200].key);
+    k1_schema = KV1_LAYOUT;
+    k1_run("three dtypes in layout order, one shard", rs, n, 10000000, 0, &notes);
+    k1_run("three dtypes in layout order, 20 KB target", rs, n, 20000, 0, &notes);
+    k1_schema = KV1;
     k1_cols = 2;
     free(rs);
     tu_notes_done(&notes, "rows of three dtypes");
