@@ -8482,7 +8482,8 @@ struct sts_task_writer {
        whose keys ascend): then the layout order is the dtypes' runs one after another (sts__kv_grouped) */
     int ungrouped;                  /* 1 once one left name order or was replaced */
     size_t gdone;                   /* entries [0, gdone) checked */
-    size_t glast[STS_DTYPE_COUNT], gcount[STS_DTYPE_COUNT];  /* per dtype: its last entry ((size_t)-1: none), its count */
+    size_t glast[STS_DTYPE_COUNT];  /* per dtype: its last entry ((size_t)-1: none) */
+    size_t gcount[STS_DTYPE_COUNT]; /*            and its count */
     uint32_t gcrc[STS_DTYPE_COUNT]; /* once the order broke (unsorted) and while grouped: each dtype's data */
     uint64_t gsize[STS_DTYPE_COUNT];/* CRC-32C and bytes, in arrival order, kept as rows come */
     sts__dchunk *chunks;
@@ -10771,7 +10772,10 @@ STS__PRIVATE sts_result sts__commit_keys(sts__commit *c, sts_error *err) {
             at += n;
         }
         q.pstart[i + 1] = at;
-        if (!sts__index_init_tagged(&c->mem, &q.ix[i], at - q.pstart[i])) { r = sts__nomem(err, "the key index"); goto done; }
+        if (!sts__index_init_tagged(&c->mem, &q.ix[i], at - q.pstart[i])) {
+            r = sts__nomem(err, "the key index");
+            goto done;
+        }
     }
     if (!(q.ph = (uint64_t *)sts__alloc(&c->mem, (total ? total : 1) * sizeof *q.ph)) ||
         !(q.pk = (uint32_t *)sts__alloc(&c->mem, (total ? total : 1) * sizeof *q.pk))) {
