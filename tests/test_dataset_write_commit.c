@@ -1,8 +1,10 @@
-/* test_dataset_write_commit.c - the dataset commit's index on several threads (sts_write_config.commit_threads).
+/* test_dataset_write_commit.c - the dataset commit's key index and index files on several threads
+   (sts_write_config.commit_threads).
 
    One job's folder, before its commit, is copied whole (shards, the job's lock, everything) into
-   a few folders; each copy is committed with a different number of threads (1, 2, 3, 7, 64, and
-   0 = by size). The index files and the manifest must be byte for byte the same in every copy,
+   a few folders; each copy is committed with a different number of threads (1, 2, 3, 7, 0 = by
+   size, and 64 but under STS_TEST_LEVEL=quick, where valgrind makes threads slow). The index
+   files and the manifest must be byte for byte the same in every copy,
    but for the dataset_id each commit draws. The keys mix names held escaped and unescaped in the
    shards' headers, commas (quoted in the CSV), non-ASCII, shapes that change and repeat, and in
    lastWin mode keys that lose (an entry skipped inside a slice and at a slice's edge). Batch mode
@@ -148,7 +150,7 @@ static void kv_job_in(char *root, size_t root_cap, char *job, size_t job_cap, st
     write_kv_job(job, c, m, last_win);
 }
 static void threads_agree(int last_win) {
-    static const uint32_t threads[6] = { 1, 2, 3, 7, 64, 0 };
+    static const uint32_t threads[6] = { 1, 2, 3, 7, 0, 64 };  /* quick (valgrind): not 64 */
     char root[64], job[160], copies[6][128];
     sts_write_config c;
     du_msgs m;
@@ -156,11 +158,11 @@ static void threads_agree(int last_win) {
     int i;
     const char *label = last_win ? "lastWin" : "fail";
     kv_job_in(root, sizeof root, job, sizeof job, &c, &m, STS_DTYPE_F16, 9000, last_win);
-    for (i = 0; i < 6; i++) {
+    for (i = 0; i < (tu_quick() ? 5 : 6); i++) {
         snprintf(copies[i], sizeof copies[i], "%s/t%d", root, i);
         copy_folder(job, copies[i]);
     }
-    for (i = 0; i < 6; i++) {
+    for (i = 0; i < (tu_quick() ? 5 : 6); i++) {
         sts_dataset_summary sum;
         char what[64];
         c.commit_threads = threads[i];
@@ -182,7 +184,7 @@ static void test_kv_last_win_threads_agree(void **state) { (void)state; threads_
    the same duplicate, the first in path order (a0900, written before a0500 and a0010 by the later
    task, so in an earlier shard of it), and publishes nothing. */
 static void test_kv_fail_threads_agree(void **state) {
-    static const uint32_t threads[6] = { 1, 2, 3, 7, 64, 0 };
+    static const uint32_t threads[6] = { 1, 2, 3, 7, 0, 64 };  /* quick (valgrind): not 64 */
     char root[64], job[160], copy[192], p[256];
     sts_write_config c;
     du_msgs m;
@@ -225,7 +227,7 @@ static void test_kv_fail_threads_agree(void **state) {
         m.n++;
         sts_task_close(w);
     }
-    for (i = 0; i < 6; i++) {
+    for (i = 0; i < (tu_quick() ? 5 : 6); i++) {
         char what[64];
         snprintf(copy, sizeof copy, "%s/t%d", root, i);
         copy_folder(job, copy);
@@ -294,9 +296,9 @@ static void test_batch_threads_agree(void **state) {
     tf_rmtree(root);
 }
 
-/* Every allocation of a threaded commit refused in turn: each attempt fails with NOMEM, frees all
-   it took and leaves the folder committable; the one that succeeds writes the same files as a
-   commit that met no failure. The allocator is not thread-safe (ThreadSanitizer would see the
+/* Every allocation of a threaded commit refused in turn (STS_TEST_LEVEL=quick: the first 200,
+   then every fifth): each attempt fails with NOMEM, frees all it took and leaves the folder
+   committable; the one that succeeds writes the same files as a commit that met no failure. The allocator is not thread-safe (ThreadSanitizer would see the
    index threads use it: they must not). */
 static void test_alloc_failures(void **state) {
     char root[64], job[160], ref[160];
@@ -313,7 +315,8 @@ static void test_alloc_failures(void **state) {
     copy_folder(job, ref);
     c.commit_threads = 3;
     DU_OK("reference commit", du_commit_all(ref, &c, &m, NULL, NULL, &e), e);
-    for (k = 1; k < 20000 && r != STS_OK; k++) {
+    /* quick (valgrind, sanitizers): every allocation of the first 200, then every fifth */
+    for (k = 1; k < 20000 && r != STS_OK; k += tu_quick() && k >= 200 ? 5 : 1) {
         o = tu_alloc_opts(&al, NULL);
         al.fail_at = k;
         r = du_commit_all(job, &c, &m, &o, NULL, &e);
