@@ -4577,50 +4577,63 @@ STS__PRIVATE int sts__wb_reserve(sts__wb *q, size_t tokens) {
     STS__WB_UNLOCK(q);
     return ok;
 }
-/* Queues one item (blocking while the ring is full); without a thread it runs now. */
-STS__PRIVATE int sts__wb_put(sts__wb *q, const sts__wbitem *it) {
+/* Starts the I/O thread; when it cannot, the queue runs its items on the caller's thread. */
+STS__PRIVATE void sts__wb_start(sts__wb *q) {
 #ifdef STS__THREADS
+    if (pthread_mutex_init(&q->mu, NULL) != 0) { q->threaded = 0; return; }
+    if (pthread_cond_init(&q->work, NULL) != 0) {
+        pthread_mutex_destroy(&q->mu);
+        q->threaded = 0;
+        return;
+    }
+    if (pthread_cond_init(&q->done, NULL) != 0) {
+        pthread_cond_destroy(&q->work);
+        pthread_mutex_destroy(&q->mu);
+        q->threaded = 0;
+        return;
+    }
+    if (pthread_create(&q->th, NULL, sts__wb_main, q) != 0) {
+        pthread_cond_destroy(&q->done); pthread_cond_destroy(&q->work); pthread_mutex_destroy(&q->mu);
+        q->threaded = 0;
+        return;
+    }
+    q->started = 1;
+#else
+    q->threaded = 0;
+#endif
+}
+/* Queues n items under one lock (blocking while the ring is full: it then holds whole groups,
+   which the thread takes); without a thread each group runs when it is whole. */
+STS__PRIVATE int sts__wb_put_n(sts__wb *q, const sts__wbitem *its, size_t n) {
+    size_t i;
+#ifdef STS__THREADS
+    if (q->threaded && !q->started) sts__wb_start(q);
     if (q->threaded) {
-        if (!q->started) {
-            if (pthread_mutex_init(&q->mu, NULL) != 0) { q->threaded = 0; return sts__wb_put(q, it); }
-            if (pthread_cond_init(&q->work, NULL) != 0) {
-                pthread_mutex_destroy(&q->mu);
-                q->threaded = 0;
-                return sts__wb_put(q, it);
-            }
-            if (pthread_cond_init(&q->done, NULL) != 0) {
-                pthread_cond_destroy(&q->work);
-                pthread_mutex_destroy(&q->mu);
-                q->threaded = 0;
-                return sts__wb_put(q, it);
-            }
-            if (pthread_create(&q->th, NULL, sts__wb_main, q) != 0) {
-                pthread_cond_destroy(&q->done); pthread_cond_destroy(&q->work); pthread_mutex_destroy(&q->mu);
-                q->threaded = 0;
-                return sts__wb_put(q, it);
-            }
-            q->started = 1;
-        }
         pthread_mutex_lock(&q->mu);
-        while (q->n == STS__WB_RING) pthread_cond_wait(&q->done, &q->mu);
-        q->ring[(q->head + q->n) % STS__WB_RING] = *it;
-        q->n++;
-        if (!it->more) pthread_cond_signal(&q->work);
+        for (i = 0; i < n; i++) {
+            while (q->n == STS__WB_RING) pthread_cond_wait(&q->done, &q->mu);
+            q->ring[(q->head + q->n) % STS__WB_RING] = its[i];
+            q->n++;
+            if (!its[i].more) pthread_cond_signal(&q->work);
+        }
         pthread_mutex_unlock(&q->mu);
         return 1;
     }
 #endif
-    q->ring[(q->head + q->n) % STS__WB_RING] = *it;  /* no thread: a group runs when it is whole */
-    q->n++;
-    while (!it->more && q->n) {
-        sts__wbitem batch[STS__IOV_MAX];
-        const char *op = "write";
-        size_t k = sts__wb_take_items(q, batch);
-        int e = sts__wb_run(q->mem, batch, k, q->err_no != 0, &op);
-        sts__wb_after(q, batch, k, e, op);
+    for (i = 0; i < n; i++) {
+        q->ring[(q->head + q->n) % STS__WB_RING] = its[i];
+        q->n++;
+        while (!its[i].more && q->n) {
+            sts__wbitem batch[STS__IOV_MAX];
+            const char *op = "write";
+            size_t k = sts__wb_take_items(q, batch);
+            int e = sts__wb_run(q->mem, batch, k, q->err_no != 0, &op);
+            sts__wb_after(q, batch, k, e, op);
+        }
     }
     return 1;
 }
+STS__PRIVATE int sts__wb_put(sts__wb *q, const sts__wbitem *it) { return sts__wb_put_n(q, it, 1); }
 /* Waits until every queued item ran; returns the first failure's errno (0 if none). */
 STS__PRIVATE int sts__wb_idle(sts__wb *q) {
     int e;
@@ -9511,11 +9524,12 @@ out:
    straight from the chunks (runs of adjacent tensors in one piece), then the seal. Each chunk comes
    back after its last piece. A shard in layout order has its size and data CRC already; else the
    order is brought up to date, and the size and CRC counted here. */
+#define STS__WB_BATCH 64
 STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
     sts__shard *s;
     sts_result r;
-    sts__wbitem it;
-    size_t i, k, cur = (size_t)-1, group_pieces = 0, *ord = NULL;
+    sts__wbitem it, batch[STS__WB_BATCH];
+    size_t i, k, cur = (size_t)-1, group_pieces = 0, *ord = NULL, nbatch = 0;
     uint64_t group_bytes = 0, json, hlen, cursor = 0;
     uint32_t hcrc = 0, dcrc;
     if (!w->nents) return STS_OK;
@@ -9575,7 +9589,8 @@ STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
             group_bytes += it.len;
             it.more = ++group_pieces < STS__IOV_MAX && group_bytes < STS__CHUNK;
             if (!it.more) group_pieces = group_bytes = 0;
-            sts__wb_put(&w->wb, &it);
+            batch[nbatch++] = it;  /* queued STS__WB_BATCH at a time: one lock, not one a piece */
+            if (nbatch == STS__WB_BATCH) { sts__wb_put_n(&w->wb, batch, nbatch); nbatch = 0; }
             it.len = 0;
             it.token = -1;
         }
@@ -9583,7 +9598,8 @@ STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
         it.len += t->data_size;
         if (w->chunks[ch].last == i) it.token = (int32_t)ch;
     }
-    if (it.len) { it.more = 0; sts__wb_put(&w->wb, &it); }
+    if (it.len) { it.more = 0; batch[nbatch++] = it; }
+    if (nbatch) sts__wb_put_n(&w->wb, batch, nbatch);
     for (k = 0; k < w->nchunks; k++)
         if (w->chunks[k].state == STS__CHUNK_OPEN)
             w->chunks[k].state = w->chunks[k].last == (size_t)-1 ? STS__CHUNK_FREE : STS__CHUNK_LENT;
