@@ -4446,6 +4446,8 @@ typedef struct sts__wbitem {
     uint64_t off;          /* PWRITE: file offset; TRUNCATE: the size */
     int fd, kind, durable; /* SEAL: fsync when durable, then close */
     int more;              /* WRITE: the next item joins this one's writev */
+    int digest;            /* WRITE: the bytes go through the queue's digest hook before they are written;
+                              SEAL: the hook hears that the file ends */
     int32_t token;         /* handed back once the item ran, or -1 */
     uint32_t shard;        /* the file, for messages */
 } sts__wbitem;
@@ -4459,6 +4461,10 @@ typedef struct sts__wb {
     const char *err_op;
     uint32_t err_shard;
     int threaded, started;
+    /* the digest hook, on the thread that writes (the caller's without one): (p, n) for bytes in
+       the file's order, (NULL, 0) at the file's end; NULL: none */
+    void (*digest)(void *user, const uint8_t *p, uint64_t n);
+    void *digest_user;
 #ifdef STS__THREADS
     pthread_t th;
     pthread_mutex_t mu;
@@ -4473,9 +4479,11 @@ typedef struct sts__wb {
 #  define STS__WB_UNLOCK(q) ((void)0)
 #endif
 /* Runs k items (one SEAL/TRUNCATE/PWRITE, or appends to one file); 0 or an errno, *op naming the call. */
-STS__PRIVATE int sts__wb_run(const sts__mem *m, sts__wbitem *it, size_t k, int failed, const char **op) {
+STS__PRIVATE int sts__wb_run(sts__wb *q, sts__wbitem *it, size_t k, int failed, const char **op) {
+    const sts__mem *m = q->mem;
     int e = 0;
     if (it[0].kind == STS__WB_SEAL) {
+        if (it[0].digest && q->digest) q->digest(q->digest_user, NULL, 0);
         if (!failed && it[0].durable) {
             *op = "fsync";
             if ((e = sts__fault(m, "fsync")) == 0 && fsync(it[0].fd) != 0) e = errno;
@@ -4497,7 +4505,11 @@ STS__PRIVATE int sts__wb_run(const sts__mem *m, sts__wbitem *it, size_t k, int f
         struct iovec iov[STS__IOV_MAX];
         size_t i;
         *op = "write";
-        for (i = 0; i < k; i++) { iov[i].iov_base = (void *)(uintptr_t)it[i].p; iov[i].iov_len = (size_t)it[i].len; }
+        for (i = 0; i < k; i++) {
+            if (it[i].digest && q->digest) q->digest(q->digest_user, it[i].p, it[i].len);
+            iov[i].iov_base = (void *)(uintptr_t)it[i].p;
+            iov[i].iov_len = (size_t)it[i].len;
+        }
         return sts__writev_all(m, it[0].fd, iov, (int)k);
     }
 }
@@ -4541,7 +4553,7 @@ STS__PRIVATE void *sts__wb_main(void *arg) {
         q->busy = 1;
         pthread_cond_broadcast(&q->done);  /* ring room for the caller */
         pthread_mutex_unlock(&q->mu);
-        e = sts__wb_run(q->mem, batch, k, failed, &op);
+        e = sts__wb_run(q, batch, k, failed, &op);
         pthread_mutex_lock(&q->mu);
         sts__wb_after(q, batch, k, e, op);
         q->busy = 0;
@@ -4557,6 +4569,8 @@ STS__PRIVATE void sts__wb_init(sts__wb *q, const sts__mem *m, int threaded) {
     q->back = NULL;
     q->busy = q->stop = q->err_no = q->started = 0;
     q->err_op = NULL;
+    q->digest = NULL;
+    q->digest_user = NULL;
     q->err_shard = 0;
 #ifdef STS__THREADS
     q->threaded = threaded;
@@ -4577,50 +4591,63 @@ STS__PRIVATE int sts__wb_reserve(sts__wb *q, size_t tokens) {
     STS__WB_UNLOCK(q);
     return ok;
 }
-/* Queues one item (blocking while the ring is full); without a thread it runs now. */
-STS__PRIVATE int sts__wb_put(sts__wb *q, const sts__wbitem *it) {
+/* Starts the I/O thread; when it cannot, the queue runs its items on the caller's thread. */
+STS__PRIVATE void sts__wb_start(sts__wb *q) {
 #ifdef STS__THREADS
+    if (pthread_mutex_init(&q->mu, NULL) != 0) { q->threaded = 0; return; }
+    if (pthread_cond_init(&q->work, NULL) != 0) {
+        pthread_mutex_destroy(&q->mu);
+        q->threaded = 0;
+        return;
+    }
+    if (pthread_cond_init(&q->done, NULL) != 0) {
+        pthread_cond_destroy(&q->work);
+        pthread_mutex_destroy(&q->mu);
+        q->threaded = 0;
+        return;
+    }
+    if (pthread_create(&q->th, NULL, sts__wb_main, q) != 0) {
+        pthread_cond_destroy(&q->done); pthread_cond_destroy(&q->work); pthread_mutex_destroy(&q->mu);
+        q->threaded = 0;
+        return;
+    }
+    q->started = 1;
+#else
+    q->threaded = 0;
+#endif
+}
+/* Queues n items under one lock (blocking while the ring is full: it then holds whole groups,
+   which the thread takes); without a thread each group runs when it is whole. */
+STS__PRIVATE int sts__wb_put_n(sts__wb *q, const sts__wbitem *its, size_t n) {
+    size_t i;
+#ifdef STS__THREADS
+    if (q->threaded && !q->started) sts__wb_start(q);
     if (q->threaded) {
-        if (!q->started) {
-            if (pthread_mutex_init(&q->mu, NULL) != 0) { q->threaded = 0; return sts__wb_put(q, it); }
-            if (pthread_cond_init(&q->work, NULL) != 0) {
-                pthread_mutex_destroy(&q->mu);
-                q->threaded = 0;
-                return sts__wb_put(q, it);
-            }
-            if (pthread_cond_init(&q->done, NULL) != 0) {
-                pthread_cond_destroy(&q->work);
-                pthread_mutex_destroy(&q->mu);
-                q->threaded = 0;
-                return sts__wb_put(q, it);
-            }
-            if (pthread_create(&q->th, NULL, sts__wb_main, q) != 0) {
-                pthread_cond_destroy(&q->done); pthread_cond_destroy(&q->work); pthread_mutex_destroy(&q->mu);
-                q->threaded = 0;
-                return sts__wb_put(q, it);
-            }
-            q->started = 1;
-        }
         pthread_mutex_lock(&q->mu);
-        while (q->n == STS__WB_RING) pthread_cond_wait(&q->done, &q->mu);
-        q->ring[(q->head + q->n) % STS__WB_RING] = *it;
-        q->n++;
-        if (!it->more) pthread_cond_signal(&q->work);
+        for (i = 0; i < n; i++) {
+            while (q->n == STS__WB_RING) pthread_cond_wait(&q->done, &q->mu);
+            q->ring[(q->head + q->n) % STS__WB_RING] = its[i];
+            q->n++;
+            if (!its[i].more) pthread_cond_signal(&q->work);
+        }
         pthread_mutex_unlock(&q->mu);
         return 1;
     }
 #endif
-    q->ring[(q->head + q->n) % STS__WB_RING] = *it;  /* no thread: a group runs when it is whole */
-    q->n++;
-    while (!it->more && q->n) {
-        sts__wbitem batch[STS__IOV_MAX];
-        const char *op = "write";
-        size_t k = sts__wb_take_items(q, batch);
-        int e = sts__wb_run(q->mem, batch, k, q->err_no != 0, &op);
-        sts__wb_after(q, batch, k, e, op);
+    for (i = 0; i < n; i++) {
+        q->ring[(q->head + q->n) % STS__WB_RING] = its[i];
+        q->n++;
+        while (!its[i].more && q->n) {
+            sts__wbitem batch[STS__IOV_MAX];
+            const char *op = "write";
+            size_t k = sts__wb_take_items(q, batch);
+            int e = sts__wb_run(q, batch, k, q->err_no != 0, &op);
+            sts__wb_after(q, batch, k, e, op);
+        }
     }
     return 1;
 }
+STS__PRIVATE int sts__wb_put(sts__wb *q, const sts__wbitem *it) { return sts__wb_put_n(q, it, 1); }
 /* Waits until every queued item ran; returns the first failure's errno (0 if none). */
 STS__PRIVATE int sts__wb_idle(sts__wb *q) {
     int e;
@@ -8472,20 +8499,22 @@ struct sts_task_writer {
     uint64_t exact;                 /* an exact-based upper bound of the shard's file size; 0 = none */
     uint64_t min_size, empties;     /* smallest non-empty tensor and count of empty ones in the shard */
     /* While the open shard's entries arrive in layout order (the usual case: sorted keys) and none
-       is replaced (lastWin), its exact size and its data's CRC-32C are kept as rows come, so the
-       roller needs no count and the seal no second pass over the data. */
-    int unsorted;                   /* 0: in order, and the three below are valid */
+       is replaced (lastWin), its exact size is kept as rows come, so the roller needs no count. */
+    int unsorted;                   /* 0: in order, and the two below are valid */
     uint64_t isum;                  /* the entries' fixed header bytes and offset digits */
-    uint32_t icrc;                  /* CRC-32C of the shard's data (file order, from 0) */
     uint32_t idig;                  /* digits of shard_data */
+    /* A KV shard's CRC-32C: its data's, taken by the I/O thread as it writes the bytes (the digest
+       hook, sts__kv_digest), joined to its header's once the shard is out (sts__wb_sync) */
+    uint32_t dig_crc, dig_sealed;   /* the I/O thread's: the file so far; the last file's */
+    uint32_t dig_hcrc;              /* the caller's: the sealed shard's header CRC, its data bytes and */
+    uint64_t dig_data;              /* its number, or (size_t)-1 when none waits */
+    size_t dig_shard;
     /* Whether each dtype's entries of the open shard came in name order (rows of several dtypes
        whose keys ascend): then the layout order is the dtypes' runs one after another (sts__kv_grouped) */
     int ungrouped;                  /* 1 once one left name order or was replaced */
     size_t gdone;                   /* entries [0, gdone) checked */
     size_t glast[STS_DTYPE_COUNT];  /* per dtype: its last entry ((size_t)-1: none) */
     size_t gcount[STS_DTYPE_COUNT]; /*            and its count */
-    uint32_t gcrc[STS_DTYPE_COUNT]; /* once the order broke (unsorted) and while grouped: each dtype's data */
-    uint64_t gsize[STS_DTYPE_COUNT];/* CRC-32C and bytes, in arrival order, kept as rows come */
     sts__dchunk *chunks;
     size_t nchunks, chunks_cap, chunk_at;   /* chunk_at: the open shard's current chunk, or (size_t)-1 */
     uint64_t chunk_bytes, chunk_budget;     /* allocated; the cap while a sealed shard is being written (0: none yet) */
@@ -8572,6 +8601,14 @@ STS__PRIVATE void sts__shard_free(sts_task_writer *w, sts__shard *s, int remove)
     sts__free(&w->c.mem, s->path, s->path_size);
     s->path = NULL;
 }
+/* The digest hook of a KV task's queue (sts__wb.digest), on the I/O thread: the CRC-32C of the
+   shard's data as it is written, in the file's order; at the file's end it is kept for the caller. */
+STS__PRIVATE void sts__kv_digest(void *user, const uint8_t *p, uint64_t n) {
+    sts_task_writer *w = (sts_task_writer *)user;
+    if (p) { w->dig_crc = sts__crc32c(w->dig_crc, p, (size_t)n); return; }
+    w->dig_sealed = w->dig_crc;
+    w->dig_crc = 0;
+}
 STS__PRIVATE sts_result sts__task_fail(sts_task_writer *w, sts_result r) {
     if (r != STS_OK && r != STS_ERR_SCHEMA && r != STS_ERR_DUPLICATE_KEY) w->failed = r;
     return r;
@@ -8612,7 +8649,10 @@ STSDEF sts_result sts_task_open(const char *dir, uint32_t task_id, const sts_wri
     w->kindex.slots = NULL;
     w->chunk_at = (size_t)-1;
     memset(w->glast, 0xff, sizeof w->glast);
+    w->dig_shard = (size_t)-1;
     sts__wb_init(&w->wb, &w->c.mem, w->c.io_thread);
+    w->wb.digest = sts__kv_digest;  /* used by the KV writer's data pieces only */
+    w->wb.digest_user = w;
     {
         size_t i;
         for (i = 0; i < w->c.ncols; i++) { w->c.cols[i].stage = NULL; w->c.cols[i].stage_id = -1; }
@@ -8815,7 +8855,12 @@ STS__PRIVATE sts_result sts__wb_fail(sts_task_writer *w, sts_error *err) {
 }
 /* Before a system call of the caller's own: everything queued has run. */
 STS__PRIVATE sts_result sts__wb_sync(sts_task_writer *w, sts_error *err) {
-    return sts__wb_idle(&w->wb) ? sts__wb_fail(w, err) : STS_OK;
+    if (sts__wb_idle(&w->wb)) return sts__wb_fail(w, err);
+    if (w->dig_shard != (size_t)-1) {  /* a KV shard is out: its CRC-32C, the header's then the data's */
+        w->shards[w->dig_shard].crc = sts__crc32c_combine(w->dig_hcrc, w->dig_sealed, w->dig_data);
+        w->dig_shard = (size_t)-1;
+    }
+    return STS_OK;
 }
 /* A failure seen so far, without waiting. */
 STS__PRIVATE sts_result sts__wb_check(sts_task_writer *w, sts_error *err) {
@@ -9511,13 +9556,14 @@ out:
    straight from the chunks (runs of adjacent tensors in one piece), then the seal. Each chunk comes
    back after its last piece. A shard in layout order has its size and data CRC already; else the
    order is brought up to date, and the size and CRC counted here. */
+#define STS__WB_BATCH 64
 STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
     sts__shard *s;
     sts_result r;
-    sts__wbitem it;
-    size_t i, k, cur = (size_t)-1, group_pieces = 0, *ord = NULL;
+    sts__wbitem it, batch[STS__WB_BATCH];
+    size_t i, k, cur = (size_t)-1, group_pieces = 0, *ord = NULL, nbatch = 0;
     uint64_t group_bytes = 0, json, hlen, cursor = 0;
-    uint32_t hcrc = 0, dcrc;
+    uint32_t hcrc = 0;
     if (!w->nents) return STS_OK;
     if ((r = sts__wb_sync(w, err)) != STS_OK) return r;  /* the previous shard is out */
     if (w->unsorted) {
@@ -9557,15 +9603,7 @@ STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
        pieces or about a chunk's worth of bytes, so chunks come back while the shard goes out */
     memset(&it, 0, sizeof it);
     it.kind = STS__WB_WRITE; it.fd = s->a.fd; it.token = -1; it.shard = (uint32_t)(w->nshards - 1);
-    dcrc = ord ? 0 : w->icrc;
-    if (ord && !w->ungrouped) {  /* by dtype (sts__kv_grouped): the runs' CRCs, one after another */
-        int d;
-        for (d = STS_DTYPE_COUNT - 1; d >= 0; d--)
-            if (w->gsize[d]) dcrc = sts__crc32c_combine(dcrc, w->gcrc[d], w->gsize[d]);
-    } else if (ord) {  /* out of order: counted here, in the file's order */
-        for (i = 0; i < w->nents; i++)
-            dcrc = sts__crc32c(dcrc, w->ents[ord[i]].data, (size_t)w->ents[ord[i]].data_size);
-    }
+    it.digest = 1;  /* the I/O thread takes the data's CRC-32C as it writes it */
     for (i = 0; i < w->nents; i++) {
         size_t e = ord ? ord[i] : i;
         const sts_tensor_spec *t = &w->ents[e];
@@ -9575,7 +9613,8 @@ STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
             group_bytes += it.len;
             it.more = ++group_pieces < STS__IOV_MAX && group_bytes < STS__CHUNK;
             if (!it.more) group_pieces = group_bytes = 0;
-            sts__wb_put(&w->wb, &it);
+            batch[nbatch++] = it;  /* queued STS__WB_BATCH at a time: one lock, not one a piece */
+            if (nbatch == STS__WB_BATCH) { sts__wb_put_n(&w->wb, batch, nbatch); nbatch = 0; }
             it.len = 0;
             it.token = -1;
         }
@@ -9583,14 +9622,21 @@ STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
         it.len += t->data_size;
         if (w->chunks[ch].last == i) it.token = (int32_t)ch;
     }
-    if (it.len) { it.more = 0; sts__wb_put(&w->wb, &it); }
+    if (it.len) { it.more = 0; batch[nbatch++] = it; }
+    if (nbatch) sts__wb_put_n(&w->wb, batch, nbatch);
     for (k = 0; k < w->nchunks; k++)
         if (w->chunks[k].state == STS__CHUNK_OPEN)
             w->chunks[k].state = w->chunks[k].last == (size_t)-1 ? STS__CHUNK_FREE : STS__CHUNK_LENT;
-    sts__wb_queue(w, STS__WB_SEAL, s->a.fd, NULL, 0, 0, -1);
+    memset(&it, 0, sizeof it);  /* the file ends: the digest hook keeps its data's CRC-32C */
+    it.kind = STS__WB_SEAL; it.fd = s->a.fd; it.token = -1; it.durable = w->c.durable; it.digest = 1;
+    it.shard = (uint32_t)(w->nshards - 1);
+    sts__wb_put(&w->wb, &it);
     s->a.fd = -1;  /* the I/O thread closes it */
     s->bytes = 8 + hlen + w->shard_data;
-    s->crc = sts__crc32c_combine(hcrc, dcrc, w->shard_data);  /* the header's bytes, then the data's */
+    s->crc = 0;  /* the header's and the data's CRC joined by sts__wb_sync once the shard is out */
+    w->dig_hcrc = hcrc;
+    w->dig_data = w->shard_data;
+    w->dig_shard = w->nshards - 1;
     s->samples = w->shard_rows;
     s->tensors = w->nents;
     s->state = 1;
@@ -9600,13 +9646,10 @@ STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
     w->exact = w->min_size = w->empties = 0;
     w->unsorted = 0;
     w->isum = 0;
-    w->icrc = 0;
     w->ungrouped = 0;
     w->gdone = 0;
     memset(w->glast, 0xff, sizeof w->glast);
     memset(w->gcount, 0, sizeof w->gcount);
-    memset(w->gcrc, 0, sizeof w->gcrc);
-    memset(w->gsize, 0, sizeof w->gsize);
     w->chunk_at = (size_t)-1;
     sts__kv_shapes_free(w);
     return STS_OK;
@@ -9892,12 +9935,7 @@ STS__PRIVATE sts_result sts__kv_append(sts_task_writer *w, const sts_value *row,
     if (!w->c.cols[0].fixed && (r = sts__cols_fix(w, row, NULL, err)) != STS_OK) return r;
     if (!sts__kv_ents_reserve(w, w->nents + nc)) return sts__task_fail(w, sts__nomem(err, "the shard table"));
     if (!x->ino && !w->unsorted) {  /* the order breaks here: what came so far is the layout order */
-        for (i = 0; i < w->nents; i++) {
-            const sts_tensor_spec *e = &w->ents[i];
-            w->ord[i] = i;
-            w->gcrc[e->dtype] = sts__crc32c(w->gcrc[e->dtype], e->data, (size_t)e->data_size);
-            w->gsize[e->dtype] += e->data_size;
-        }
+        for (i = 0; i < w->nents; i++) w->ord[i] = i;
         w->nord = w->nents;
         w->unsorted = 1;
     }
@@ -9958,11 +9996,6 @@ STS__PRIVATE sts_result sts__kv_append(sts_task_writer *w, const sts_value *row,
         if (o->kind == STS_VALUE_TENSOR) { if (b) memcpy(dst, v->data, (size_t)b); }  /* a tensor's bytes as they are */
         else if (b && (r = sts__cell_encode(w, o, v, 0, (size_t)v->size, dst, err)) != STS_OK)
             return sts__task_fail(w, r);
-        if (x->ino) w->icrc = sts__crc32c(w->icrc, dst, (size_t)b);  /* just written: in the cache */
-        else if (!w->ungrouped) {  /* its dtype's run, should the runs stay in order (sts__kv_grouped) */
-            w->gcrc[t->dtype] = sts__crc32c(w->gcrc[t->dtype], dst, (size_t)b);
-            w->gsize[t->dtype] += b;
-        }
         /* the schema's shape: dims that differ between rows become -1 */
         if (e->shape == o->shape + 1) {}
         else if (e->rank != o->rank) memset(o->varies, 1, o->rank ? o->rank : 1);
