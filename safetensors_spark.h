@@ -156,10 +156,10 @@
    any number of threads may call the accessors on it at once. Writers share nothing; a dataset job
    runs one sts_task_writer per thread (or process) and commits once. The only global is the codec's
    CPU-feature word, computed on first use with relaxed atomics (racing threads store the same
-   value). A task writer's own I/O thread touches only that writer's queued buffers and files. A
-   dataset commit builds its key index and renders its index files on commit_threads threads that
-   never allocate, and reads its shards' headers on several threads only with libc's allocator and
-   no hooks. An
+   value). A task writer's own I/O thread touches only that writer's queued buffers, files and
+   running CRC-32C. A dataset commit builds its key index and renders its index files on
+   commit_threads threads that never allocate, and reads its shards' headers on several threads
+   only with libc's allocator and no hooks. An
    sts_dataset may be shared by threads: its lazily mapped shards and key map are published with
    compare-and-swap (GCC/Clang atomics; other compilers: one thread at a time). An sts_archive
    likewise: its lazily opened shards and descriptor tables are published with compare-and-swap,
@@ -4433,7 +4433,10 @@ STS__PRIVATE int sts__pwrite_all(const sts__mem *m, int fd, const void *src, uin
    io_fault hook sees them one at a time. The first failure is kept and later writes are skipped
    (seals still close their files); the caller reports it at its next step. Without threads
    (STS_NO_THREADS, or io_thread=false) each item runs at once on the caller's thread: the same
-   code in one thread. The I/O thread never allocates: buffers come and go on the caller's side. */
+   code in one thread. The I/O thread never allocates: buffers come and go on the caller's side.
+   A digest hook (sts__wb.digest) sees the bytes of the items marked for it, in the file's order,
+   on the thread that writes them, and each such file's end: the KV writer's shard CRC-32C, whose
+   state the caller reads only once the queue is idle. */
 #if !defined(STS_NO_THREADS)
 #  include <pthread.h>
 #  define STS__THREADS 1
