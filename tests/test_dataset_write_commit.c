@@ -73,6 +73,23 @@ static void same_files(const char *a, const char *b, const char *label) {
     }
 }
 
+/* A fresh, empty root folder, root/job as the job's folder, and m and c cleared. */
+static void fresh_root(char *root, size_t root_cap, char *job, size_t job_cap, du_msgs *m, sts_write_config *c) {
+    memset(m, 0, sizeof *m);
+    memset(c, 0, sizeof *c);
+    tf_tmpdir(root, root_cap);
+    tf_rmtree(root);
+    assert_int_equal(mkdir(root, 0755), 0);
+    snprintf(job, job_cap, "%s/job", root);
+}
+/* A task's commit message into m, and the writer closed. */
+static void task_done(sts_task_writer *w, du_msgs *m) {
+    sts_error e;
+    DU_OK("task commit", sts_task_commit(w, &m->m[m->n], &m->len[m->n], &e), e);
+    m->n++;
+    sts_task_close(w);
+}
+
 /* The JSON index's metadata against its entries: tensor_count is the number of entries (and
    `tensors`), total_size the sum of their data_offsets' spans. */
 static void index_totals(const char *dir, uint64_t tensors, const char *label) {
@@ -126,20 +143,13 @@ static void write_kv_job(const char *root, sts_write_config *c, du_msgs *m, int 
             x[2].data = wv; x[2].size = 3;
             DU_OK("row", sts_task_write(w, x, &e), e);
         }
-        DU_OK("task commit", sts_task_commit(w, &m->m[m->n], &m->len[m->n], &e), e);
-        m->n++;
-        sts_task_close(w);
+        task_done(w, m);
     }
 }
 /* A fresh root folder holding one KV job, written but not committed, in root/job. */
 static void kv_job_in(char *root, size_t root_cap, char *job, size_t job_cap, sts_write_config *c, du_msgs *m,
                       sts_dtype dtype, uint64_t shard_bytes, int last_win) {
-    memset(m, 0, sizeof *m);
-    memset(c, 0, sizeof *c);
-    tf_tmpdir(root, root_cap);
-    tf_rmtree(root);
-    assert_int_equal(mkdir(root, 0755), 0);
-    snprintf(job, job_cap, "%s/job", root);
+    fresh_root(root, root_cap, job, job_cap, m, c);
     c->name_col = "key";
     c->has_dtype = 1;
     c->dtype = dtype;
@@ -192,13 +202,8 @@ static void test_kv_fail_threads_agree(void **state) {
     uint32_t t;
     int i;
     (void)state;
-    memset(&m, 0, sizeof m);
-    memset(&c, 0, sizeof c);
     memset(&first, 0, sizeof first);
-    tf_tmpdir(root, sizeof root);
-    tf_rmtree(root);
-    assert_int_equal(mkdir(root, 0755), 0);
-    snprintf(job, sizeof job, "%s/job", root);
+    fresh_root(root, sizeof root, job, sizeof job, &m, &c);
     c.name_col = "key";
     c.has_dtype = 1; c.dtype = STS_DTYPE_F32;
     c.generate_index = 1;
@@ -223,9 +228,7 @@ static void test_kv_fail_threads_agree(void **state) {
             x[2].data = wv; x[2].size = 3;
             DU_OK("row", sts_task_write(w, x, &e), e);
         }
-        DU_OK("task commit", sts_task_commit(w, &m.m[m.n], &m.len[m.n], &e), e);
-        m.n++;
-        sts_task_close(w);
+        task_done(w, &m);
     }
     for (i = 0; i < (tu_quick() ? 5 : 6); i++) {
         char what[64];
@@ -253,12 +256,7 @@ static void test_batch_threads_agree(void **state) {
     sts_error e;
     int i, t;
     (void)state;
-    memset(&m, 0, sizeof m);
-    memset(&c, 0, sizeof c);
-    tf_tmpdir(root, sizeof root);
-    tf_rmtree(root);
-    assert_int_equal(mkdir(root, 0755), 0);
-    snprintf(job, sizeof job, "%s/job", root);
+    fresh_root(root, sizeof root, job, sizeof job, &m, &c);
     c.batch_size = 3;
     c.has_dtype = 1; c.dtype = STS_DTYPE_I64;
     c.generate_index = 1;
@@ -277,9 +275,7 @@ static void test_batch_threads_agree(void **state) {
             x[1].data = b; x[1].size = 2;
             DU_OK("row", sts_task_write(w, x, &e), e);
         }
-        DU_OK("task commit", sts_task_commit(w, &m.m[m.n], &m.len[m.n], &e), e);
-        m.n++;
-        sts_task_close(w);
+        task_done(w, &m);
     }
     for (i = 0; i < 3; i++) {
         snprintf(copies[i], sizeof copies[i], "%s/t%d", root, i);
