@@ -9973,7 +9973,7 @@ STS__PRIVATE sts_result sts__kv_append(sts_task_writer *w, const sts_value *row,
             w->shard_fixed -= w->efix[ent];
             w->shard_data -= e->data_size;
             w->exact = 0;  /* offsets after it move: back to the cheap bound until the next exact count */
-            w->ungrouped = 1;  /* its dtype may change: the general order */
+            w->ungrouped = 1;  /* replaced in its place: the general order (the sort), as before */
         } else {
             ent = w->nents++;
             e = &w->ents[ent];
