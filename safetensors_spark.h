@@ -4441,13 +4441,13 @@ STS__PRIVATE int sts__pwrite_all(const sts__mem *m, int fd, const void *src, uin
 #  include <pthread.h>
 #  define STS__THREADS 1
 #endif
-enum { STS__WB_WRITE, STS__WB_PWRITE, STS__WB_TRUNCATE, STS__WB_SEAL };
+enum { STS__WB_WRITE, STS__WB_PWRITE, STS__WB_TRUNCATE, STS__WB_SEAL, STS__WB_POPULATE };
 #define STS__WB_RING 4096
 typedef struct sts__wbitem {
     const uint8_t *p;
     uint64_t len;          /* WRITE, PWRITE: bytes */
     uint64_t off;          /* PWRITE: file offset; TRUNCATE: the size */
-    int fd, kind, durable; /* SEAL: fsync when durable, then close */
+    int fd, kind, durable; /* SEAL: fsync when durable, then close; POPULATE: p, len (sts__populate) */
     int more;              /* WRITE: the next item joins this one's writev */
     int digest;            /* WRITE: the bytes go through the queue's digest hook before they are written;
                               SEAL: the hook hears that the file ends */
@@ -4481,10 +4481,27 @@ typedef struct sts__wb {
 #  define STS__WB_LOCK(q) ((void)0)
 #  define STS__WB_UNLOCK(q) ((void)0)
 #endif
-/* Runs k items (one SEAL/TRUNCATE/PWRITE, or appends to one file); 0 or an errno, *op naming the call. */
+/* Memory the caller is about to fill, its pages faulted in now by the thread that runs the item
+   (Linux 5.14's MADV_POPULATE_WRITE, which leaves the bytes alone, so the caller may write them
+   meanwhile). A hint: nothing elsewhere, and an error is ignored. */
+STS__PRIVATE void sts__populate(const uint8_t *p, uint64_t n) {
+#if defined(__linux__) && defined(MADV_POPULATE_WRITE) && !defined(STS_NO_MMAP)
+    const uintptr_t page = 4096;
+    uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), b = ((uintptr_t)p + (uintptr_t)n) & ~(page - 1);
+    if (b > a) (void)madvise((void *)a, (size_t)(b - a), MADV_POPULATE_WRITE);
+#else
+    (void)p; (void)n;
+#endif
+}
+/* Runs k items (one SEAL/TRUNCATE/PWRITE/POPULATE, or appends to one file); 0 or an errno, *op
+   naming the call. */
 STS__PRIVATE int sts__wb_run(sts__wb *q, sts__wbitem *it, size_t k, int failed, const char **op) {
     const sts__mem *m = q->mem;
     int e = 0;
+    if (it[0].kind == STS__WB_POPULATE) {
+        sts__populate(it[0].p, it[0].len);
+        return 0;
+    }
     if (it[0].kind == STS__WB_SEAL) {
         if (it[0].digest && q->digest) q->digest(q->digest_user, NULL, 0);
         if (!failed && it[0].durable) {
@@ -9219,6 +9236,13 @@ STS__PRIVATE void *sts__kv_data(sts_task_writer *w, uint64_t bytes, sts_error *e
     w->chunk_at = w->nchunks++;
     return c->p;
 }
+/* A table that grew to `bytes` from `was`: its new pages faulted in by the I/O thread while the
+   caller fills the start of them (a KV task's key set and names, its shard's entries: ~18.7k page faults on
+   the caller's thread for 1M rows otherwise). Libc's memory, with an I/O thread, large tables. */
+STS__PRIVATE void sts__kv_ahead(sts_task_writer *w, const void *p, size_t was, size_t bytes) {
+    if (!w->wb.threaded || w->c.mem.a.alloc || bytes - was < ((size_t)256 << 10)) return;
+    sts__wb_queue(w, STS__WB_POPULATE, -1, (const uint8_t *)p + was, bytes - was, 0, -1);
+}
 STS__PRIVATE char *sts__kv_name_store(sts_task_writer *w, const char *name, size_t len) {  /* stable copy */
     char *p;
     if (w->names_left < len + 1) {
@@ -9229,6 +9253,7 @@ STS__PRIVATE char *sts__kv_name_store(sts_task_writer *w, const char *name, size
         c->size = sizeof(sts__chunk) + cap;
         w->names = c;
         w->names_left = cap;
+        sts__kv_ahead(w, c, 0, c->size);
     }
     p = (char *)(w->names + 1) + (w->names->size - sizeof(sts__chunk) - w->names_left);
     sts__kv_copy(p, name, len);
@@ -9280,24 +9305,28 @@ STS__PRIVATE int sts__kv_ents_reserve(sts_task_writer *w, size_t need) {
         if (!sts__mulsz(cap, sizeof *w->ents, &bytes) || !(p = sts__realloc(&w->c.mem, w->ents,
                 w->ents_cap * sizeof *w->ents, bytes))) return 0;
         w->ents = (sts_tensor_spec *)p;
+        sts__kv_ahead(w, p, w->ents_cap * sizeof *w->ents, bytes);
         w->ents_cap = cap;
     }
     if (w->efix_cap < cap) {
         if (!sts__mulsz(cap, sizeof *w->efix, &bytes) || !(p = sts__realloc(&w->c.mem, w->efix,
                 w->efix_cap * sizeof *w->efix, bytes))) return 0;
         w->efix = (uint32_t *)p;
+        sts__kv_ahead(w, p, w->efix_cap * sizeof *w->efix, bytes);
         w->efix_cap = cap;
     }
     if (w->ord_cap < cap) {
         if (!sts__mulsz(cap, sizeof *w->ord, &bytes) || !(p = sts__realloc(&w->c.mem, w->ord,
                 w->ord_cap * sizeof *w->ord, bytes))) return 0;
         w->ord = (size_t *)p;
+        sts__kv_ahead(w, p, w->ord_cap * sizeof *w->ord, bytes);
         w->ord_cap = cap;
     }
     if (w->echk_cap < cap) {
         if (!sts__mulsz(cap, sizeof *w->echk, &bytes) || !(p = sts__realloc(&w->c.mem, w->echk,
                 w->echk_cap * sizeof *w->echk, bytes))) return 0;
         w->echk = (uint32_t *)p;
+        sts__kv_ahead(w, p, w->echk_cap * sizeof *w->echk, bytes);
         w->echk_cap = cap;
     }
     return 1;
@@ -9664,8 +9693,12 @@ STS__PRIVATE sts_result sts__kv_keys_reserve(sts_task_writer *w, size_t more, st
         return sts__failx(err, STS_RULE_ROW_VALUE, "row %U: the task writer holds %U tensor names, and one holds at "
                                                    "most %U (KV mode): use more tasks",
                          w->calls, (uint64_t)w->nkeys, (uint64_t)STS__EMPTY);
-    if (need > w->keys_cap && !sts__grow(&w->c.mem, (void **)&w->keys, &w->keys_cap, need, sizeof *w->keys))
-        return sts__nomem(err, "the key set");
+    if (need > w->keys_cap) {
+        size_t was = w->keys_cap * sizeof *w->keys;
+        if (!sts__grow(&w->c.mem, (void **)&w->keys, &w->keys_cap, need, sizeof *w->keys))
+            return sts__nomem(err, "the key set");
+        sts__kv_ahead(w, w->keys, was, w->keys_cap * sizeof *w->keys);
+    }
     if (w->kidx && (!w->kindex.slots || need * 2 > w->kindex.mask + 1)) {  /* rehash at half load */
         sts__index nix;
         sts__names k = sts__key_names(w);
