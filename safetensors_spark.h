@@ -4427,9 +4427,9 @@ STS__PRIVATE int sts__pwrite_all(const sts__mem *m, int fd, const void *src, uin
    Row work (checking, encoding, copying) and the system calls that put finished buffers into the
    files run on two threads: the caller's thread queues writes, truncations, seals and the
    faulting-in of memory it is about to fill, and one I/O thread per task writer performs them in
-   order (appends the caller groups go out in one writev:
-   the grouping, not the timing, decides the calls, so they are the same in every run). A
-   queued buffer comes back through its token once written. The caller's thread makes a hooked
+   order (appends the caller groups go out in one writev: the grouping, not the timing, decides
+   the calls, so they are the same in every run). A queued buffer comes back through its token
+   once written. The caller's thread makes a hooked
    system call of its own only when the queue is idle, so the calls keep one order and the
    io_fault hook sees them one at a time. The first failure is kept and later writes are skipped
    (seals still close their files); the caller reports it at its next step. Without threads
