@@ -156,27 +156,32 @@ static void sc_append(const char *path, const char *bytes, size_t n) {
 }
 
 /* ---- cases ---- */
+/* A scan of dir with every file read by one guess and no error: rows and reuses as given. */
+static void sc_check_clean(const char *dir, uint64_t rows, uint64_t reuses) {
+    sc_count n = sc_check(dir);
+    assert_int_equal(n.rows, rows);
+    assert_int_equal(n.errors, 0);
+    assert_int_equal(n.reuses, reuses);
+    assert_int_equal(n.fallbacks, 0);
+}
+/* A fresh, empty folder dr_root/name in dir. */
+static void sc_dir(char *dir, size_t cap, const char *name) {
+    dr_fresh(dir, cap, name);
+    dr_subdir(dir, cap, dr_root, name);
+}
 static void test_identical_headers_parsed_once(void **state) {
     char dir[256];
-    sc_count n;
     int i;
     (void)state;
-    dr_fresh(dir, sizeof dir, "same");
-    dr_subdir(dir, sizeof dir, dr_root, "same");
+    sc_dir(dir, sizeof dir, "same");
     for (i = 0; i < 40; i++) sc_write(dir, i, SC_ABC, 3, NULL);
-    n = sc_check(dir);
-    assert_int_equal(n.rows, 40);
-    assert_int_equal(n.errors, 0);
-    assert_int_equal(n.reuses, 39);
-    assert_int_equal(n.fallbacks, 0);
+    sc_check_clean(dir, 40, 39);
     tf_rmtree(dir);
 }
 static void test_guess_short_long_and_whole_file(void **state) {
     char dir[256], *big = sc_text(20000, 'x'), *mid = sc_text(300, 'y');
-    sc_count n;
     (void)state;
-    dr_fresh(dir, sizeof dir, "guess");
-    dr_subdir(dir, sizeof dir, dr_root, "guess");
+    sc_dir(dir, sizeof dir, "guess");
     sc_write(dir, 0, SC_ABC, 3, NULL);   /* under the first guess (4 KiB): the whole file is asked for */
     sc_write(dir, 1, SC_ABC, 3, big);    /* a header of 20 KB after one of 200 bytes: the guess is short */
     sc_write(dir, 2, SC_ABC, 3, NULL);   /* 200 bytes after 20 KB: the guess runs far into the data */
@@ -184,33 +189,24 @@ static void test_guess_short_long_and_whole_file(void **state) {
     sc_write(dir, 4, SC_ABC, 3, "z");    /* a byte more than... the header is padded: within the slack */
     sc_write(dir, 5, SC_ABC, 1, NULL);   /* a file of 308 bytes after a guess of about 600: the whole file */
     sc_write(dir, 6, SC_ABC, 3, big);
-    n = sc_check(dir);
-    assert_int_equal(n.rows, 7);
-    assert_int_equal(n.fallbacks, 0);
-    assert_int_equal(n.reuses, 0);
+    sc_check_clean(dir, 7, 0);
     free(big);
     free(mid);
     tf_rmtree(dir);
 }
 static void test_first_file_larger_than_first_guess(void **state) {
     char dir[256], *big = sc_text(9000, 'q');
-    sc_count n;
     (void)state;
-    dr_fresh(dir, sizeof dir, "firstbig");
-    dr_subdir(dir, sizeof dir, dr_root, "firstbig");
+    sc_dir(dir, sizeof dir, "firstbig");
     sc_write(dir, 0, SC_ABC, 3, big);
     sc_write(dir, 1, SC_ABC, 3, big);
-    n = sc_check(dir);
-    assert_int_equal(n.rows, 2);
-    assert_int_equal(n.reuses, 1);
-    assert_int_equal(n.fallbacks, 0);
+    sc_check_clean(dir, 2, 1);
     free(big);
     tf_rmtree(dir);
 }
 static void test_headers_change_and_order(void **state) {
     char dir[256];
     dr_spec swapped[3], fewer[2];
-    sc_count n;
     int i;
     (void)state;
     memcpy(swapped, SC_ABC, sizeof swapped);
@@ -218,18 +214,14 @@ static void test_headers_change_and_order(void **state) {
     swapped[0].shape[0] = 5;
     swapped[2].dtype = STS_DTYPE_U8;   /* and c last */
     memcpy(fewer, SC_ABC + 1, sizeof fewer);  /* no column a: null cells */
-    dr_fresh(dir, sizeof dir, "change");
-    dr_subdir(dir, sizeof dir, dr_root, "change");
+    sc_dir(dir, sizeof dir, "change");
     for (i = 0; i < 12; i++) {
         if (i % 4 == 1) sc_write(dir, i, swapped, 3, NULL);
         else if (i % 4 == 2) sc_write(dir, i, fewer, 2, NULL);
         else if (i % 4 == 3) sc_write(dir, i, SC_ABC, 3, i % 8 == 3 ? "x" : "yy");  /* the same length, other bytes */
         else sc_write(dir, i, SC_ABC, 3, NULL);
     }
-    n = sc_check(dir);
-    assert_int_equal(n.rows, 12);
-    assert_int_equal(n.reuses, 0);
-    assert_int_equal(n.fallbacks, 0);
+    sc_check_clean(dir, 12, 0);
     tf_rmtree(dir);
 }
 static void test_truncated_before_open(void **state) {
@@ -238,8 +230,7 @@ static void test_truncated_before_open(void **state) {
     int64_t size;
     int i;
     (void)state;
-    dr_fresh(dir, sizeof dir, "trunc");
-    dr_subdir(dir, sizeof dir, dr_root, "trunc");
+    sc_dir(dir, sizeof dir, "trunc");
     for (i = 0; i < 8; i++) sc_write(dir, i, SC_ABC, 3, NULL);
     sc_path(p, sizeof p, dir, 0);
     size = tf_file_size(p);
@@ -266,8 +257,7 @@ static void test_truncated_after_open(void **state) {
     int i, mode;
     (void)state;
     for (mode = 0; mode < 3; mode++) {
-        dr_fresh(dir, sizeof dir, "trunc_after");
-        dr_subdir(dir, sizeof dir, dr_root, "trunc_after");
+        sc_dir(dir, sizeof dir, "trunc_after");
         for (i = 0; i < 6; i++) sc_write(dir, i, SC_ABC, 3, NULL);
         ds = dr_open(dir, 0);
         sc_path(p, sizeof p, dir, 0);
@@ -306,8 +296,7 @@ static void test_cached_header_other_size(void **state) {
     sc_count n;
     int i;
     (void)state;
-    dr_fresh(dir, sizeof dir, "cached_size");
-    dr_subdir(dir, sizeof dir, dr_root, "cached_size");
+    sc_dir(dir, sizeof dir, "cached_size");
     for (i = 0; i < 6; i++) sc_write(dir, i, SC_ABC, 3, NULL);
     sc_path(p, sizeof p, dir, 3);
     sc_append(p, "\0\0\0\0\0\0\0\0", 8);  /* file 3: the same header bytes as 2, 8 bytes more */
@@ -330,8 +319,7 @@ static void test_schema_broken_by_every_file(void **state) {
     size_t nc;
     int i;
     (void)state;
-    dr_fresh(dir, sizeof dir, "schema");
-    dr_subdir(dir, sizeof dir, dr_root, "schema");
+    sc_dir(dir, sizeof dir, "schema");
     for (i = 0; i < 3; i++) sc_write(dir, i, SC_ABC, 3, NULL);
     memset(&cfg, 0, sizeof cfg);
     memset(&sc, 0, sizeof sc);
@@ -372,8 +360,7 @@ static void test_with_data_and_long(void **state) {
     memcpy(swapped, SC_ABC, sizeof swapped);
     swapped[0].dtype = STS_DTYPE_F64;
     swapped[0].shape[0] = 5;
-    dr_fresh(dir, sizeof dir, "data");
-    dr_subdir(dir, sizeof dir, dr_root, "data");
+    sc_dir(dir, sizeof dir, "data");
     for (i = 0; i < 10; i++) sc_write(dir, (int)i, i % 3 == 2 ? swapped : SC_ABC, 3, NULL);
     ds = dr_open(dir, 0);
     memset(&sp, 0, sizeof sp);
@@ -441,8 +428,7 @@ static void test_reader_not_a_file(void **state) {
     sts__mem m = sts__mem_from(NULL);
     int i;
     (void)state;
-    dr_fresh(dir, sizeof dir, "notfile");
-    dr_subdir(dir, sizeof dir, dr_root, "notfile");
+    sc_dir(dir, sizeof dir, "notfile");
     tf_join(fifo, sizeof fifo, dir, "fifo.safetensors");
     tf_join(missing, sizeof missing, dir, "gone.safetensors");
     assert_int_equal(mkfifo(fifo, 0644), 0);
