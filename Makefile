@@ -62,10 +62,11 @@ VG_BINS    = $(patsubst tests/%.c,$(BUILD)/vg/%,$(UNIT_SRCS))
 # (sts__*) and define no configuration macro. Compiling the implementation is nearly all of a test
 # program's build time, so this halves the suite's. The others compile it in, as users do.
 LINKED_TESTS := test_archive test_archive_threads test_conformance test_core_alloc test_core_io \
-                test_core_roundtrip test_dataset_assign test_dataset_jobs test_dataset_read test_dataset_read_errors \
-                test_dataset_read_hf test_dataset_read_pushdown test_dataset_read_threads test_dataset_write_batch \
-                test_dataset_write_crash test_dataset_write_io test_dataset_write_kv dataset_gen test_gguf \
-                test_gguf_write test_lineage
+                test_core_roundtrip test_dataset_assign test_dataset_jobs test_dataset_read \
+                test_dataset_read_errors test_dataset_read_hf test_dataset_read_pushdown \
+                test_dataset_read_threads test_dataset_write_batch test_dataset_write_commit \
+                test_dataset_write_crash test_dataset_write_io test_dataset_write_kv dataset_gen \
+                test_gguf test_gguf_write test_lineage
 # $(call sts_linked,NAME,OBJECT): the flag and the object for a linked program, else nothing.
 sts_linked_flag = $(if $(filter $(1),$(LINKED_TESTS)),-DSTS_TEST_LINKED)
 sts_linked_obj = $(if $(filter $(1),$(LINKED_TESTS)),$(2))
@@ -108,9 +109,18 @@ test-valgrind: sts
 	    bash tests/run_tests.sh $(JOBS) $(UNIT_BINS)
 TEST_STEPS := test-unit $(TEST_STEPS) test-asan test-valgrind
 
+# make test (tests/run_steps.sh): TEST_FIRST one after the other (test-unit builds the sts tool and the
+# unit programs later steps run; test-shared the objects several steps link), then every other step,
+# $(JOBS) at a time, the long ones first. A step that builds something another step also builds
+# must have it built by TEST_FIRST: two makes must never write one file at once.
+TEST_FIRST := test-unit test-shared
+TEST_LONG  := test-cross test-matrix test-asan test-valgrind
+.PHONY: test-shared
+test-shared:
+	@$(MAKE) --no-print-directory -j$(JOBS) $(BUILD)/tsan/sts_impl.o
 test: deps
-	@set -e; t0=$$(date +%s); for s in $(TEST_STEPS); do echo "=== $$s"; t=$$(date +%s); $(MAKE) --no-print-directory $$s; \
-	  echo "=== $$s: $$(($$(date +%s) - t)) s"; done; echo "=== all test steps passed in $$(($$(date +%s) - t0)) s: $(TEST_STEPS)"
+	@MAKE="$(MAKE)" bash tests/run_steps.sh $(JOBS) "$(TEST_FIRST)" -- $(filter $(TEST_LONG),$(TEST_STEPS)) \
+	    $(filter-out $(TEST_FIRST) $(TEST_LONG),$(TEST_STEPS))
 
 fuzz: deps
 	@set -e; for s in $(FUZZ_STEPS); do echo "=== $$s"; $(MAKE) --no-print-directory $$s; done

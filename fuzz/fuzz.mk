@@ -66,7 +66,9 @@ fuzz-cov-$(1): $$(FUZZ_DIR)/cov_$(1)
 endef
 $(foreach t,$(FUZZ_TARGETS),$(eval $(call FUZZ_TARGET_RULES,$(t))))
 
-test-fuzz-replay: $(addprefix $(FUZZ_DIR)/replay_,$(FUZZ_TARGETS))
+# the replay programs build $(JOBS) at a time (each compiles the whole header), then run in turn
+test-fuzz-replay:
+	@$(MAKE) --no-print-directory -j$(JOBS) $(addprefix $(FUZZ_DIR)/replay_,$(FUZZ_TARGETS))
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	    printf -- '--- replay %s: ' "$$t"; \
 	    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -24,6 +24,11 @@ need_install() {
         need_sudo="sudo -n"
     fi
     echo "$step: $what; installing $*"
+    # make test runs steps two at a time (tests/run_steps.sh): one apt-get at a time, the lock held
+    # until the sourcing script exits
+    if command -v flock >/dev/null 2>&1; then
+        exec 9> "${TMPDIR:-/tmp}/sts-need.lock" && flock -w 1800 9 || need_skip "$what; waited 30 minutes for another step's apt-get"
+    fi
     export DEBIAN_FRONTEND=noninteractive
     [ -n "${need_updated:-}" ] || { $need_sudo apt-get update -qq || return 1; need_updated=1; }
     $need_sudo apt-get install -y -qq "$@" >/dev/null

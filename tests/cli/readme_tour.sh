@@ -7,7 +7,8 @@
 # compiled as C99 ($CC, default cc) or C++11 ($CXX -x c++, default c++) with -Wall -Wextra
 # -Wpedantic -Werror against the header beside README.md, then run, in README order, in one
 # folder (tour_c/ or tour_c++/ under the current folder) so that a later program reads what an
-# earlier one wrote. Prints each program's output; exit 1 at the first that does not build or run.
+# earlier one wrote (they compile side by side first, one a CPU). Prints each program's output; exit 1
+# at the first that does not build or run.
 set -u
 lang=$2
 root=$(cd "$(dirname "$1")" && pwd) || exit 2
@@ -26,10 +27,17 @@ awk '/^## API tour/ { sec = 1; next }
      on { print > f }' "$readme"
 progs=(prog*.c)
 [ -e "${progs[0]}" ] || { echo "readme_tour: no \`\`\`c block under ## API tour in $readme"; exit 1; }
+# The programs compile side by side (each compiles the whole implementation), then run in order.
+jobs=$(nproc 2>/dev/null || echo 2)
+for i in $(seq 1 ${#progs[@]}); do
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+    { "${compile[@]}" -O0 -Wall -Wextra -Wpedantic -Werror -pthread -I"$root" "prog$i.c" -o "prog$i" > "build$i.log" 2>&1
+      echo $? > "build$i.rc"; } &
+done
+wait
 for i in $(seq 1 ${#progs[@]}); do
     echo "--- program $i of ${#progs[@]} ($lang)"
-    if ! "${compile[@]}" -O0 -Wall -Wextra -Wpedantic -Werror -pthread -I"$root" "prog$i.c" -o "prog$i" 2>&1; then
-        echo "readme_tour: program $i does not build as $lang"; exit 1
-    fi
+    cat "build$i.log"
+    if [ "$(cat "build$i.rc")" != 0 ]; then echo "readme_tour: program $i does not build as $lang"; exit 1; fi
     ./"prog$i" 2>&1 || { echo "readme_tour: program $i exited with $?"; exit 1; }
 done
