@@ -109,17 +109,17 @@ test-valgrind: sts
 	    bash tests/run_tests.sh $(JOBS) $(UNIT_BINS)
 TEST_STEPS := test-unit $(TEST_STEPS) test-asan test-valgrind
 
-# make test (tests/run_steps.sh): TEST_FIRST one after the other (test-unit builds the sts tool and the
-# unit programs later steps run; test-shared the objects several steps link), then every other step,
-# $(JOBS) at a time, the long ones first. A step that builds something another step also builds
-# must have it built by TEST_FIRST: two makes must never write one file at once.
-TEST_FIRST := test-unit test-shared
-TEST_LONG  := test-cross test-matrix test-asan test-valgrind
-.PHONY: test-shared
-test-shared:
-	@$(MAKE) --no-print-directory -j$(JOBS) $(BUILD)/tsan/sts_impl.o
+# make test (tests/run_steps.sh): TEST_FIRST first (test-build: the sts tool, the unit programs that
+# test-unit, test-valgrind and test-dataset-py run, the objects several steps link), then every
+# step, $(JOBS) at a time, the long ones first. What two steps both build must be built by
+# test-build: two makes must never write one file at once.
+TEST_FIRST := test-build
+TEST_LONG  := test-cross test-matrix test-asan test-valgrind test-unit
+.PHONY: test-build
+test-build: sts
+	@$(MAKE) --no-print-directory -j$(JOBS) $(UNIT_BINS) $(BUILD)/tsan/sts_impl.o
 test: deps
-	@MAKE="$(MAKE)" bash tests/run_steps.sh $(JOBS) "$(TEST_FIRST)" -- $(filter $(TEST_LONG),$(TEST_STEPS)) \
+	@MAKE="$(MAKE)" bash tests/run_steps.sh $(JOBS) "$(TEST_FIRST)" -- $(foreach s,$(TEST_LONG),$(filter $(s),$(TEST_STEPS))) \
 	    $(filter-out $(TEST_FIRST) $(TEST_LONG),$(TEST_STEPS))
 
 fuzz: deps

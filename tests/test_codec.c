@@ -3,7 +3,8 @@
    Every SIMD path the machine has is driven through the private sts__convert_at (levels scalar,
    sse2/neon, avx2+f16c, avx512bw), and the best one through the public sts_convert. Built twice by
    tests/codec.mk: as is, and with -DSTS_NO_SIMD (scalar code only). STS_TEST_LEVEL=quick (the
-   ASan and valgrind runs) samples the exhaustive sweeps (every 4099th pattern plus edge cases).
+   ASan, valgrind and qemu runs) samples the exhaustive sweeps (every 16411th pattern plus edge cases;
+   the full run checks every 4099th against the slow reference, then all of them).
 
    Plain C with its own tiny harness, so that it also runs under qemu on big-endian and ARM hosts;
    it ends with "test_codec: N passed, M failed" and exits non-zero on any failure. */
@@ -197,11 +198,12 @@ static const uint32_t f32_edges[] = {
     0x47800000u, 0x7f7f7fffu, 0x7f7f8000u, 0x7f7fffffu, 0x7f800000u, 0x7f800001u, 0x7f810000u, 0x7f80ffffu,
     0x7fa00000u, 0x7fc00000u, 0x7fffffffu, 0x7f802000u, 0x7f801fffu };
 
+/* Every 4099th F32 pattern (quick: every 16411th, for valgrind and qemu), and the edges. */
 static size_t f32_sample(uint8_t **out) {
-    size_t n = 0, cap = (size_t)((1ull << 32) / 4099) + 2 * (sizeof f32_edges / sizeof f32_edges[0]) + 8, k;
-    uint64_t x;
+    uint64_t x, step = quick ? 16411 : 4099;
+    size_t n = 0, cap = (size_t)((1ull << 32) / step) + 2 * (sizeof f32_edges / sizeof f32_edges[0]) + 8, k;
     uint8_t *b = (uint8_t *)xmalloc(cap * 4);
-    for (x = 0; x < (1ull << 32); x += 4099) ref_store(b + 4 * n++, x, 4);
+    for (x = 0; x < (1ull << 32); x += step) ref_store(b + 4 * n++, x, 4);
     for (k = 0; k < sizeof f32_edges / sizeof f32_edges[0]; k++) {
         ref_store(b + 4 * n++, f32_edges[k], 4);
         ref_store(b + 4 * n++, f32_edges[k] | 0x80000000u, 4);

@@ -103,9 +103,13 @@ static void index_totals(const char *dir, uint64_t tensors, const char *label) {
     s = (const char *)b;
     assert_non_null(p = strstr(s, "\"total_size\":"));
     assert_int_equal(sscanf(p, "\"total_size\":%llu,\"tensor_count\":%llu", &want_total, &want_count), 2);
+    /* strtoull, not sscanf: glibc's sscanf measures the rest of its string at each call */
     for (i = 0; (p = strstr(s + i, "\"data_offsets\":[")) != NULL; i = (size_t)(p - s) + 1) {
-        unsigned long long a, z;
-        assert_int_equal(sscanf(p, "\"data_offsets\":[%llu,%llu]", &a, &z), 2);
+        char *end;
+        unsigned long long a = strtoull(p + 16, &end, 10), z;
+        assert_true(*end == ',');
+        z = strtoull(end + 1, &end, 10);
+        assert_true(*end == ']');
         total += z - a;
         count++;
     }
@@ -248,7 +252,7 @@ static void test_kv_fail_threads_agree(void **state) {
 }
 
 static void test_batch_threads_agree(void **state) {
-    static const uint32_t threads[3] = { 1, 4, 64 };
+    static const uint32_t threads[3] = { 1, 4, 64 };  /* quick (valgrind): not 64 */
     static const sts_column schema[2] = { { "a", STS_VALUE_ARRAY, STS_DTYPE_F32 }, { "b,\"c\"", STS_VALUE_ARRAY, STS_DTYPE_I32 } };
     char root[64], job[160], copies[3][160];
     sts_write_config c;
@@ -277,11 +281,11 @@ static void test_batch_threads_agree(void **state) {
         }
         task_done(w, &m);
     }
-    for (i = 0; i < 3; i++) {
+    for (i = 0; i < (tu_quick() ? 2 : 3); i++) {
         snprintf(copies[i], sizeof copies[i], "%s/t%d", root, i);
         copy_folder(job, copies[i]);
     }
-    for (i = 0; i < 3; i++) {
+    for (i = 0; i < (tu_quick() ? 2 : 3); i++) {
         char what[64];
         c.commit_threads = threads[i];
         snprintf(what, sizeof what, "batch, commit_threads=%u", (unsigned)threads[i]);
