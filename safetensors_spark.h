@@ -4447,9 +4447,10 @@ STS__PRIVATE int sts__pwrite_all(const sts__mem *m, int fd, const void *src, uin
    (STS_NO_THREADS, or io_thread=false) each item runs at once on the caller's thread: the same
    code in one thread. The I/O thread never allocates: buffers come and go on the caller's side.
    Each write to a durable file starts that file's writeback (sts__writeback_start), so the disk
-   works while rows come and the seal's fsync waits for the last pieces only. A digest hook (sts__wb.digest) sees the bytes of the items marked for it, in the file's order,
-   on the thread that writes them, and each such file's end: the KV writer's shard CRC-32C, whose
-   state the caller reads only once the queue is idle. */
+   works while rows come and the seal's fsync waits for the last pieces only. A digest hook
+   (sts__wb.digest) sees the bytes of the items marked for it, in the file's order, on the thread
+   that writes them, and each such file's end: the KV writer's shard CRC-32C, whose state the
+   caller reads only once the queue is idle. */
 #if !defined(STS_NO_THREADS)
 #  include <pthread.h>
 #  define STS__THREADS 1
@@ -4650,7 +4651,9 @@ STS__PRIVATE void sts__wb_start(sts__wb *q) {
 #endif
 }
 /* Queues n items under one lock (blocking while the ring is full: it then holds whole groups,
-   which the thread takes); without a thread each group runs when it is whole. */
+   which the thread takes); without a thread each group runs when it is whole. A POPULATE item
+   goes to the front, so memory the caller is about to fill is faulted in before the writes queued
+   earlier (a shard's worth at a seal) are done. */
 STS__PRIVATE int sts__wb_put_n(sts__wb *q, const sts__wbitem *its, size_t n) {
     size_t i;
 #ifdef STS__THREADS
@@ -4659,7 +4662,10 @@ STS__PRIVATE int sts__wb_put_n(sts__wb *q, const sts__wbitem *its, size_t n) {
         pthread_mutex_lock(&q->mu);
         for (i = 0; i < n; i++) {
             while (q->n == STS__WB_RING) pthread_cond_wait(&q->done, &q->mu);
-            q->ring[(q->head + q->n) % STS__WB_RING] = its[i];
+            if (its[i].kind == STS__WB_POPULATE) {  /* a hint, in no file's order: ahead of the writes */
+                q->head = (q->head + STS__WB_RING - 1) % STS__WB_RING;
+                q->ring[q->head] = its[i];
+            } else q->ring[(q->head + q->n) % STS__WB_RING] = its[i];
             q->n++;
             if (!its[i].more) pthread_cond_signal(&q->work);
         }
@@ -8527,7 +8533,7 @@ struct sts_task_writer {
     int batch_open;
     /* KV mode: the open shard */
     sts_tensor_spec *ents;
-    size_t nents, ents_cap;
+    size_t nents, ents_cap, ents_room;  /* ents_room: entries every per-entry table holds */
     uint64_t shard_rows, shard_data, shard_fixed;  /* data bytes, header bytes before offsets */
     uint64_t exact;                 /* an exact-based upper bound of the shard's file size; 0 = none */
     uint64_t min_size, empties;     /* smallest non-empty tensor and count of empty ones in the shard */
@@ -8562,6 +8568,7 @@ struct sts_task_writer {
                                        be a duplicate, so none is hashed; 1 once the index below is built */
     sts__index kindex;
     sts__chunk *names;              /* arena of key names */
+    sts__chunk *names_spare;        /* its next chunk, being faulted in by the I/O thread, or NULL */
     size_t names_left;
     sts__chunk *shapes;             /* shapes of the open shard that differ from their column's */
     size_t shapes_left;
@@ -8580,6 +8587,8 @@ struct sts_task_writer {
     size_t *rrep;                   /* the open shard's entry the tensor replaces (lastWin), else (size_t)-1 */
     size_t *rpos, *rord;            /* 2 x ncols: exact counts' events (place in ord) and their order */
     sts__fdsink *sink;
+    uint8_t *hbuf;                  /* KV: the header's pieces are rendered here (hbuf_cap bytes) */
+    size_t hbuf_cap;
 };
 
 STS__PRIVATE sts_result sts__never(void *user, const sts_tensor_spec *spec, sts_stream *out) {
@@ -9256,17 +9265,32 @@ STS__PRIVATE void sts__kv_ahead(sts_task_writer *w, const void *p, size_t was, s
     if (!w->wb.threaded || w->c.mem.a.alloc || bytes - was < ((size_t)256 << 10)) return;
     sts__wb_queue(w, STS__WB_POPULATE, -1, (const uint8_t *)p + was, bytes - was, 0, -1);
 }
+/* A chunk of the names arena: cap bytes after its record, faulted in by the I/O thread (where
+   sts__kv_ahead does that). */
+STS__PRIVATE sts__chunk *sts__kv_names_chunk(sts_task_writer *w, size_t cap) {
+    sts__chunk *c = (sts__chunk *)sts__alloc(&w->c.mem, sizeof(sts__chunk) + cap);
+    if (!c) return NULL;
+    c->next = NULL;
+    c->size = sizeof(sts__chunk) + cap;
+    sts__kv_ahead(w, c, 0, c->size);
+    return c;
+}
+#define STS__NAMES_CHUNK ((size_t)1 << 20)
 STS__PRIVATE char *sts__kv_name_store(sts_task_writer *w, const char *name, size_t len) {  /* stable copy */
     char *p;
     if (w->names_left < len + 1) {
-        size_t cap = len + 1 > ((size_t)1 << 20) ? len + 1 : ((size_t)1 << 20);
-        sts__chunk *c;
-        if (!(c = (sts__chunk *)sts__alloc(&w->c.mem, sizeof(sts__chunk) + cap))) return NULL;
+        size_t cap = len + 1 > STS__NAMES_CHUNK ? len + 1 : STS__NAMES_CHUNK;
+        sts__chunk *c = w->names_spare;
+        if (c && cap == STS__NAMES_CHUNK) w->names_spare = NULL;
+        else if (!(c = sts__kv_names_chunk(w, cap))) return NULL;
         c->next = w->names;
-        c->size = sizeof(sts__chunk) + cap;
         w->names = c;
         w->names_left = cap;
-        sts__kv_ahead(w, c, 0, c->size);
+        /* the next chunk now, so that the I/O thread has faulted it in by the time this one is full
+           (filled at once, the new chunk's pages fault on the caller's thread first: 2.2k page
+           faults there for 1M rows); only where sts__kv_ahead works, and a hint: none is no error */
+        if (!w->names_spare && w->wb.threaded && !w->c.mem.a.alloc)
+            w->names_spare = sts__kv_names_chunk(w, STS__NAMES_CHUNK);
     }
     p = (char *)(w->names + 1) + (w->names->size - sizeof(sts__chunk) - w->names_left);
     sts__kv_copy(p, name, len);
@@ -9312,7 +9336,7 @@ STS__PRIVATE sts__names sts__key_names(sts_task_writer *w) {
 STS__PRIVATE int sts__kv_ents_reserve(sts_task_writer *w, size_t need) {
     size_t cap = w->ents_cap < 1024 ? 1024 : w->ents_cap + w->ents_cap / 4, bytes;
     void *p;
-    if (need <= w->ents_cap && need <= w->efix_cap && need <= w->ord_cap && need <= w->echk_cap) return 1;
+    if (need <= w->ents_room) return 1;
     if (cap < need) cap = need;
     if (w->ents_cap < cap) {
         if (!sts__mulsz(cap, sizeof *w->ents, &bytes) || !(p = sts__realloc(&w->c.mem, w->ents,
@@ -9342,6 +9366,7 @@ STS__PRIVATE int sts__kv_ents_reserve(sts_task_writer *w, size_t need) {
         sts__kv_ahead(w, p, w->echk_cap * sizeof *w->echk, bytes);
         w->echk_cap = cap;
     }
+    w->ents_room = cap;  /* every table holds cap entries now */
     return 1;
 }
 /* When every dtype's entries of the open shard came in name order (checked from where the last
@@ -9513,8 +9538,16 @@ STS__PRIVATE sts_result sts__kv_header(sts_task_writer *w, const size_t *ord, ui
     sts_dtype mdt = STS_DTYPE_COUNT;  /* none yet */
     sts_result r = STS_OK;
     (void)json;  /* checked by STS_ASSERT only */
-    if (!(buf = (uint8_t *)sts__alloc(&w->c.mem, cap))) return sts__nomem(err, "the header");
+    if (w->hbuf_cap < cap) {  /* kept from shard to shard: its pages are faulted in once */
+        sts__free(&w->c.mem, w->hbuf, w->hbuf_cap);
+        w->hbuf_cap = 0;
+        if (!(w->hbuf = (uint8_t *)sts__alloc(&w->c.mem, cap))) return sts__nomem(err, "the header");
+        w->hbuf_cap = cap;
+    }
+    buf = w->hbuf;
+    cap = w->hbuf_cap;
     *crc = 0;
+    memset(mid, 0, sizeof mid);
     memset(run, '0', sizeof run);
     memset(sd, '0', sizeof sd);
 #define STS__KV_OUT() do { \
@@ -9536,12 +9569,15 @@ STS__PRIVATE sts_result sts__kv_header(sts_task_writer *w, const size_t *ord, ui
             STS__KV_OUT();
             if (need > cap) {  /* one entry larger than a piece (a huge name or rank): a buffer its size */
                 sts__free(&w->c.mem, buf, cap);
+                w->hbuf = NULL;
+                w->hbuf_cap = 0;
                 cap = (size_t)need;
                 if (!(o = buf = (uint8_t *)sts__alloc(&w->c.mem, cap))) {
-                    cap = 0;
                     r = sts__nomem(err, "the header");
                     goto out;
                 }
+                w->hbuf = buf;
+                w->hbuf_cap = cap;
             }
         }
         if (e->dtype != mdt || e->rank != mrank ||
@@ -9558,7 +9594,11 @@ STS__PRIVATE sts_result sts__kv_header(sts_task_writer *w, const size_t *ord, ui
         esc = w->efix[ord ? ord[i] : i] - midfix;  /* the name's bytes in the header, quotes included */
         if (esc == nl + 2) { *o++ = '"'; sts__kv_copy(o, e->name, nl); o += nl; *o++ = '"'; }
         else o = sts__esc_put(o, e->name, nl);
-        if (mdt != STS_DTYPE_COUNT) { memcpy(o, mid, midlen); o += midlen; }
+        if (mdt != STS_DTYPE_COUNT) {  /* short: one fixed-size copy (the room asked for above covers it) */
+            if (midlen <= 64) memcpy(o, mid, 64);
+            else memcpy(o, mid, midlen);
+            o += midlen;
+        }
         else o = sts__kv_mid_put(o, e);
         memcpy(o, run + 24 - rl, 24);  /* begin: the previous end */
         o += rl;
@@ -9593,7 +9633,6 @@ out:
         else if (r != STS_ERR_NOMEM)
             sts__fail_code(err, r, STS_RULE_IO, sent, "the sink failed writing the header (%s)", sts_result_name(r));
     }
-    sts__free(&w->c.mem, buf, cap);
     return r;
 }
 /* Seals the open shard: its header (sorted as the reference writer does) goes into a fresh
@@ -9983,7 +10022,8 @@ STS__PRIVATE sts_result sts__kv_append(sts_task_writer *w, const sts_value *row,
     size_t i, nc = w->c.ncols;
     sts_result r;
     if (!w->c.cols[0].fixed && (r = sts__cols_fix(w, row, NULL, err)) != STS_OK) return r;
-    if (!sts__kv_ents_reserve(w, w->nents + nc)) return sts__task_fail(w, sts__nomem(err, "the shard table"));
+    if (w->nents + nc > w->ents_room && !sts__kv_ents_reserve(w, w->nents + nc))
+        return sts__task_fail(w, sts__nomem(err, "the shard table"));
     if (!x->ino && !w->unsorted) {  /* the order breaks here: what came so far is the layout order */
         for (i = 0; i < w->nents; i++) w->ord[i] = i;
         w->nord = w->nents;
@@ -10065,6 +10105,8 @@ STS__PRIVATE sts_result sts__kv_append(sts_task_writer *w, const sts_value *row,
 STS__PRIVATE sts_result sts__kv_alone(sts_task_writer *w, const sts__kvrow *x, sts_error *err) {
     uint64_t header, most = 0;
     size_t i, at = 0;
+    /* the usual row: its header with offsets of 20 digits (the most) is far below the cap */
+    if (9 + x->add_fixed + 40 * (uint64_t)w->c.ncols <= STS_MAX_HEADER_SIZE) return STS_OK;
     sts__shard_bound(w->c.ncols, x->add_fixed, x->add_data, &header);
     if (header <= STS_MAX_HEADER_SIZE) return STS_OK;
     sts__kv_exact(w, 0, &header);
@@ -10256,9 +10298,11 @@ STSDEF void sts_task_close(sts_task_writer *w) {
     sts__free(&m, w->keys, w->keys_cap * sizeof *w->keys);
     sts__index_free(&m, &w->kindex);
     for (c = w->names; c;) { sts__chunk *next = c->next; sts__free(&m, c, c->size); c = next; }
+    if (w->names_spare) sts__free(&m, w->names_spare, w->names_spare->size);
     sts__kv_shapes_free(w);
     sts__free(&m, w->scratch, w->scratch_cap);
     sts__free(&m, w->sink, sizeof *w->sink);
+    sts__free(&m, w->hbuf, w->hbuf_cap);
     sts__free(&m, w->dir, w->dir_size);
     sts__lock_free(&m, &w->job);
     sts__wcfg_free(&w->c);
