@@ -8507,6 +8507,7 @@ typedef struct sts__dchunk {
     size_t cap, used;
     int state;
     size_t last;
+    uint64_t seq;                   /* the open shard's entry count when it opened: chunks fill in this order */
     uint8_t *block;                 /* what was allocated: block_size bytes */
     size_t block_size;
 } sts__dchunk;
@@ -9222,6 +9223,7 @@ STS__PRIVATE void *sts__kv_data(sts_task_writer *w, uint64_t bytes, sts_error *e
             c = &w->chunks[i];
             if (c->state == STS__CHUNK_FREE && c->cap >= bytes) {
                 c->state = STS__CHUNK_OPEN;
+                c->seq = w->nents;
                 c->used = (size_t)bytes;
                 w->chunk_at = i;
                 return c->p;
@@ -9254,6 +9256,7 @@ STS__PRIVATE void *sts__kv_data(sts_task_writer *w, uint64_t bytes, sts_error *e
     }
     c->used = (size_t)bytes;
     c->state = STS__CHUNK_OPEN;
+    c->seq = w->nents;
     w->chunk_bytes += cap;
     w->chunk_at = w->nchunks++;
     return c->p;
@@ -9678,35 +9681,56 @@ STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
         w->nshards--;
         return sts__task_fail(w, r);
     }
-    for (k = 0; k < w->nchunks; k++) w->chunks[k].last = (size_t)-1;
-    for (i = 0; i < w->nents; i++) {
-        size_t e = ord ? ord[i] : i;
-        if (w->ents[e].data_size) w->chunks[w->echk[e]].last = i;
-    }
     /* pieces: runs of adjacent tensors of one chunk; groups (one writev each): up to STS__IOV_MAX
-       pieces or about a chunk's worth of bytes, so chunks come back while the shard goes out */
+       pieces or about a chunk's worth of bytes, so chunks come back while the shard goes out. A
+       piece is queued once the next one starts (the last one ends its group). */
     memset(&it, 0, sizeof it);
     it.kind = STS__WB_WRITE; it.fd = s->a.fd; it.token = -1; it.shard = (uint32_t)(w->nshards - 1);
     it.digest = 1;  /* the I/O thread takes the data's CRC-32C as it writes it */
     it.durable = w->c.durable;  /* and starts the writeback of what it wrote */
-    for (i = 0; i < w->nents; i++) {
-        size_t e = ord ? ord[i] : i;
-        const sts_tensor_spec *t = &w->ents[e];
-        size_t ch = w->echk[e];
-        if (!t->data_size) continue;
-        if (it.len && (ch != cur || it.p + it.len != (const uint8_t *)t->data)) {
-            group_bytes += it.len;
-            it.more = ++group_pieces < STS__IOV_MAX && group_bytes < STS__CHUNK;
-            if (!it.more) group_pieces = group_bytes = 0;
-            batch[nbatch++] = it;  /* queued STS__WB_BATCH at a time: one lock, not one a piece */
-            if (nbatch == STS__WB_BATCH) { sts__wb_put_n(&w->wb, batch, nbatch); nbatch = 0; }
-            it.len = 0;
-            it.token = -1;
+#define STS__KV_PIECE() do { \
+        group_bytes += it.len; \
+        it.more = ++group_pieces < STS__IOV_MAX && group_bytes < STS__CHUNK; \
+        if (!it.more) group_pieces = group_bytes = 0; \
+        batch[nbatch++] = it;  /* queued STS__WB_BATCH at a time: one lock, not one a piece */ \
+        if (nbatch == STS__WB_BATCH) { sts__wb_put_n(&w->wb, batch, nbatch); nbatch = 0; } \
+        it.len = 0; \
+        it.token = -1; \
+    } while (0)
+    for (k = 0; k < w->nchunks; k++) w->chunks[k].last = (size_t)-1;
+    if (!ord) {  /* in layout order: the data is the shard's chunks, each whole, in the order they opened */
+        uint64_t from = 0;
+        for (;;) {
+            size_t best = (size_t)-1;
+            for (k = 0; k < w->nchunks; k++) {
+                const sts__dchunk *c = &w->chunks[k];
+                if (c->state == STS__CHUNK_OPEN && c->used && c->seq >= from &&
+                    (best == (size_t)-1 || c->seq < w->chunks[best].seq)) best = k;
+            }
+            if (best == (size_t)-1) break;
+            from = w->chunks[best].seq + 1;
+            w->chunks[best].last = 0;
+            if (it.len) STS__KV_PIECE();
+            it.p = w->chunks[best].p;
+            it.len = w->chunks[best].used;
+            it.token = (int32_t)best;
         }
-        if (!it.len) { it.p = (const uint8_t *)t->data; cur = ch; }
-        it.len += t->data_size;
-        if (w->chunks[ch].last == i) it.token = (int32_t)ch;
+    } else {
+        for (i = 0; i < w->nents; i++) {
+            size_t e = ord[i];
+            if (w->ents[e].data_size) w->chunks[w->echk[e]].last = i;
+        }
+        for (i = 0; i < w->nents; i++) {
+            const sts_tensor_spec *t = &w->ents[ord[i]];
+            size_t ch = w->echk[ord[i]];
+            if (!t->data_size) continue;
+            if (it.len && (ch != cur || it.p + it.len != (const uint8_t *)t->data)) STS__KV_PIECE();
+            if (!it.len) { it.p = (const uint8_t *)t->data; cur = ch; }
+            it.len += t->data_size;
+            if (w->chunks[ch].last == i) it.token = (int32_t)ch;
+        }
     }
+#undef STS__KV_PIECE
     if (it.len) { it.more = 0; batch[nbatch++] = it; }
     if (nbatch) sts__wb_put_n(&w->wb, batch, nbatch);
     for (k = 0; k < w->nchunks; k++)

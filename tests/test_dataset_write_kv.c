@@ -14,7 +14,10 @@
    - the roller with a small target (target_shard_bytes): shards within the
      target unless a single row is larger, never rolled while the next row would have fitted,
      rows never split, memory bounded; one run at the real minimum of 50 MB with ~120 MB of data
-     (skipped under STS_TEST_LEVEL=quick). */
+     (skipped under STS_TEST_LEVEL=quick);
+   - shards in layout order (sorted keys, escaped names, an order broken mid-shard, lastWin, cells
+     larger than a 4 MiB write chunk whose chunks a later shard opens out of their own order):
+     each the reference writer's bytes, with its message's CRC-32C checked bit by bit. */
 #define _POSIX_C_SOURCE 200809L
 #ifndef STS_TEST_LINKED  /* the Makefile links tests/sts_impl.c's object instead */
 #define STS_IMPLEMENTATION
@@ -1110,9 +1113,14 @@ static uint64_t k1_bytes(const k1row *r) {
     return b;
 }
 /* The rows' tensors in shard s (a later row with the same key replaces, lastWin). */
+static size_t k1_most(const k1row *rs, size_t n) {  /* the largest row's x bytes, at least 64 KiB */
+    size_t i, most = 1 << 16;
+    for (i = 0; i < n; i++) if (k1_bytes(&rs[i]) > most) most = (size_t)k1_bytes(&rs[i]);
+    return most;
+}
 static void k1_expect(const k1row *rs, size_t n, uint32_t s, size_t extra, du_tl *tl) {
     size_t i;
-    uint8_t *d = (uint8_t *)malloc(1 << 16);
+    uint8_t *d = (uint8_t *)malloc(k1_most(rs, n));
     char name[64];
     assert_non_null(d);
     for (i = 0; i < n; i++) {
@@ -1140,7 +1148,7 @@ static void k1_run(const char *label, k1row *rs, size_t n, uint64_t target, int 
     sts_error e;
     sts_task_writer *w;
     sts_value v[4];
-    uint8_t *d = (uint8_t *)malloc(1 << 16), y[16], z[3];
+    uint8_t *d = (uint8_t *)malloc(k1_most(rs, n)), y[16], z[3];
     char *msg;
     size_t len, i;
     tf_names names;
@@ -1268,6 +1276,16 @@ static void test_in_order_shards(void **state) {
     rs[150].klen = strlen(rs[150].key);
     k1_run("lastWin", rs, n, 40000, 1, &notes);
     k1_run("lastWin, one shard", rs, n, 10000000, 1, &notes);
+    /* 5. a cell larger than a 4 MiB write chunk gets a chunk of its own: the second shard opens that
+          chunk (the only one it fits) before the first one, so its data must go out in the order
+          the chunks opened, not in the chunks' own order */
+    for (n = 0; n < 4; n++) {
+        snprintf(rs[n].key, sizeof rs[n].key, "big-%u", (unsigned)n);
+        rs[n].klen = strlen(rs[n].key);
+        rs[n].rank = 1;
+        rs[n].shape[0] = n % 3 ? ((uint64_t)1 << 20) + 1 : 4;  /* 16 bytes, 4 MiB + 4, 4 MiB + 4, 16 */
+    }
+    k1_run("a cell over a chunk", rs, n, ((uint64_t)4 << 20) + 4096, 0, &notes);
     free(rs);
     tu_notes_done(&notes, "in-order shards");
 }
