@@ -8576,10 +8576,8 @@ struct sts_task_writer {
     uint32_t *efix;                 /* per entry: header bytes without its offsets (sts__entry_fixed) */
     size_t *ord;                    /* the layout order of ents[0..nord), kept across exact counts */
     size_t nord, efix_cap, ord_cap;
-    char *scratch;                  /* one row's names */
-    size_t scratch_cap;
     /* KV: one row's tensors, worked out once per row (ncols each) */
-    sts_tensor_spec *rspec;         /* name (in scratch), dtype, rank, shape, data_size */
+    sts_tensor_spec *rspec;         /* name (at the names arena's end), dtype, rank, shape, data_size */
     uint64_t *rhash, *rfix, *rcount;
     uint64_t *rslot;                /* 1 when the cell has its fixed column's dtype and shape; then the key
                                        index slot its name probed: 4 x slot, + 2 for that, + 1 if it was empty */
@@ -9279,27 +9277,26 @@ STS__PRIVATE sts__chunk *sts__kv_names_chunk(sts_task_writer *w, size_t cap) {
     return c;
 }
 #define STS__NAMES_CHUNK ((size_t)1 << 20)
-STS__PRIVATE char *sts__kv_name_store(sts_task_writer *w, const char *name, size_t len) {  /* stable copy */
-    char *p;
-    if (w->names_left < len + 1) {
-        size_t cap = len + 1 > STS__NAMES_CHUNK ? len + 1 : STS__NAMES_CHUNK;
-        sts__chunk *c = w->names_spare;
-        if (c && cap == STS__NAMES_CHUNK) w->names_spare = NULL;
-        else if (!(c = sts__kv_names_chunk(w, cap))) return NULL;
-        c->next = w->names;
-        w->names = c;
-        w->names_left = cap;
-        /* the next chunk now, so that the I/O thread has faulted it in by the time this one is full
-           (filled at once, the new chunk's pages fault on the caller's thread first: 2.2k page
-           faults there for 1M rows); only where sts__kv_ahead works, and a hint: none is no error */
-        if (!w->names_spare && w->wb.threaded && !w->c.mem.a.alloc)
-            w->names_spare = sts__kv_names_chunk(w, STS__NAMES_CHUNK);
-    }
-    p = (char *)(w->names + 1) + (w->names->size - sizeof(sts__chunk) - w->names_left);
-    sts__kv_copy(p, name, len);
-    p[len] = 0;
-    w->names_left -= len + 1;
-    return p;
+/* Room for a row's names (`need` bytes, NULs included) at the end of the names arena: they are
+   built there (sts__kv_names) and kept where they are when the row is taken (sts__kv_append);
+   the current chunk's tail is left behind when too short. 0 when out of memory (nothing changed). */
+STS__PRIVATE int sts__kv_names_room(sts_task_writer *w, size_t need) {
+    size_t cap = need > STS__NAMES_CHUNK ? need : STS__NAMES_CHUNK;
+    sts__chunk *c = w->names_spare;
+    if (c && cap == STS__NAMES_CHUNK) w->names_spare = NULL;
+    else if (!(c = sts__kv_names_chunk(w, cap))) return 0;
+    c->next = w->names;
+    w->names = c;
+    w->names_left = cap;
+    /* the next chunk now, so that the I/O thread has faulted it in by the time this one is full
+       (filled at once, the new chunk's pages fault on the caller's thread first: 2.2k page faults
+       there for 1M rows); only where sts__kv_ahead works, and a hint: none is no error */
+    if (!w->names_spare && w->wb.threaded && !w->c.mem.a.alloc)
+        w->names_spare = sts__kv_names_chunk(w, STS__NAMES_CHUNK);
+    return 1;
+}
+STS__INLINE char *sts__kv_names_end(const sts_task_writer *w) {  /* the arena's first free byte */
+    return (char *)(w->names + 1) + (w->names->size - sizeof(sts__chunk) - w->names_left);
 }
 /* 8-aligned */
 STS__PRIVATE const uint64_t *sts__kv_shape_store(sts_task_writer *w, const uint64_t *dims, uint32_t rank) {
@@ -9894,19 +9891,18 @@ STS__PRIVATE sts_result sts__kv_check(sts_task_writer *w, const sts_value *row, 
     x->names = names;
     return STS_OK;
 }
-/* Row phase 2, the tensor names (key + kv_separator + column, in the scratch buffer): each checked
-   against the reserved name and the task's keys (duplicatesStrategy=fail) before anything
-   changes; the row's entries (rspec, rfix, rhash, rrep) and what they add to the shard. */
+/* Row phase 2, the tensor names (key + kv_separator + column, each with a NUL, built at the end of
+   the names arena, where the new ones stay if the row is taken): each checked against the
+   reserved name and the task's keys (duplicatesStrategy=fail) before anything changes; the row's
+   entries (rspec, rfix, rhash, rrep) and what they add to the shard. */
 STS__PRIVATE sts_result sts__kv_names(sts_task_writer *w, const sts_value *row, sts__kvrow *x, sts_error *err) {
     size_t i, nc = w->c.ncols, pos_end;
     uint64_t add_fixed = 0, add_data = 0;
     sts_result r;
-    if (x->names > w->scratch_cap) {
-        sts__free(&w->c.mem, w->scratch, w->scratch_cap);
-        w->scratch_cap = 0;
-        if (!(w->scratch = (char *)sts__alloc(&w->c.mem, x->names))) return sts__nomem(err, "a row's names");
-        w->scratch_cap = x->names;
-    }
+    char *base;
+    if (w->names_left < x->names + nc && !sts__kv_names_room(w, x->names + nc))
+        return sts__nomem(err, "a row's names");
+    base = sts__kv_names_end(w);
     if ((w->kidx || w->nkeys + nc > w->keys_cap || w->nkeys + nc > (size_t)STS__EMPTY) &&
         (r = sts__kv_keys_reserve(w, nc, err)) != STS_OK)
         return sts__task_fail(w, r);
@@ -9917,20 +9913,21 @@ again:
         sts__ocol *o = &w->c.cols[i];
         const sts_value *v = &row[o->in];
         sts_tensor_spec *e = &w->rspec[i];
-        char *n = w->scratch + pos_end;
+        char *n = base + pos_end;
         size_t nl = x->klen + w->c.sep_len + o->name_len, pos;
         uint64_t b = e->data_size;
         uint32_t slot;
         sts__kv_copy(n, x->key, x->klen);
         sts__kv_copy(n + x->klen, w->c.sep, w->c.sep_len);
         sts__kv_copy(n + x->klen + w->c.sep_len, o->name, o->name_len);
-        pos_end += nl;
+        n[nl] = 0;
+        pos_end += nl + 1;
         if (nl == 12 && memcmp(n, "__metadata__", 12) == 0)
             return sts__failx(err, STS_RULE_ROW_VALUE, "row %U: key %q and column %q make the tensor name "
                                                        "\"__metadata__\", which readers take for the metadata",
                              w->calls, x->key, x->klen, o->name, o->name_len);
         if (!w->kidx) {  /* ascending names: new unless this one is not after the last */
-            const char *pn = i ? n - (x->klen + w->c.sep_len + w->c.cols[i - 1].name_len) : NULL;
+            const char *pn = i ? n - (x->klen + w->c.sep_len + w->c.cols[i - 1].name_len + 1) : NULL;
             size_t pl = i ? x->klen + w->c.sep_len + w->c.cols[i - 1].name_len : 0;
             if (!i && w->nkeys) { pn = w->keys[w->nkeys - 1].name; pl = w->keys[w->nkeys - 1].len; }
             if (!pn || sts__kv_name_less(pn, pl, n, nl)) {
@@ -10069,9 +10066,12 @@ STS__PRIVATE sts_result sts__kv_append(sts_task_writer *w, const sts_value *row,
         if (w->kidx && (w->rslot[i] & 1) && w->kindex.slots[pos] != STS__EMPTY)
             pos = sts__index_probe(&w->kindex, &x->kn, w->rhash[i], t->name, t->name_len);
         if (!w->kidx || w->kindex.slots[pos] == STS__EMPTY) {
+            char *at = sts__kv_names_end(w);
             k = &w->keys[w->nkeys];
-            if (!(k->name = sts__kv_name_store(w, t->name, t->name_len)))
-                return sts__task_fail(w, sts__nomem(err, "a key"));
+            /* kept where sts__kv_names built it, moved down over the names of keys already known */
+            if (t->name != at) memmove(at, t->name, t->name_len + 1);
+            k->name = at;
+            w->names_left -= t->name_len + 1;
             k->hash = w->rhash[i];
             k->len = t->name_len;
             k->shard = (uint32_t)-1;
@@ -10324,7 +10324,6 @@ STSDEF void sts_task_close(sts_task_writer *w) {
     for (c = w->names; c;) { sts__chunk *next = c->next; sts__free(&m, c, c->size); c = next; }
     if (w->names_spare) sts__free(&m, w->names_spare, w->names_spare->size);
     sts__kv_shapes_free(w);
-    sts__free(&m, w->scratch, w->scratch_cap);
     sts__free(&m, w->sink, sizeof *w->sink);
     sts__free(&m, w->hbuf, w->hbuf_cap);
     sts__free(&m, w->dir, w->dir_size);

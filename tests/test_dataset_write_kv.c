@@ -1366,9 +1366,63 @@ static void test_dup_after_ascending(void **state) {
     sts_free(NULL, msg, len + 1);
     tf_rmtree(root);
 }
+/* lastWin, columns "x" and "_x": key "a_" names "a___x", which key "a" already made with its
+   second column, and a new "a____x". The writer builds a row's names where it keeps the new ones:
+   the new second name moves down over the first, known one. One shard, the reference layout of
+   the rows (row 2's x replacing row 1's _x), with lastWin in the open shard. */
+static void test_last_win_known_then_new_name(void **state) {
+    static const sts_column schema[3] = { { "k", STS_VALUE_STRING, STS_DTYPE_U8 }, { "x", STS_VALUE_TENSOR, STS_DTYPE_U8 },
+                                          { "_x", STS_VALUE_TENSOR, STS_DTYPE_U8 } };
+    static const char *keys[] = { "a", "a_", "b" };
+    char root[64], p[256], name[32];
+    sts_write_config c;
+    sts_error e;
+    sts_task_writer *w;
+    sts_value v[3];
+    uint8_t d[2][4];
+    uint64_t shape[1] = { 4 };
+    du_tl tl = { 0, 0, 0 };
+    tu_sb notes = { 0, 0, 0 };
+    tf_names names;
+    char *msg;
+    size_t len, i, j;
+    (void)state;
+    tf_tmpdir(root, sizeof root);
+    memset(&c, 0, sizeof c);
+    c.name_col = "k";
+    c.no_fsync = 1;
+    c.duplicates = STS_DUPLICATES_LAST_WIN;
+    DU_OK("prepare", sts_dataset_prepare(root, &c, schema, 3, NULL, &e), e);
+    DU_OK("open", sts_task_open(root, 0, &c, schema, 3, NULL, &w, &e), e);
+    for (i = 0; i < 3; i++) {
+        memset(v, 0, sizeof v);
+        v[0].data = keys[i]; v[0].size = strlen(keys[i]);
+        for (j = 0; j < 2; j++) {
+            memset(d[j], (int)(10 * i + j + 1), 4);
+            v[1 + j].data = d[j]; v[1 + j].size = 4; v[1 + j].dtype = STS_DTYPE_U8; v[1 + j].rank = 1;
+            v[1 + j].shape = shape;
+            snprintf(name, sizeof name, "%s__%s", keys[i], j ? "_x" : "x");
+            du_tl_put(&tl, name, strlen(name), STS_DTYPE_U8, 1, shape, d[j], 4, 1);
+        }
+        DU_OK(keys[i], sts_task_write(w, v, &e), e);
+    }
+    DU_OK("commit", sts_task_commit(w, &msg, &len, &e), e);
+    sts_task_close(w);
+    assert_int_equal(tl.n, 5);  /* "a___x" once, row 2's */
+    names = du_list_shards(root);
+    assert_int_equal(names.n, 1);
+    tf_join(p, sizeof p, root, names.v[0]);
+    du_expect_file_note(&notes, "known then new name", p, &tl);
+    tu_notes_done(&notes, "known then new name");
+    tf_names_free(&names);
+    du_tl_free(&tl);
+    sts_free(NULL, msg, len + 1);
+    tf_rmtree(root);
+}
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_last_win_known_then_new_name),
         cmocka_unit_test(test_golden_plain),
         cmocka_unit_test(test_golden_index),
         cmocka_unit_test(test_golden_last_win),
