@@ -19,7 +19,9 @@
 # Environment: MATRIX_GCC MATRIX_GXX MATRIX_CLANG MATRIX_CLANGXX (compilers; defaults gcc, g++,
 # $CLANG or clang, clang++), MATRIX_JOBS (parallel compilations; default: the number of CPUs),
 # MATRIX_KEEP=1 (keep the work folder), MATRIX_ONLY=ERE (only configurations whose name matches),
-# EXAMPLES_MATRIX (the examples to compile; default: what examples/*.mk list, asked of make).
+# EXAMPLES_MATRIX (the examples to compile; default: what examples/*.mk list, asked of make),
+# MATRIX_EXAMPLES_GCC_O2=0 (leave out the examples' gcc -O2 builds: make test sets it, since its
+# steps build every example that way: sts in test-build, build/demo in test-demo, sts_mpi in test-mpi).
 # Exit status 1 if any configuration fails; a skipped one (a tool missing) is listed as SKIP.
 # Helper sources live in tests/matrix/. Run from anywhere; paths are taken from this script.
 set -u
@@ -218,6 +220,8 @@ for entry in $EXAMPLES_MATRIX; do
     esac
     for comp in gcc clang; do
         for opt in $(opts gnu $comp); do
+            # under make test the steps build each example with gcc -O2 and these flags themselves
+            if [ "${MATRIX_EXAMPLES_GCC_O2:-1}" = 0 ] && [ "$comp:$opt" = gcc:-O2 ]; then continue; fi
             job "example ${src#examples/} c99 $comp $opt" \
                 "$(cc_cmd "$comp") -std=c99 $opt -g $WARN -I$(q "$ROOT") $flags $(q "$ROOT/$src") $libs -o prog"
         done
