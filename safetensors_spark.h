@@ -3466,7 +3466,7 @@ STS__PRIVATE sts_result sts__finish_open(sts_file *f, const sts_options *o, sts_
 STSDEF sts_result sts_parse(const void *bytes, size_t size, const sts_options *opts, sts_file **out, sts_error *err) {
     sts__mem m = sts__mem_from(opts);
     sts_file *f;
-    uint64_t n;
+    uint64_t n = 0;  /* set before use; zero for -O2 maybe-uninitialized under STS_STATIC */
     sts_result r;
     if (!out || (!bytes && size)) return sts__failx(err, STS_RULE_ARGUMENT, "sts_parse needs bytes and out");
     if (!sts__mem_valid(&m)) return sts__failx(err, STS_RULE_ARGUMENT, "the allocator needs all three hooks or none");
@@ -12549,7 +12549,7 @@ STS__PRIVATE sts_result sts__ds_keys(const sts_dataset *cds, const sts__keymap *
     if (!(k = sts__keymap_new(ds))) return sts__nomem(err, "the key table");
     sts__hread_init(&hr, &ds->mem, NULL);  /* the headers one after another, as a scan reads them */
     for (i = 0; i < ds->nfiles && r == STS_OK; i++) {
-        sts_file *f;
+        sts_file *f = NULL;  /* for -O2 maybe-uninitialized under STS_STATIC */
         size_t t;
         if ((r = sts__hread_open(&hr, ds->files[i].path, ds->files[i].size, &f, err)) != STS_OK) {
             r = sts__ds_name_file(err, r, &ds->files[i]);

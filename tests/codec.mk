@@ -13,7 +13,7 @@ $(BUILD)/unit/test_codec $(BUILD)/asan/test_codec $(BUILD)/vg/test_codec: tests/
 
 $(BUILD)/unit/test_codec_nosimd: tests/test_codec.c tests/codec_ref.h $(HEADER)
 	@mkdir -p $(dir $@)
-	$(CC) -std=c99 $(OPT) $(STS_WARN) -DSTS_NO_SIMD -o $@ $< -lm -lpthread
+	$(CC) -std=c99 $(OPT) $(STS_WARN) -DSTS_NO_SIMD -DSTS_STATIC -o $@ $< -lm -lpthread
 
 $(BUILD)/codec/libsts_codec.so: tests/codec_shlib.c $(HEADER)
 	@mkdir -p $(dir $@)

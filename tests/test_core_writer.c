@@ -53,7 +53,7 @@ static void expect_write(const sts_tensor_spec *specs, size_t n, const sts_kv *m
     rec_sink rs;
     sts_sink sink;
     uint64_t hs = 0, fs = 0;
-    sts_file *f;
+    sts_file *f = NULL;
     sts_options strict;
     cu_err_poison(&e);
     if (sts_write_memory(specs, n, meta, n_meta, NULL, &out, &size, &e) != STS_OK) fail_msg("write failed: %s", e.message);

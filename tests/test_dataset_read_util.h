@@ -223,7 +223,7 @@ DR_FN void dr_write_batch(const char *dir, const dr_batch *b) {
     assert_true(b->tasks <= 8);
     DR_OK(sts_dataset_prepare(dir, &c, DR_BATCH_SCHEMA, 2, NULL, &e));
     for (t = 0; t < b->tasks; t++) {
-        sts_task_writer *w;
+        sts_task_writer *w = NULL;
         uint64_t r;
         DR_OK(sts_task_open(dir, t, &c, DR_BATCH_SCHEMA, 2, NULL, &w, &e));
         for (r = 0; r < b->rows_per_task[t]; r++) {

@@ -247,7 +247,7 @@ static int run_case(tu_sb *notes, const char *root, int idx, const lcase *k) {
     {   /* a long scan sees every tensor once (the "a" column's too), a wide one a row per file */
         sts_scan_spec sp;
         sts_scan *s;
-        const sts_view *cells;
+        const sts_view *cells = NULL;
         size_t ncells, seen = 0, found = 0, rows_seen = 0, files, per;
         int pass;
         for (pass = 0; pass < 2; pass++) {

@@ -346,8 +346,8 @@ static void test_sha256sum(void **state) {
         uint64_t shape[2] = { 10, 100 };
         sts_tensor_spec spec;
         sts_error err;
-        void *bytes;
-        size_t size;
+        void *bytes = NULL;
+        size_t size = 0;
         int k;
         for (k = 0; k < 1000; k++) w[k] = (float)k * 0.25f;
         memset(&spec, 0, sizeof spec);
