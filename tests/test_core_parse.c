@@ -1205,8 +1205,8 @@ static void test_find_many(void **state) {
     size_t big = 100000, small = 1000, i;
     char (*names)[16] = (char (*)[16])malloc(big * 16);
     size_t *lens = (size_t *)malloc(big * sizeof *lens);
-    void *b1, *b2;
-    size_t s1, s2;
+    void *b1 = NULL, *b2 = NULL;  /* set by sts_write_memory; NULL for gcc -O1 maybe-uninitialized */
+    size_t s1 = 0, s2 = 0;
     sts_file *f1, *f2;
     (void)state;
     assert_non_null(names);

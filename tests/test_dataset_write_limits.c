@@ -246,7 +246,7 @@ static int run_case(tu_sb *notes, const char *root, int idx, const lcase *k) {
     }
     {   /* a long scan sees every tensor once (the "a" column's too), a wide one a row per file */
         sts_scan_spec sp;
-        sts_scan *s;
+        sts_scan *s = NULL;
         const sts_view *cells = NULL;
         size_t ncells, seen = 0, found = 0, rows_seen = 0, files, per;
         int pass;
