@@ -68,7 +68,7 @@ fuzz-cov-$(1): $$(FUZZ_DIR)/cov_$(1)
 endef
 $(foreach t,$(FUZZ_TARGETS),$(eval $(call FUZZ_TARGET_RULES,$(t))))
 
-# the replay programs build $(JOBS) at a time (each compiles the whole header), then run in turn
+# the replay programs build $(JOBS) at a time (each compiles what its target reaches), then run in turn
 test-fuzz-replay:
 	@$(MAKE) --no-print-directory -j$(JOBS) $(addprefix $(FUZZ_DIR)/replay_,$(FUZZ_TARGETS))
 	@set -e; for t in $(FUZZ_TARGETS); do \
