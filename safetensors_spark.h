@@ -4450,19 +4450,22 @@ STS__PRIVATE int sts__pwrite_all(const sts__mem *m, int fd, const void *src, uin
    works while rows come and the seal's fsync waits for the last pieces only. A digest hook
    (sts__wb.digest) sees the bytes of the items marked for it, in the file's order, on the thread
    that writes them, and each such file's end: the KV writer's shard CRC-32C, whose state the
-   caller reads only once the queue is idle. */
+   caller reads only once the queue is idle. A DIGEST item hands the hook bytes ahead of their
+   write (a filled KV chunk, while it is still in the cache and the thread has time), so that the
+   write finds their CRC made. */
 #if !defined(STS_NO_THREADS)
 #  include <pthread.h>
 #  define STS__THREADS 1
 #endif
-enum { STS__WB_WRITE, STS__WB_PWRITE, STS__WB_TRUNCATE, STS__WB_SEAL, STS__WB_POPULATE };
+enum { STS__WB_WRITE, STS__WB_PWRITE, STS__WB_TRUNCATE, STS__WB_SEAL, STS__WB_POPULATE, STS__WB_DIGEST };
 #define STS__WB_RING 4096
 typedef struct sts__wbitem {
     const uint8_t *p;
     uint64_t len;          /* WRITE, PWRITE: bytes */
     uint64_t off;          /* PWRITE: file offset; TRUNCATE: the size */
     int fd, kind, durable; /* SEAL: fsync when durable, then close; WRITE, PWRITE: when durable, the
-                              file's writeback starts after; POPULATE: p, len (sts__populate) */
+                              file's writeback starts after; POPULATE: p, len (sts__populate);
+                              DIGEST: p, len to the digest hook, ahead of their write */
     int more;              /* WRITE: the next item joins this one's writev */
     int digest;            /* WRITE: the bytes go through the queue's digest hook before they are written;
                               SEAL: the hook hears that the file ends */
@@ -4479,9 +4482,10 @@ typedef struct sts__wb {
     const char *err_op;
     uint32_t err_shard;
     int threaded, started;
-    /* the digest hook, on the thread that writes (the caller's without one): (p, n) for bytes in
-       the file's order, (NULL, 0) at the file's end; NULL: none */
-    void (*digest)(void *user, const uint8_t *p, uint64_t n);
+    /* the digest hook, on the thread that writes (the caller's without one): (p, n, 0) for bytes in
+       the file's order, (NULL, 0, 0) at the file's end, (p, n, 1) for bytes that a later write of
+       this file may bring (a DIGEST item); NULL: none */
+    void (*digest)(void *user, const uint8_t *p, uint64_t n, int ahead);
     void *digest_user;
 #ifdef STS__THREADS
     pthread_t th;
@@ -4518,7 +4522,7 @@ STS__PRIVATE int sts__wb_run(sts__wb *q, sts__wbitem *it, size_t k, int failed, 
         return 0;
     }
     if (it[0].kind == STS__WB_SEAL) {
-        if (it[0].digest && q->digest) q->digest(q->digest_user, NULL, 0);
+        if (it[0].digest && q->digest) q->digest(q->digest_user, NULL, 0, 0);
         if (!failed && it[0].durable) {
             *op = "fsync";
             if ((e = sts__fault(m, "fsync")) == 0 && fsync(it[0].fd) != 0) e = errno;
@@ -4527,6 +4531,10 @@ STS__PRIVATE int sts__wb_run(sts__wb *q, sts__wbitem *it, size_t k, int failed, 
         return e;
     }
     if (failed) return 0;
+    if (it[0].kind == STS__WB_DIGEST) {
+        if (q->digest) q->digest(q->digest_user, it[0].p, it[0].len, 1);
+        return 0;
+    }
     if (it[0].kind == STS__WB_TRUNCATE) {
         *op = "ftruncate";
         e = sts__truncate_fd(m, it[0].fd, it[0].off);
@@ -4538,7 +4546,7 @@ STS__PRIVATE int sts__wb_run(sts__wb *q, sts__wbitem *it, size_t k, int failed, 
         struct iovec iov[STS__IOV_MAX];
         size_t i;
         for (i = 0; i < k; i++) {
-            if (it[i].digest && q->digest) q->digest(q->digest_user, it[i].p, it[i].len);
+            if (it[i].digest && q->digest) q->digest(q->digest_user, it[i].p, it[i].len, 0);
             iov[i].iov_base = (void *)(uintptr_t)it[i].p;
             iov[i].iov_len = (size_t)it[i].len;
         }
@@ -8502,6 +8510,7 @@ typedef struct sts__key {          /* KV: a tensor name written by this task */
 
 enum { STS__CHUNK_FREE, STS__CHUNK_OPEN, STS__CHUNK_LENT };
 /* last: flush scratch */
+#define STS__DIG_AHEAD 256         /* chunk CRCs made ahead: a 1000 MB shard's 4 MiB chunks */
 typedef struct sts__dchunk {
     uint8_t *p;                     /* cap bytes; 2 MiB-aligned inside its block with the default allocator */
     size_t cap, used;
@@ -8546,6 +8555,10 @@ struct sts_task_writer {
     /* A KV shard's CRC-32C: its data's, taken by the I/O thread as it writes the bytes (the digest
        hook, sts__kv_digest), joined to its header's once the shard is out (sts__wb_sync) */
     uint32_t dig_crc, dig_sealed;   /* the I/O thread's: the file so far; the last file's */
+    /* the I/O thread's too: CRCs of the open shard's filled chunks, made ahead of their write (DIGEST
+       items, queued while the shard is in order: its chunks then go out whole, in this order) */
+    struct { const uint8_t *p; uint64_t n; uint32_t crc; } dig_ahead[STS__DIG_AHEAD];
+    size_t dig_head, dig_n;
     uint32_t dig_hcrc;              /* the caller's: the sealed shard's header CRC, its data bytes and */
     uint64_t dig_data;              /* its number, or (size_t)-1 when none waits */
     size_t dig_shard;
@@ -8644,11 +8657,28 @@ STS__PRIVATE void sts__shard_free(sts_task_writer *w, sts__shard *s, int remove)
 }
 /* The digest hook of a KV task's queue (sts__wb.digest), on the I/O thread: the CRC-32C of the
    shard's data as it is written, in the file's order; at the file's end it is kept for the caller. */
-STS__PRIVATE void sts__kv_digest(void *user, const uint8_t *p, uint64_t n) {
+STS__PRIVATE void sts__kv_digest(void *user, const uint8_t *p, uint64_t n, int ahead) {
     sts_task_writer *w = (sts_task_writer *)user;
-    if (p) { w->dig_crc = sts__crc32c(w->dig_crc, p, (size_t)n); return; }
+    if (ahead) {  /* a filled chunk: its CRC now, while its bytes are in the cache */
+        if (w->dig_n < STS__DIG_AHEAD) {
+            size_t k = (w->dig_head + w->dig_n++) % STS__DIG_AHEAD;
+            w->dig_ahead[k].p = p;
+            w->dig_ahead[k].n = n;
+            w->dig_ahead[k].crc = sts__crc32c(0, p, (size_t)n);
+        }
+        return;
+    }
+    if (p) {  /* the bytes of the oldest chunk made ahead (they have not changed since), or any others */
+        if (w->dig_n && w->dig_ahead[w->dig_head].p == p && w->dig_ahead[w->dig_head].n == n) {
+            w->dig_crc = sts__crc32c_combine(w->dig_crc, w->dig_ahead[w->dig_head].crc, n);
+            w->dig_head = (w->dig_head + 1) % STS__DIG_AHEAD;
+            w->dig_n--;
+        } else w->dig_crc = sts__crc32c(w->dig_crc, p, (size_t)n);
+        return;
+    }
     w->dig_sealed = w->dig_crc;
     w->dig_crc = 0;
+    w->dig_head = w->dig_n = 0;  /* what was not used (the shard left its order) */
 }
 STS__PRIVATE sts_result sts__task_fail(sts_task_writer *w, sts_result r) {
     if (r != STS_OK && r != STS_ERR_SCHEMA && r != STS_ERR_DUPLICATE_KEY) w->failed = r;
@@ -9212,6 +9242,10 @@ STS__PRIVATE void *sts__kv_data(sts_task_writer *w, uint64_t bytes, sts_error *e
     if (w->chunk_at != (size_t)-1) {
         c = &w->chunks[w->chunk_at];
         if (c->cap - c->used >= bytes) { c->used += (size_t)bytes; return c->p + c->used - (size_t)bytes; }
+        /* the chunk is full, and no byte of it changes before it is written: in a shard in order, that
+           write is the chunk whole, so the I/O thread may take its CRC now (sts__kv_digest) */
+        if (!w->unsorted && w->wb.threaded && c->used)
+            sts__wb_queue(w, STS__WB_DIGEST, -1, c->p, c->used, 0, -1);
     }
     cap = bytes > STS__CHUNK ? (size_t)bytes : STS__CHUNK;
     for (;;) {

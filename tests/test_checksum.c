@@ -1,7 +1,8 @@
 /* test_checksum.c - CRC-32C (the shard checksum of the manifest): the published check value, the
    hardware path (SSE4.2 + PCLMUL, three lanes) against the portable table loop and against a
    bit-at-a-time reference written here from the polynomial, for lengths up to 40,000 bytes (every
-   one up to 300, then every 37th) at three alignments and for large buffers, and piecewise (a file in write order) against one pass. */
+   one up to 300, then every 37th) at three alignments and for large buffers, and piecewise (a file in write order) against one pass;
+   the KV writer's digest hook, with chunk CRCs made ahead of their write. */
 #define STS_IMPLEMENTATION
 #include "../safetensors_spark.h"
 #include <stdio.h>
@@ -78,6 +79,41 @@ int main(void) {
             want = sts__crc32c(want, zero, 12345);
             CHECK(sts__crc32c_zeros(77, ((uint64_t)40 << 20) + 12345) == want, "40 MiB + 12345 zeros");
         }
+    }
+    {   /* the KV writer's digest hook: chunk CRCs made ahead (DIGEST items) joined when the same
+           bytes are written; other pieces taken as they come; the rest dropped at the file's end */
+        sts_task_writer *w = (sts_task_writer *)calloc(1, sizeof *w);
+        const uint8_t *a = buf, *b = buf + 1000, *c = buf + 6000;
+        size_t k, len = 6077 < big ? 6077 : big;
+        uint32_t whole = sts__crc32c(0, buf, len);
+        if (!w) return 2;
+        /* a shard in order: two chunks ahead, then the file's data as the chunks whole and the last */
+        sts__kv_digest(w, a, 1000, 1);
+        sts__kv_digest(w, b, 5000, 1);
+        CHECK(w->dig_n == 2, "two chunks ahead: %zu", w->dig_n);
+        sts__kv_digest(w, a, 1000, 0);
+        sts__kv_digest(w, b, 5000, 0);
+        sts__kv_digest(w, c, len - 6000, 0);
+        CHECK(w->dig_n == 0, "both used: %zu left", w->dig_n);
+        sts__kv_digest(w, NULL, 0, 0);
+        CHECK(w->dig_sealed == whole && w->dig_crc == 0, "in order: %08x want %08x", (unsigned)w->dig_sealed, (unsigned)whole);
+        /* a shard that left its order: a chunk ahead, then its bytes in other pieces (not whole) */
+        sts__kv_digest(w, a, 1000, 1);
+        sts__kv_digest(w, a, 10, 0);
+        sts__kv_digest(w, a + 10, 990, 0);
+        sts__kv_digest(w, b, len - 1000, 0);
+        CHECK(w->dig_n == 1, "a chunk ahead but never written whole stays until the end");
+        sts__kv_digest(w, NULL, 0, 0);
+        CHECK(w->dig_sealed == whole && w->dig_n == 0, "out of order: %08x want %08x, %zu left", (unsigned)w->dig_sealed,
+              (unsigned)whole, w->dig_n);
+        /* more chunks ahead than the hook keeps (STS__DIG_AHEAD): the extra ones are taken as written */
+        for (k = 0; k < STS__DIG_AHEAD + 44; k++) sts__kv_digest(w, buf + 20 * k, 20, 1);
+        CHECK(w->dig_n == STS__DIG_AHEAD, "%zu kept ahead", w->dig_n);
+        for (k = 0; k < STS__DIG_AHEAD + 44; k++) sts__kv_digest(w, buf + 20 * k, 20, 0);
+        sts__kv_digest(w, NULL, 0, 0);
+        CHECK(w->dig_sealed == sts__crc32c(0, buf, 20 * (STS__DIG_AHEAD + 44)), "past the room: %08x",
+              (unsigned)w->dig_sealed);
+        free(w);
     }
     free(buf);
     printf("test_checksum: %s (CRC-32C, %s path)\n", failures ? "FAILED" : "all checks passed",
