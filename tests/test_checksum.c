@@ -96,7 +96,8 @@ int main(void) {
         sts__kv_digest(w, c, len - 6000, 0);
         CHECK(w->dig_n == 0, "both used: %zu left", w->dig_n);
         sts__kv_digest(w, NULL, 0, 0);
-        CHECK(w->dig_sealed == whole && w->dig_crc == 0, "in order: %08x want %08x", (unsigned)w->dig_sealed, (unsigned)whole);
+        CHECK(w->dig_sealed == whole && w->dig_crc == 0, "in order: %08x want %08x", (unsigned)w->dig_sealed,
+              (unsigned)whole);
         /* a shard that left its order: a chunk ahead, then its bytes in other pieces (not whole) */
         sts__kv_digest(w, a, 1000, 1);
         sts__kv_digest(w, a, 10, 0);
@@ -104,8 +105,8 @@ int main(void) {
         sts__kv_digest(w, b, len - 1000, 0);
         CHECK(w->dig_n == 1, "a chunk ahead but never written whole stays until the end");
         sts__kv_digest(w, NULL, 0, 0);
-        CHECK(w->dig_sealed == whole && w->dig_n == 0, "out of order: %08x want %08x, %zu left", (unsigned)w->dig_sealed,
-              (unsigned)whole, w->dig_n);
+        CHECK(w->dig_sealed == whole && w->dig_n == 0, "out of order: %08x want %08x, %zu left",
+              (unsigned)w->dig_sealed, (unsigned)whole, w->dig_n);
         /* more chunks ahead than the hook keeps (STS__DIG_AHEAD): the extra ones are taken as written */
         for (k = 0; k < STS__DIG_AHEAD + 44; k++) sts__kv_digest(w, buf + 20 * k, 20, 1);
         CHECK(w->dig_n == STS__DIG_AHEAD, "%zu kept ahead", w->dig_n);
