@@ -14933,7 +14933,7 @@ STS__PRIVATE void sts__st_desc(sts_tensor_desc *d, const sts_file *sf, const sts
 STS__PRIVATE sts_result sts__st_open(void *user, sts_builder *b, sts_error *err) {
     sts_archive *a = b->a;
     sts__arpart *p = a->files[0].part;
-    sts_file *sf;
+    sts_file *sf = NULL;  /* set before use; NULL for -O2 maybe-uninitialized under STS_STATIC */
     sts_result r;
     size_t i;
     (void)user;
@@ -15433,7 +15433,7 @@ STS__PRIVATE sts_result sts__ds_ar_open(void *user, sts_builder *b, sts_error *e
     sts_scan_spec spec;
     sts_scan *sc = NULL;             /* sts_scan_open leaves it unset when it fails */
     sts_dataset_info info;
-    const sts_view *cells;
+    const sts_view *cells = NULL;    /* likewise sts_scan_next's (and for gcc -O2 under STS_STATIC) */
     size_t ncells, i;
     sts_result r;
     (void)user;

@@ -66,7 +66,7 @@ static int write_dataset(const char *dir, sts_write_config *cfg, const data *d, 
     int t;
     CHECK(sts_dataset_prepare(dir, cfg, schema, 4, NULL, &err));
     for (t = 0; t < TASKS; t++) {  /* in Spark these are separate tasks, possibly separate processes */
-        sts_task_writer *w;
+        sts_task_writer *w = NULL;
         size_t i, from = (size_t)t * SAMPLES / TASKS, to = (size_t)(t + 1) * SAMPLES / TASKS;
         CHECK(sts_task_open(dir, (uint32_t)t, cfg, schema, 4, NULL, &w, &err));
         for (i = from; i < to; i++) {

@@ -1557,7 +1557,7 @@ static int cmd_pack(int argc, char **argv) {
     char *keys_text = NULL, **keys = NULL, *msg;
     size_t msg_len, keys_len = 0;
     int i, code = 0, key_col = -1, tty = isatty(2), created = 0, literal = 0;
-    sts_task_writer *w;
+    sts_task_writer *w = NULL;
     sts_dataset_summary sum;
     sbuf cols_opt, shapes, line;
     input_set in;
@@ -1872,6 +1872,7 @@ static int cmd_check(int argc, char **argv) {
     sts_result r;
     int k;
     memset(&cfg, 0, sizeof cfg);
+    memset(&rep, 0, sizeof rep);
     for (k = 1; k < argc; k++) {
         if (strcmp(argv[k], "--data") == 0) cfg.data = 1;
         else if (argv[k][0] == '-' && argv[k][1]) return usage_error("unknown option %s", argv[k]);
@@ -2006,8 +2007,8 @@ static int cmd_lineage(int argc, char **argv) {
     const char *dir = NULL;
     sts_lineage_config c;
     sts_error e;
-    char *rec;
-    size_t len;
+    char *rec = NULL;
+    size_t len = 0;
     int k, literal = 0;
     memset(&c, 0, sizeof c);
     for (k = 1; k < argc; k++) {
@@ -2400,7 +2401,7 @@ static int cmd_bench(int argc, char **argv) {
     uint64_t off = 0, total;
     double best = 1e9, t;
     int rep;
-    sts_file *f;
+    sts_file *f = NULL;
     sts_error e;
     size_t nconv = (size_t)64 << 20;
     float *src;

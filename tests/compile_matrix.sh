@@ -6,7 +6,8 @@
 # modes, the cuts, the linkage). -O2 is added where the optimiser matters:
 #   - gcc and g++ warn from the optimiser (maybe-uninitialized, array-bounds, stringop-*,
 #     alloc-size, null-dereference): -O2 wherever the code compiled differs (the implementation
-#     in C and in C++, NDEBUG, the three cuts together, two STS_STATIC TUs, each example), not
+#     in C and in C++, NDEBUG, the three cuts together, two STS_STATIC TUs, each example, the CLI
+#     and the demo with STS_STATIC), not
 #     where the same implementation text is compiled again with another caller, linkage or
 #     allocator call (C11 / C++17, double inclusion, declarations TU + implementation TU, each
 #     single cut, the allocator macros, the two quick starts): the C99 / C++11 implementation
@@ -118,6 +119,13 @@ for comp in gcc clang g++ clang++; do
     program "include twice with STS_IMPLEMENTATION $std $comp -O0" $comp $std -O0 "" twice.c
     program "include plain, then with STS_IMPLEMENTATION $std $comp -O0" $comp $std -O0 "" decl_then_impl.c
     case $comp in gcc|clang) program "declarations TU + implementation TU c99 $comp -O0" $comp c99 -O0 "" user.c lib.c ;; esac
+done
+# STS_STATIC lets gcc inline public functions into their callers, so its -O2 optimiser warnings
+# (maybe-uninitialized) follow each caller's paths: the CLI, which calls nearly every public
+# function, and the demo, built that way and compiled only (other steps run them built as usual).
+for src in examples/sts.c examples/demo.c; do
+    job "STS_STATIC ${src#examples/} c99 gcc -O2" \
+        "$GCC -std=c99 -O2 $WARN -DSTS_STATIC -pthread -I$(q "$ROOT") $(q "$ROOT/$src") -o prog"
 done
 # C++ user of a C-compiled implementation: the declarations' extern "C" block must match.
 job "C++ declarations TU + C implementation TU g++/gcc -O0" \
