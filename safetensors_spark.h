@@ -14615,8 +14615,8 @@ STSDEF sts_result sts_archive_sha256(const sts_archive *a, const sts_tensor_desc
                                      sts_error *err) {
     sts_cursor *c;
     sts_sha256 sha;
-    const void *chunk;
-    size_t len;
+    const void *chunk = NULL;  /* set by each sts_cursor_next; initialised for gcc -O3's warnings */
+    size_t len = 0;
     sts_result r;
     if (!digest) return sts__failx(err, STS_RULE_ARGUMENT, "sts_archive_sha256 needs a digest buffer");
     if ((r = sts_cursor_open(a, d, 0, d ? d->nbytes : 0, (size_t)4 << 20, NULL, &c, err)) != STS_OK) return r;
@@ -16419,7 +16419,7 @@ STS__PRIVATE sts_result sts__ar_none(const sts_registry *reg, const sts_builder 
 }
 STSDEF sts_result sts_probe(const sts_registry *r, const sts_input *in, const sts_options *opts,
                             sts_probe_result *results, size_t nresults, size_t *winner, sts_error *err) {
-    sts_archive *a;
+    sts_archive *a = NULL;  /* set by sts__ar_new; initialised for gcc -O3's warnings under STS_STATIC */
     sts_builder b;
     sts_probe_result best;
     uint8_t pbuf[STS_PROBE_BYTES];

@@ -112,8 +112,8 @@ static int verify(const char *dir, int *files, uint64_t *tensors, uint64_t *byte
     sts_read_config rc;
     sts_scan_spec spec;
     sts_scan *sc;
-    const sts_view *cells;
-    size_t n;
+    const sts_view *cells = NULL;  /* set by sts_scan_next; initialised for gcc -O3's warnings */
+    size_t n = 0;
     sts_error err;
     sts_result r;
     memset(&rc, 0, sizeof rc);

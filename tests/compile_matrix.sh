@@ -6,8 +6,8 @@
 # modes, the cuts, the linkage). -O2 is added where the optimiser matters:
 #   - gcc and g++ warn from the optimiser (maybe-uninitialized, array-bounds, stringop-*,
 #     alloc-size, null-dereference): -O2 wherever the code compiled differs (the implementation
-#     in C and in C++, NDEBUG, the three cuts together, two STS_STATIC TUs, each example, the CLI
-#     and the demo with STS_STATIC), not
+#     in C and in C++, NDEBUG, the three cuts together, two STS_STATIC TUs, each example; and the
+#     CLI and the demo with STS_STATIC at -O2 and -O3, and at -O3 as they are), not
 #     where the same implementation text is compiled again with another caller, linkage or
 #     allocator call (C11 / C++17, double inclusion, declarations TU + implementation TU, each
 #     single cut, the allocator macros, the two quick starts): the C99 / C++11 implementation
@@ -120,12 +120,16 @@ for comp in gcc clang g++ clang++; do
     program "include plain, then with STS_IMPLEMENTATION $std $comp -O0" $comp $std -O0 "" decl_then_impl.c
     case $comp in gcc|clang) program "declarations TU + implementation TU c99 $comp -O0" $comp c99 -O0 "" user.c lib.c ;; esac
 done
-# STS_STATIC lets gcc inline public functions into their callers, so its -O2 optimiser warnings
-# (maybe-uninitialized) follow each caller's paths: the CLI, which calls nearly every public
-# function, and the demo, built that way and compiled only (other steps run them built as usual).
+# STS_STATIC lets gcc inline public functions into their callers, and -O3 inlines more, so the
+# optimiser's warnings (maybe-uninitialized) follow each caller's paths: the CLI, which calls
+# nearly every public function, and the demo, compiled only (other steps run them built as usual),
+# with STS_STATIC at -O2 and -O3 and plain at -O3 (release builds of programs that embed the header).
 for src in examples/sts.c examples/demo.c; do
-    job "STS_STATIC ${src#examples/} c99 gcc -O2" \
-        "$GCC -std=c99 -O2 $WARN -DSTS_STATIC -pthread -I$(q "$ROOT") $(q "$ROOT/$src") -o prog"
+    for v in "-DSTS_STATIC:-O2" "-DSTS_STATIC:-O3" ":-O3"; do
+        def=${v%%:*} opt=${v#*:}
+        job "${def:+STS_STATIC }${src#examples/} c99 gcc $opt" \
+            "$GCC -std=c99 $opt $WARN $def -pthread -I$(q "$ROOT") $(q "$ROOT/$src") -o prog"
+    done
 done
 # C++ user of a C-compiled implementation: the declarations' extern "C" block must match.
 job "C++ declarations TU + C implementation TU g++/gcc -O0" \
@@ -241,8 +245,8 @@ for c in "$GCC" "$GXX" "$CLANGC" "$CLANGXX"; do
     command -v "$c" > /dev/null 2>&1 || echo "matrix: compiler $c not found (its configurations will fail)"
 done
 [ "$n" -gt 0 ] || { echo "matrix: no configuration selected"; exit 1; }
-# The -O2 builds (about five times an -O0 build) start first, so that no CPU idles at the end.
-for f in $(grep -l -e '-O2' "$W"/jobs/*.name) $(grep -L -e '-O2' "$W"/jobs/*.name); do
+# The -O2 and -O3 builds (about five times an -O0 build) start first, so that no CPU idles at the end.
+for f in $(grep -l -e '-O[23]' "$W"/jobs/*.name) $(grep -L -e '-O[23]' "$W"/jobs/*.name); do
     [ -e "${f%.name}.sh" ] && echo "${f%.name}.sh"
 done | xargs -r -P "$JOBS" -n 1 bash -c 'bash "$0" > "${0%.sh}.log" 2>&1; echo $? > "${0%.sh}.rc"'
 
