@@ -1625,7 +1625,7 @@ STS__PRIVATE sts_result sts__failv(sts_error *err, sts_result code, sts_rule rul
     }
     return code;
 }
-STS__PRIVATE sts_result sts__fail(sts_error *err, sts_rule rule, uint64_t offset, const char *fmt, ...) {
+STS__PRIVATE sts_result sts__fail_f(sts_error *err, sts_rule rule, uint64_t offset, const char *fmt, ...) {
     sts_result r;
     va_list ap;
     va_start(ap, fmt);
@@ -1634,7 +1634,7 @@ STS__PRIVATE sts_result sts__fail(sts_error *err, sts_rule rule, uint64_t offset
     return r;
 }
 /* sts__fail where no file position applies (the offset is STS_OFFSET_UNKNOWN). */
-STS__PRIVATE sts_result sts__failx(sts_error *err, sts_rule rule, const char *fmt, ...) {
+STS__PRIVATE sts_result sts__failx_f(sts_error *err, sts_rule rule, const char *fmt, ...) {
     sts_result r;
     va_list ap;
     va_start(ap, fmt);
@@ -1642,8 +1642,8 @@ STS__PRIVATE sts_result sts__failx(sts_error *err, sts_rule rule, const char *fm
     va_end(ap);
     return r;
 }
-STS__PRIVATE sts_result sts__fail_code(sts_error *err, sts_result code, sts_rule rule, uint64_t offset,
-                                       const char *fmt, ...) {
+STS__PRIVATE sts_result sts__fail_code_f(sts_error *err, sts_result code, sts_rule rule, uint64_t offset,
+                                         const char *fmt, ...) {
     sts_result r;
     va_list ap;
     va_start(ap, fmt);
@@ -1651,9 +1651,18 @@ STS__PRIVATE sts_result sts__fail_code(sts_error *err, sts_result code, sts_rule
     va_end(ap);
     return r;
 }
-STS__PRIVATE sts_result sts__nomem(sts_error *err, const char *what) {
-    return sts__failx(err, STS_RULE_ALLOC, "out of memory while allocating %s", what);
+STS__PRIVATE sts_result sts__nomem_f(sts_error *err, const char *what) {
+    return sts__failx_f(err, STS_RULE_ALLOC, "out of memory while allocating %s", what);
 }
+/* The failure helpers as callers see them: their result is plainly not STS_OK. A variadic function
+   is never inlined, so without this the optimiser could not tell that `return sts__failx(...)`
+   never returns STS_OK, and a caller's out-parameter would count as unset on an STS_OK path: gcc
+   -O2 and -O3 would warn (maybe-uninitialized) in users' programs, mostly under STS_STATIC. */
+STS__INLINE sts_result sts__err(sts_result r) { return r != STS_OK ? r : STS_ERR_INVALID_ARGUMENT; }
+#define sts__fail(...) sts__err(sts__fail_f(__VA_ARGS__))
+#define sts__failx(...) sts__err(sts__failx_f(__VA_ARGS__))
+#define sts__fail_code(...) sts__err(sts__fail_code_f(__VA_ARGS__))
+#define sts__nomem(err, what) sts__err(sts__nomem_f((err), (what)))
 STS__PRIVATE void sts__ok(sts_error *err) {
     if (err) { err->code = STS_OK; err->offset = STS_OFFSET_UNKNOWN; err->rule = STS_RULE_NONE; err->message[0] = 0; }
 }
@@ -1947,7 +1956,7 @@ typedef struct sts__str { const char *p; size_t n; int esc; } sts__str; /* raw b
 STS__PRIVATE uint64_t sts__json_off(const sts__json *j, const uint8_t *at) {
     return j->off0 + (uint64_t)(at - j->base);
 }
-STS__PRIVATE sts_result sts__json_fail(sts__json *j, sts_rule rule, const uint8_t *at, const char *fmt, ...) {
+STS__PRIVATE sts_result sts__json_fail_f(sts__json *j, sts_rule rule, const uint8_t *at, const char *fmt, ...) {
     sts_result r, code;
     va_list ap;
     /* a document of ours: its own rule, the JSON detail in the message */
@@ -1968,6 +1977,7 @@ STS__PRIVATE sts_result sts__json_fail(sts__json *j, sts_rule rule, const uint8_
     }
     return r;
 }
+#define sts__json_fail(...) sts__err(sts__json_fail_f(__VA_ARGS__))  /* see sts__err */
 STS__PRIVATE const char *sts__json_what(const sts__json *j) {  /* the token at the cursor, for messages */
     if (j->p >= j->end) return j->doc ? "the end of the text" : "the end of the header";
     switch (*j->p) {
@@ -3630,10 +3640,11 @@ STS__PRIVATE const char *sts__errno_name(int e) {
     default: return "an operating-system error";
     }
 }
-STS__PRIVATE sts_result sts__fail_errno(sts_error *err, int e, const char *what, const char *path) {
-    return sts__failx(err, STS_RULE_IO, "%s %q failed: %s (errno %d)", what, path, path ? strlen(path) : (size_t)0,
-                     sts__errno_name(e), e);
+STS__PRIVATE sts_result sts__fail_errno_f(sts_error *err, int e, const char *what, const char *path) {
+    return sts__failx_f(err, STS_RULE_IO, "%s %q failed: %s (errno %d)", what, path, path ? strlen(path) : (size_t)0,
+                        sts__errno_name(e), e);
 }
+#define sts__fail_errno(err, e, what, path) sts__err(sts__fail_errno_f((err), (e), (what), (path)))  /* see sts__err */
 /* Read exactly len bytes at off; 0 on success, else an errno (EIO when the file ended early). */
 STS__PRIVATE int sts__pread_all(int fd, void *dst, uint64_t len, uint64_t off) {
     uint8_t *p = (uint8_t *)dst;

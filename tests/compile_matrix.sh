@@ -202,6 +202,11 @@ if ./prog \"\$PWD/missing.safetensors\" 2>err.txt; then echo 'a missing file was
 test -s err.txt"
         done
     done
+    # what a user's release build asks of it: gcc -O2 and -O3 with STS_STATIC (the optimiser's
+    # warnings follow the quick start's own paths through sts_open; compiled only)
+    for opt in -O2 -O3; do
+        job "README quick start STS_STATIC c99 gcc $opt" "$GCC -std=c99 $opt $WARN -DSTS_STATIC -I$(q "$ROOT") $(q "$RQ") -o prog"
+    done
 else
     job "README quick start" "echo 'no \`\`\`c block after ## Quick start in README.md, or mkmodel failed:'; cat $(q "$W/mkmodel.log"); exit 1"
 fi
