@@ -3476,7 +3476,7 @@ STS__PRIVATE sts_result sts__finish_open(sts_file *f, const sts_options *o, sts_
 STSDEF sts_result sts_parse(const void *bytes, size_t size, const sts_options *opts, sts_file **out, sts_error *err) {
     sts__mem m = sts__mem_from(opts);
     sts_file *f;
-    uint64_t n = 0;  /* set before use; zero for -O2 maybe-uninitialized under STS_STATIC */
+    uint64_t n;
     sts_result r;
     if (!out || (!bytes && size)) return sts__failx(err, STS_RULE_ARGUMENT, "sts_parse needs bytes and out");
     if (!sts__mem_valid(&m)) return sts__failx(err, STS_RULE_ARGUMENT, "the allocator needs all three hooks or none");
@@ -12594,7 +12594,7 @@ STS__PRIVATE sts_result sts__ds_keys(const sts_dataset *cds, const sts__keymap *
     if (!(k = sts__keymap_new(ds))) return sts__nomem(err, "the key table");
     sts__hread_init(&hr, &ds->mem, NULL);  /* the headers one after another, as a scan reads them */
     for (i = 0; i < ds->nfiles && r == STS_OK; i++) {
-        sts_file *f = NULL;  /* for -O2 maybe-uninitialized under STS_STATIC */
+        sts_file *f;
         size_t t;
         if ((r = sts__hread_open(&hr, ds->files[i].path, ds->files[i].size, &f, err)) != STS_OK) {
             r = sts__ds_name_file(err, r, &ds->files[i]);
@@ -14626,8 +14626,8 @@ STSDEF sts_result sts_archive_sha256(const sts_archive *a, const sts_tensor_desc
                                      sts_error *err) {
     sts_cursor *c;
     sts_sha256 sha;
-    const void *chunk = NULL;  /* set by each sts_cursor_next; initialised for gcc -O3's warnings */
-    size_t len = 0;
+    const void *chunk;
+    size_t len;
     sts_result r;
     if (!digest) return sts__failx(err, STS_RULE_ARGUMENT, "sts_archive_sha256 needs a digest buffer");
     if ((r = sts_cursor_open(a, d, 0, d ? d->nbytes : 0, (size_t)4 << 20, NULL, &c, err)) != STS_OK) return r;
@@ -14944,7 +14944,7 @@ STS__PRIVATE void sts__st_desc(sts_tensor_desc *d, const sts_file *sf, const sts
 STS__PRIVATE sts_result sts__st_open(void *user, sts_builder *b, sts_error *err) {
     sts_archive *a = b->a;
     sts__arpart *p = a->files[0].part;
-    sts_file *sf = NULL;  /* set before use; NULL for -O2 maybe-uninitialized under STS_STATIC */
+    sts_file *sf;
     sts_result r;
     size_t i;
     (void)user;
@@ -15444,7 +15444,7 @@ STS__PRIVATE sts_result sts__ds_ar_open(void *user, sts_builder *b, sts_error *e
     sts_scan_spec spec;
     sts_scan *sc = NULL;             /* sts_scan_open leaves it unset when it fails */
     sts_dataset_info info;
-    const sts_view *cells = NULL;    /* likewise sts_scan_next's (and for gcc -O2 under STS_STATIC) */
+    const sts_view *cells;
     size_t ncells, i;
     sts_result r;
     (void)user;
@@ -16430,7 +16430,7 @@ STS__PRIVATE sts_result sts__ar_none(const sts_registry *reg, const sts_builder 
 }
 STSDEF sts_result sts_probe(const sts_registry *r, const sts_input *in, const sts_options *opts,
                             sts_probe_result *results, size_t nresults, size_t *winner, sts_error *err) {
-    sts_archive *a = NULL;  /* set by sts__ar_new; initialised for gcc -O3's warnings under STS_STATIC */
+    sts_archive *a;
     sts_builder b;
     sts_probe_result best;
     uint8_t pbuf[STS_PROBE_BYTES];
