@@ -516,7 +516,7 @@ typedef struct sts_options {    /* zero-initialise: {0} means every default */
     uint64_t max_header_size;   /* 0 = STS_MAX_HEADER_SIZE; may only tighten */
     uint32_t max_depth;         /* 0 = STS_MAX_DEPTH; may only tighten */
     int strict;                 /* also reject what the format text forbids (STS_RULE_STRICT_*) */
-    int header_only;            /* read 8 + N bytes only; sts_data() then returns NULL */
+    int header_only;            /* read 8 + N bytes only (map them from 4 MiB); sts_data() then returns NULL */
     int no_mmap;                /* sts_open: read the file into memory rather than map it */
     int no_fsync;               /* sts_write_path: skip fsync (faster, not crash-safe) */
     uint64_t hash_seed;         /* name-index seed; 0 = derived per file from address entropy */
@@ -566,7 +566,8 @@ STSDEF sts_result sts_open_source(const sts_source *src, const sts_options *opts
                                   sts_error *err);
 #ifndef STS_NO_STDIO
 /* Maps the file (or reads it, under STS_NO_MMAP, opts->no_mmap, or when mmap fails), or with
-   opts->header_only reads exactly 8 + N bytes. Files over 4 GiB work on 64-bit hosts. */
+   opts->header_only reads exactly 8 + N bytes; a header of 4 MiB or more is mapped instead (its
+   pages only), unless no_mmap. Files over 4 GiB work on 64-bit hosts. */
 STSDEF sts_result sts_open(const char *path, const sts_options *opts, sts_file **out, sts_error *err);
 #endif
 STSDEF void sts_close(sts_file *f);
@@ -3874,6 +3875,9 @@ typedef struct sts__fmap {
     size_t page;        /* the page size, once asked */
     int mapped;
 } sts__fmap;
+/* sts_open with header_only maps a header of this size or more rather than reading it: a heap copy
+   that large is fresh memory (STS__FRESH_MIN), to be zeroed by the kernel and then copied into. */
+#define STS__MAP_HEADER STS__FRESH_MIN
 /* Maps (or reads) the size bytes of the open fd; with nul, the heap copy gets a NUL after them
    and is never mapped (text for the JSON readers). */
 STS__PRIVATE sts_result sts__map_fd(const sts__mem *m, int fd, uint64_t size, int no_mmap, int nul, sts__fmap *out,
@@ -3979,7 +3983,7 @@ STSDEF sts_result sts_open(const char *path, const sts_options *opts, sts_file *
     uint64_t size = 0, n = 0;  /* set before use; zero for -O2 maybe-uninitialized under STS_STATIC */
     sts_file *f;
     sts_result r;
-    int fd, e;
+    int fd, e, header_only;
     if (!path || !out) return sts__failx(err, STS_RULE_ARGUMENT, "sts_open needs a path and out");
     if (!sts__mem_valid(&m)) return sts__failx(err, STS_RULE_ARGUMENT, "the allocator needs all three hooks or none");
     if ((r = sts__open_regular(path, &fd, &size, err)) != STS_OK) return r;
@@ -3996,7 +4000,8 @@ STSDEF sts_result sts_open(const char *path, const sts_options *opts, sts_file *
     if (!(f = sts__file_new(&m))) { sts__close_fd(fd); return sts__nomem(err, "the file handle"); }
     f->header_len = n;
     f->file_size = size;
-    if (opts && opts->header_only) {  /* exactly 8 + N bytes are read */
+    header_only = opts && opts->header_only;
+    if (header_only && ((opts && opts->no_mmap) || n < STS__MAP_HEADER)) {  /* exactly 8 + N bytes are read */
         if (!(f->owned = sts__alloc(&m, (size_t)n))) {
             sts__close_fd(fd);
             sts_close(f);
@@ -4013,8 +4018,10 @@ STSDEF sts_result sts_open(const char *path, const sts_options *opts, sts_file *
         f->header = (const uint8_t *)f->owned;
         return sts__finish_open(f, opts, out, err);
     }
-    /* the same mapping as every other file */
-    r = sts__map_fd(&m, fd, size, opts && opts->no_mmap, 0, &map, path, err);
+    /* the same mapping as every other file; for a large header alone, its first 8 + N bytes: a copy
+       would cost fresh pages and their zeroing besides the copy (the commit of a 1M-key dataset reads
+       ~80 MB of shard headers that the writer has just left in the page cache) */
+    r = sts__map_fd(&m, fd, header_only ? 8 + n : size, opts && opts->no_mmap, 0, &map, path, err);
     sts__close_fd(fd);
     if (r != STS_OK) { sts_close(f); return r; }
     f->owned = map.p;

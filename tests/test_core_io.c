@@ -186,6 +186,82 @@ static void test_open_bytes_read(void **state) {
     tf_rmtree(dir);
 }
 
+/* A header of 4 MiB or more (STS__MAP_HEADER) is mapped by a header-only open rather than read: the
+   same tables, no data, nothing read but the 8-byte prefix; with no_mmap, 8 + N bytes are read. The
+   mapping holds the file's bytes as a read does: a file replaced after the open changes nothing. */
+static void test_open_large_header(void **state) {
+    enum { COUNT = 45000 };
+    static const uint64_t one[1] = { 1 };
+    char dir[256], path[512], *names;
+    uint8_t *bytes;
+    sts_tensor_spec *sp;
+    sts_options o;
+    sts_file *fp, *fh, *fr;
+    sts_error e;
+    void *mem;
+    size_t size, i;
+    long long got, slack;
+    uint64_t n;
+    (void)state;
+    tf_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/big.safetensors", dir);
+    sp = (sts_tensor_spec *)calloc(COUNT, sizeof *sp);
+    names = (char *)malloc((size_t)COUNT * 64);
+    bytes = (uint8_t *)malloc(COUNT);
+    assert_non_null(sp);
+    assert_non_null(names);
+    assert_non_null(bytes);
+    for (i = 0; i < COUNT; i++) {
+        char *nm = names + i * 64;
+        snprintf(nm, 64, "model.layers.%05u.self_attention.query_key_value.w", (unsigned)i);
+        bytes[i] = (uint8_t)(i * 13 + 5);
+        sp[i].name = nm; sp[i].name_len = strlen(nm); sp[i].dtype = STS_DTYPE_U8; sp[i].rank = 1;
+        sp[i].shape = one; sp[i].data = bytes + i; sp[i].data_size = 1;
+    }
+    if (sts_write_path(path, sp, COUNT, NULL, 0, NULL, &e) != STS_OK) fail_msg("write_path: %s", e.message);
+    assert_int_equal(sts_write_memory(sp, COUNT, NULL, 0, NULL, &mem, &size, &e), STS_OK);
+    n = cu_ld64((const uint8_t *)mem);
+    assert_true(n >= ((uint64_t)4 << 20));  /* past the size from which a header is mapped */
+    assert_int_equal(sts_parse(mem, size, NULL, &fp, &e), STS_OK);
+    memset(&o, 0, sizeof o);
+    o.header_only = 1;
+    o.strict = 1;
+    assert_int_equal(sts_open(path, &o, &fh, &e), STS_OK);
+    o.no_mmap = 1;
+    assert_int_equal(sts_open(path, &o, &fr, &e), STS_OK);
+    /* the file replaced under both: their tables keep the bytes they opened */
+    assert_int_equal(unlink(path), 0);
+    tf_write(path, "garbage!", 8);
+    same_tables(fp, fh);
+    same_tables(fp, fr);
+    for (i = 0; i < COUNT; i += 997) {
+        assert_null(sts_data(fh, sts_at(fh, i)));
+        assert_null(sts_data(fr, sts_at(fr, i)));
+    }
+    sts_close(fh);
+    sts_close(fr);
+    assert_int_equal(sts_write_path(path, sp, COUNT, NULL, 0, NULL, &e), STS_OK);
+    if (proc_rchar(NULL) >= 0) {
+        const char *pre = getenv("LD_PRELOAD");
+        slack = pre && strstr(pre, "vgpreload") ? 64 : 0;
+        o.no_mmap = 0;
+        got = bytes_read_by_open(path, &o);
+        /* (valgrind reads the first KiB of every file mapping itself, so only without it) */
+        if (!slack && got != 8) fail_msg("header-only open of a %llu-byte header read %lld bytes, expected 8 (mapped)",
+                                         (unsigned long long)n, got);
+        o.no_mmap = 1;
+        got = bytes_read_by_open(path, &o);
+        if (got < (long long)(8 + n) || got > (long long)(8 + n) + slack)
+            fail_msg("header-only no_mmap open read %lld bytes, expected 8 + N = %llu", got, (unsigned long long)(8 + n));
+    }
+    sts_close(fp);
+    sts_free(NULL, mem, size);
+    free(sp);
+    free(names);
+    free(bytes);
+    tf_rmtree(dir);
+}
+
 /* Header-only opens turn the kernel's readahead off: from a cold file, the device delivers the
    header's page, not the data after it. Observable only where the file system counts device reads
    (read_bytes in /proc/self/io) and readahead happens: a control read by hand without the hint must
@@ -599,6 +675,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_open_modes_agree),
         cmocka_unit_test(test_open_bytes_read),
+        cmocka_unit_test(test_open_large_header),
         cmocka_unit_test(test_header_only_no_readahead),
         cmocka_unit_test(test_source_header_only),
         cmocka_unit_test(test_source_failures),
