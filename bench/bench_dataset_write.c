@@ -7,13 +7,18 @@
      - non-durable writes (no_fsync = 1, durable=false) against write() alone.
 
    batch  4 GiB of F32 rows of 1 MiB (262,144 elements) each, batch_size 64: 64 files of 64 MiB.
-          F32: tensor cells (STS_VALUE_TENSOR, F32 [262144]), written zero-copy by the library.
+          F32: tensor cells (STS_VALUE_TENSOR, F32 [262144]); the library gathers rows under 2 MiB
+          into 2 MiB buffers written at 2 MiB file offsets (larger rows go out zero-copy).
           BF16: numeric-array cells (STS_VALUE_ARRAY of float) encoded to dtype BF16 (truncation):
           64 files of 32 MiB. Throughput is given as input bytes/s and output bytes/s; the ratio
           compares output bytes/s against raw write() of the output size. A third reference, "by
           hand" (non-durable only), converts with sts_convert into a 1 MiB buffer and write()s it:
           the floor for convert + write in one thread.
-          Raw writes use 1 MiB write() calls from the same in-memory rows.
+          Raw writes use 1 MiB write() calls from the same in-memory rows. A fourth reference writes
+          the same files in writev() calls that end on 2 MiB file offsets, as the library does: Linux
+          then caches the files in 2 MiB folios, which a later mmap maps whole (fast reads of fresh
+          shards), but whose allocation costs more where the host takes back free memory (the 2-vCPU
+          VM: see RESULTS-dataset.md). "sts/that" compares like with like.
           Timed: sts_task_open .. sts_task_commit (rows in, files sealed and renamed, folder
           synced when durable). sts_dataset_commit (header checks, manifest) is timed apart.
    kv     1M rows of one 1 KiB tensor each, keys sample-0000000 .. sample-0999999 (tensor names
@@ -56,6 +61,7 @@
 
 #include "bench_util.h"
 #include "bench_dataset_util.h"
+#include <sys/uio.h>
 
 #define MIB ((uint64_t)1 << 20)
 #define ROW_ELEMS ((uint64_t)262144) /* 1 MiB of F32 */
@@ -70,7 +76,7 @@ static char g_out[4096];             /* the dataset / raw folder */
 static uint64_t g_hdr[2];            /* 8 + N of a batch file: [0] F32, [1] BF16 */
 
 enum { C_F32 = 0, C_BF16 = 1 };
-enum { W_LIB = 0, W_RAW = 1, W_HAND = 2 };
+enum { W_LIB = 0, W_RAW = 1, W_HAND = 2, W_ALIGN = 3 };
 
 typedef struct meas {                /* one measurement, in memory shared with the child */
     int ok;
@@ -303,8 +309,36 @@ static int batch_lib(void *arg) {
     m->ok = 1;
     return 0;
 }
-/* Raw write(): the same files (8 + N header bytes, then the rows' output bytes in 1 MiB writes).
-   W_HAND: the BF16 bytes are made with sts_convert into a 1 MiB buffer first. */
+/* W_ALIGN: a file's data (rows of out_row bytes, row r from pool_row) in writev() calls that end on
+   2 MiB file offsets, as the library writes: the page cache then holds the file in 2 MiB folios,
+   which a later mmap maps whole (see RESULTS-dataset.md). hdr is where the data starts. */
+#define FOLIO (2 * MIB)
+static int write_aligned(int fd, float *pool, uint64_t first_row, uint64_t out_row, uint64_t hdr) {
+    uint64_t data = g_batch_size * out_row, at = 0;
+    while (at < data) {
+        uint64_t piece = FOLIO - (hdr + at) % FOLIO, done = 0;
+        struct iovec iov[4];
+        int k = 0;
+        ssize_t put;
+        if (piece > data - at) piece = data - at;
+        while (done < piece && k < 4) {  /* the rows this piece covers (a 2 MiB piece: at most 3) */
+            uint64_t r = (at + done) / out_row, in = (at + done) % out_row, n = out_row - in;
+            if (n > piece - done) n = piece - done;
+            iov[k].iov_base = (uint8_t *)pool_row(pool, first_row + r, ROW_ELEMS) + in;
+            iov[k].iov_len = (size_t)n;
+            k++;
+            done += n;
+        }
+        put = writev(fd, iov, k);
+        if (put < 0) { if (errno == EINTR) continue; return errno; }
+        if (put == 0) return EIO;
+        at += (uint64_t)put;  /* a short write: the next piece starts where it stopped */
+    }
+    return 0;
+}
+/* Raw write(): the same files (8 + N header bytes, then the rows' output bytes in 1 MiB writes;
+   W_ALIGN: in writes that end on 2 MiB file offsets). W_HAND: the BF16 bytes are made with
+   sts_convert into a 1 MiB buffer first. */
 static int batch_raw(void *arg) {
     const job *jb = (const job *)arg;
     meas *m = jb->m;
@@ -325,7 +359,10 @@ static int batch_raw(void *arg) {
         bd_path(p, sizeof p, g_out, name);
         if ((fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) return failf(m, "open %s: %s", p, strerror(errno));
         if ((e = write_all(fd, hdr, (size_t)g_hdr[jb->c])) != 0) return failf(m, "write: %s", strerror(e));
-        if (jb->c == C_F32) {
+        if (jb->who == W_ALIGN) {
+            if ((e = write_aligned(fd, pool, f * g_batch_size, out_row, g_hdr[jb->c])) != 0)
+                return failf(m, "writev: %s", strerror(e));
+        } else if (jb->c == C_F32) {
             for (row = f * g_batch_size; row < (f + 1) * g_batch_size; row++)
                 if ((e = write_all(fd, pool_row(pool, row, ROW_ELEMS), MIB)) != 0) return failf(m, "write: %s", strerror(e));
         } else {
@@ -583,7 +620,8 @@ static int kv_raw(void *arg) {
 }
 
 /* ---- running ---- */
-static meas *g_m;  /* shared: [0] library, [1] raw, [2] by hand, [3] KV commit, [4] verify, [5] KV raw from a shard-sized buffer */
+static meas *g_m;  /* shared: [0] library, [1] raw, [2] by hand, [3] KV commit, [4] verify, [5] KV raw from a shard-sized buffer,
+                      [6] batch raw in 2 MiB-aligned pieces */
 
 /* Empties the folder right before a measurement. No syncfs and no pause: on this kind of VM the
    page-cache pages that the deletion frees are only cheap to reuse for a short while (freed
@@ -627,35 +665,41 @@ static void bench_batch(void) {
         printf("   warm-up (untimed): raw write() of %.2f GB took %.2f s (%.2f GB/s)\n", (double)g_m[1].out_bytes / 1e9, g_m[1].t_task,
                gbps((double)g_m[1].out_bytes, g_m[1].t_task));
     }
-    printf("\n| case | durable | sts in GB/s | sts out GB/s | raw write() out GB/s | sts/raw (out), median of per-run ratios | goal 0.85x | sts CPU s | raw CPU s | by hand convert+write GB/s | dataset commit ms |\n");
-    printf("|---|---|---:|---:|---:|---|---|---:|---:|---:|---:|\n");
+    printf("\n| case | durable | sts in GB/s | sts out GB/s | raw write() out GB/s | sts/raw (out), median of per-run ratios | goal 0.85x | raw in 2 MiB-aligned pieces GB/s | sts/that | sts CPU s | raw CPU s | aligned raw CPU s | by hand convert+write GB/s | dataset commit ms |\n");
+    printf("|---|---|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for (c = 0; c < 2; c++)
         for (d = 1; d >= 0; d--) {
             if (g_batch_case >= 0 && c != g_batch_case) continue;
             {
-            series lib_in, lib_out, raw_out, hand_out, ratio, commit, lcpu, rcpu;
+            series lib_in, lib_out, raw_out, hand_out, ratio, commit, lcpu, rcpu, al_out, al_ratio, acpu;
             int run_i, hand = c == C_BF16 && !d && g_conv;
             double in_bytes = (double)g_batch_rows * (double)MIB;
             char sp[64], sp2[64], sp3[64];
             memset(&lib_in, 0, sizeof lib_in); memset(&lib_out, 0, sizeof lib_out); memset(&raw_out, 0, sizeof raw_out);
             memset(&hand_out, 0, sizeof hand_out); memset(&ratio, 0, sizeof ratio); memset(&commit, 0, sizeof commit);
             memset(&lcpu, 0, sizeof lcpu); memset(&rcpu, 0, sizeof rcpu);
+            memset(&al_out, 0, sizeof al_out); memset(&al_ratio, 0, sizeof al_ratio); memset(&acpu, 0, sizeof acpu);
             for (run_i = 0; run_i < g_runs; run_i++) {
-                job jl, jr, jh;
-                int k, order[3] = { W_LIB, W_RAW, W_HAND }, n = hand ? 3 : 2;
-                if (run_i % 2) { order[0] = W_RAW; order[1] = W_LIB; }  /* alternate who goes first */
-                jl.c = jr.c = jh.c = c; jl.durable = jr.durable = jh.durable = d;
-                jl.who = W_LIB; jr.who = W_RAW; jh.who = W_HAND;
-                jl.m = &g_m[0]; jr.m = &g_m[1]; jh.m = &g_m[2];
-                jl.sizes = jr.sizes = jh.sizes = NULL;
+                job jl, jr, jh, ja;
+                int k, order[4] = { W_LIB, W_RAW, W_ALIGN, W_HAND }, n = hand ? 4 : 3;
+                if (run_i % 2) { order[0] = W_ALIGN; order[2] = W_LIB; }  /* alternate who goes first */
+                jl.c = jr.c = jh.c = ja.c = c; jl.durable = jr.durable = jh.durable = ja.durable = d;
+                jl.who = W_LIB; jr.who = W_RAW; jh.who = W_HAND; ja.who = W_ALIGN;
+                jl.m = &g_m[0]; jr.m = &g_m[1]; jh.m = &g_m[2]; ja.m = &g_m[6];
+                jl.sizes = jr.sizes = jh.sizes = ja.sizes = NULL;
                 for (k = 0; k < n; k++) {
                     fresh();
                     if (order[k] == W_LIB) run(batch_lib, &jl, "batch sts");
                     else if (order[k] == W_RAW) run(batch_raw, &jr, "batch raw");
+                    else if (order[k] == W_ALIGN) run(batch_raw, &ja, "batch raw, aligned");
                     else run(batch_raw, &jh, "batch by hand");
                 }
                 {
-                    double lo = gbps((double)g_m[0].out_bytes, g_m[0].t_task), ro = gbps((double)g_m[1].out_bytes, g_m[1].t_task);
+                    double lo = gbps((double)g_m[0].out_bytes, g_m[0].t_task), ro = gbps((double)g_m[1].out_bytes, g_m[1].t_task),
+                           ao = gbps((double)g_m[6].out_bytes, g_m[6].t_task);
+                    put(&al_out, ao);
+                    put(&al_ratio, lo / ao);
+                    put(&acpu, cpu(&g_m[6]));
                     put(&lib_in, gbps(in_bytes, g_m[0].t_task));
                     put(&lib_out, lo);
                     put(&raw_out, ro);
@@ -665,9 +709,10 @@ static void bench_batch(void) {
                     put(&rcpu, cpu(&g_m[1]));
                     if (hand) put(&hand_out, gbps((double)g_m[2].out_bytes, g_m[2].t_task));
                     printf("   run %d %s %s: sts %.3f s (%.2f GB/s out; CPU user %.2f + sys %.2f s; dataset commit %.1f ms; peak RSS %.0f MiB), "
-                           "raw %.3f s (%.2f GB/s; CPU %.2f + %.2f s)",
+                           "raw %.3f s (%.2f GB/s; CPU %.2f + %.2f s), aligned %.3f s (%.2f GB/s; CPU %.2f + %.2f s)",
                            run_i, c == C_F32 ? "F32" : "BF16", d ? "durable" : "non-durable", g_m[0].t_task, lo, g_m[0].cpu_user, g_m[0].cpu_sys,
-                           g_m[0].t_commit * 1e3, (double)g_m[0].hwm_kib / 1024.0, g_m[1].t_task, ro, g_m[1].cpu_user, g_m[1].cpu_sys);
+                           g_m[0].t_commit * 1e3, (double)g_m[0].hwm_kib / 1024.0, g_m[1].t_task, ro, g_m[1].cpu_user, g_m[1].cpu_sys,
+                           g_m[6].t_task, ao, g_m[6].cpu_user, g_m[6].cpu_sys);
                     if (hand) printf(", by hand %.3f s (%.2f GB/s; CPU %.2f + %.2f s)", g_m[2].t_task, gbps((double)g_m[2].out_bytes, g_m[2].t_task),
                                      g_m[2].cpu_user, g_m[2].cpu_sys);
                     printf("; load %.2f\n", bd_loadavg());
@@ -677,10 +722,13 @@ static void bench_batch(void) {
                 double rm = med(&ratio);
                 char hs[48] = "-";
                 if (hand_out.n) snprintf(hs, sizeof hs, "%.2f (%s)", med(&hand_out), spread(sp3, sizeof sp3, &hand_out, "%.2f"));
-                printf("| %s | %s | %.2f | %.2f (%s) | %.2f (%s) | %.2fx (%s) | %s | %.2f | %.2f | %s | %.1f |\n",
+                char sp4[64], sp5[64];
+                printf("| %s | %s | %.2f | %.2f (%s) | %.2f (%s) | %.2fx (%s) | %s | %.2f (%s) | %.2fx (%s) | %.2f | %.2f | %.2f | %s | %.1f |\n",
                        c == C_F32 ? "F32 tensor" : "F32 array -> BF16", d ? "yes" : "no", med(&lib_in), med(&lib_out),
                        spread(sp, sizeof sp, &lib_out, "%.2f"), med(&raw_out), spread(sp2, sizeof sp2, &raw_out, "%.2f"), rm,
-                       spread(sp3, sizeof sp3, &ratio, "%.2f"), rm >= 0.85 ? "met" : "**missed**", med(&lcpu), med(&rcpu), hs, med(&commit));
+                       spread(sp3, sizeof sp3, &ratio, "%.2f"), rm >= 0.85 ? "met" : "**missed**", med(&al_out),
+                       spread(sp4, sizeof sp4, &al_out, "%.2f"), med(&al_ratio), spread(sp5, sizeof sp5, &al_ratio, "%.2f"),
+                       med(&lcpu), med(&rcpu), med(&acpu), hs, med(&commit));
             }
             fflush(stdout);
             }
@@ -822,7 +870,7 @@ int main(int argc, char **argv) {
             g_hdr[c] = 8 + n;
         }
     }
-    g_m = (meas *)bd_shared(6 * sizeof *g_m);
+    g_m = (meas *)bd_shared(7 * sizeof *g_m);
     printf("sizes: %s; the folder is emptied right before every measurement; every measurement runs in its own child process\n",
            g_quick ? "--quick (1/16)" : mib ? "--mib" : "full");
     if (strcmp(only, "kv") != 0) bench_batch();
