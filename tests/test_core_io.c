@@ -252,7 +252,8 @@ static void test_open_large_header(void **state) {
         o.no_mmap = 1;
         got = bytes_read_by_open(path, &o);
         if (got < (long long)(8 + n) || got > (long long)(8 + n) + slack)
-            fail_msg("header-only no_mmap open read %lld bytes, expected 8 + N = %llu", got, (unsigned long long)(8 + n));
+            fail_msg("header-only no_mmap open read %lld bytes, expected 8 + N = %llu", got,
+                     (unsigned long long)(8 + n));
     }
     sts_close(fp);
     sts_free(NULL, mem, size);
