@@ -33,7 +33,9 @@ PROGS="bench_dataset_write bench_dataset_read bench_tasks"  # and the sts tool, 
 prepare() {
     grep -qx '/.dev/' .git/info/exclude 2>/dev/null || echo '/.dev/' >> .git/info/exclude
     rm -rf "$DEV" && mkdir -p "$DEV/bin" "$DEV/lib" "$DEV/obj"
-    make -s $(for p in $PROGS; do echo build/bench/$p; done) build/bench/bench_parse sts
+    local targets=() p
+    for p in $PROGS; do targets+=("build/bench/$p"); done
+    make -s "${targets[@]}" build/bench/bench_parse sts
     for p in $PROGS; do cp build/bench/$p "$DEV/bin/"; done
     cp sts "$DEV/bin/"
     local simd=/usr/include/simdjson.h lib
