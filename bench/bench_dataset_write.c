@@ -311,12 +311,12 @@ static int batch_lib(void *arg) {
 }
 /* W_ALIGN: a file's data (rows of out_row bytes, row r from pool_row) in writev() calls that end on
    2 MiB file offsets, as the library writes: the page cache then holds the file in 2 MiB folios,
-   which a later mmap maps whole (see RESULTS-dataset.md). hdr is where the data starts. */
-#define FOLIO (2 * MIB)
+   which a later mmap maps whole (see RESULTS-dataset.md). hdr is where the data starts. The piece
+   size is the library's own (STS__FOLIO), so this baseline follows its layout. */
 static int write_aligned(int fd, float *pool, uint64_t first_row, uint64_t out_row, uint64_t hdr) {
     uint64_t data = g_batch_size * out_row, at = 0;
     while (at < data) {
-        uint64_t piece = FOLIO - (hdr + at) % FOLIO, done = 0;
+        uint64_t piece = STS__FOLIO - (hdr + at) % STS__FOLIO, done = 0;
         struct iovec iov[8];
         int k = 0;
         ssize_t put;
