@@ -263,6 +263,15 @@ BD_FN void bd_cpu_times(double *user, double *sys) {
     *sys = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
 }
 
+/* CPU seconds of the calling thread (user + system), where the system can tell; else -1. */
+BD_FN double bd_thread_cpu(void) {
+#ifdef CLOCK_THREAD_CPUTIME_ID
+    struct timespec t;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) == 0) return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+#endif
+    return -1;
+}
+
 /* ---- the machine ---------------------------------------------------------------------------------- */
 BD_FN const char *bd_fs_name(unsigned long magic) {
     switch (magic) {

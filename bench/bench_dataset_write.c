@@ -82,6 +82,7 @@ typedef struct meas {                /* one measurement, in memory shared with t
     int ok;
     double t_task, t_commit;         /* seconds */
     double cpu_user, cpu_sys;        /* CPU seconds of the timed part */
+    double t_rows, caller_cpu;       /* KV: seconds until the last row was taken; the caller thread's CPU */
     uint64_t out_bytes, files;       /* bytes on disk, files */
     uint64_t rss0_kib, hwm_kib;      /* VmRSS before, VmHWM after */
     uint64_t json_bytes, csv_bytes;  /* index files (KV commit) */
@@ -465,9 +466,11 @@ static int kv_lib(void *arg) {
         if ((r = sts_task_write(w, v, &err)) != STS_OK) return fail_sts(m, "sts_task_write", r, &err);
         key_next(key);
     }
+    m->t_rows = tu_now() - t0;
     if ((r = sts_task_commit(w, &msg, &msg_len, &err)) != STS_OK) return fail_sts(m, "sts_task_commit", r, &err);
     t1 = tu_now();
     bd_cpu_times(&u1, &s1);
+    m->caller_cpu = bd_thread_cpu();  /* the caller's thread only: the rest of the process CPU is the I/O thread's */
     m->cpu_user = u1 - u0;
     m->cpu_sys = s1 - s0;
     m->hwm_kib = bd_status_kib("VmHWM");
@@ -792,11 +795,12 @@ static void bench_kv(void) {
             put(&lcpu, cpu(&g_m[0]));
             put(&rcpu, cpu(&g_m[1]));
             shards = g_m[0].nshards; json = g_m[3].json_bytes; csv = g_m[3].csv_bytes;
-            printf("   run %d %s: sts %.3f s (%.2f GB/s payload; CPU user %.2f + sys %.2f s; %llu shards, %.1f MB; peak RSS %.1f MiB, %.1f MiB before), "
+            printf("   run %d %s: sts %.3f s (%.2f GB/s payload; CPU user %.2f + sys %.2f s, %.2f s of it the caller's thread; "
+                   "last row taken at %.3f s; %llu shards, %.1f MB; peak RSS %.1f MiB, %.1f MiB before), "
                    "raw %.3f s (%.2f GB/s; CPU %.2f + %.2f s), from a shard-sized buffer %.3f s (%.2f GB/s; CPU %.2f + %.2f s); "
                    "dataset commit %.3f s (peak RSS %.1f MiB); load %.2f\n",
                    run_i, d ? "durable" : "non-durable", g_m[0].t_task, gbps(payload, g_m[0].t_task), g_m[0].cpu_user, g_m[0].cpu_sys,
-                   (unsigned long long)g_m[0].nshards, (double)g_m[0].out_bytes / 1e6, (double)g_m[0].hwm_kib / 1024.0, (double)g_m[0].rss0_kib / 1024.0,
+                   g_m[0].caller_cpu, g_m[0].t_rows, (unsigned long long)g_m[0].nshards, (double)g_m[0].out_bytes / 1e6, (double)g_m[0].hwm_kib / 1024.0, (double)g_m[0].rss0_kib / 1024.0,
                    g_m[1].t_task, gbps((double)g_m[1].out_bytes, g_m[1].t_task), g_m[1].cpu_user, g_m[1].cpu_sys,
                    g_m[5].t_task, gbps((double)g_m[5].out_bytes, g_m[5].t_task), g_m[5].cpu_user, g_m[5].cpu_sys, g_m[3].t_commit,
                    (double)g_m[3].hwm_kib / 1024.0, bd_loadavg());

@@ -47,6 +47,15 @@ prepare() {
     lib=$(ldd "$DEV/bin/bench_parse-x86-64-v3" | awk '/libsimdjson/ {print $3}')
     cp "$lib" "$DEV/lib/"
     rm -rf "$DEV/obj"
+    # perf and the libraries it needs beside the C library's own (the lent machine may have no
+    # perf): for `profile`
+    if command -v perf >/dev/null; then
+        mkdir -p "$DEV/perf/lib"
+        cp "$(command -v perf)" "$DEV/perf/"
+        ldd "$(command -v perf)" | awk '$3 ~ /^\// {print $3}' \
+            | grep -Ev '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' \
+            | while read -r lib; do cp -L "$lib" "$DEV/perf/lib/"; done
+    fi
     du -sh "$DEV"
     echo "device.sh: ready; on the device: bash bench/device.sh run (carry .dev)"
 }
@@ -85,8 +94,84 @@ run() {
     echo "device.sh: done; files in $out"
 }
 
+# base REV (here): the KV benchmarks of commit REV into .dev/base, for `ab`
+base() {
+    local rev=${1:?usage: bash bench/device.sh base REV} wt
+    wt=$(mktemp -d)
+    git worktree add -f --detach "$wt" "$rev" >/dev/null
+    make -s -C "$wt" build/bench/bench_dataset_write build/bench/bench_tasks
+    mkdir -p "$DEV/base"
+    cp "$wt/build/bench/bench_dataset_write" "$wt/build/bench/bench_tasks" "$DEV/base/"
+    git rev-parse --short "$rev" > "$DEV/base/REV"
+    git worktree remove --force "$wt"
+    echo "device.sh: .dev/base holds $(cat "$DEV/base/REV")'s KV benchmarks"
+}
+
+# ab (there): the KV writer of .dev/base against this tree's (and .dev/alt's, a variant built by
+# hand, when there is one), in turn: 3 rounds of bench_dataset_write --only kv --runs 1 and 2 of
+# bench_tasks --only kv (N = 1, 16; threads and processes).
+ab() {
+    out=${OUT:-./device-out}
+    mkdir -p "$out"
+    export BENCH_DIR=${BENCH_DIR:-/tmp}
+    local i b builds="base bin"
+    [ -x "$DEV/base/bench_tasks" ] || { echo "device.sh: no $DEV/base: bash bench/device.sh base REV first" >&2; exit 1; }
+    [ -x "$DEV/alt/bench_tasks" ] && builds="base alt bin"
+    for i in 1 2 3; do
+        for b in $builds; do
+            echo "== $b round $i"
+            timeout 60 "$DEV/$b/bench_dataset_write" --only kv --runs 1 2>&1 | grep -E 'run 0 ' | cut -c1-330
+        done
+    done > "$out/ab-kv.txt" 2>&1
+    cat "$out/ab-kv.txt"
+    for i in 1 2; do
+        for b in $builds; do
+            echo "== $b round $i"
+            timeout 60 "$DEV/$b/bench_tasks" --only kv --n 1,16 --runs 5 2>&1 | grep -E '^kv'
+        done
+    done > "$out/ab-tasks.txt" 2>&1
+    cat "$out/ab-tasks.txt"
+}
+
+# profile: where the KV writer's and the 16-task batch writers' time goes, by thread and function
+# (perf record of cpu-clock; the report runs there, against that kernel's symbols), and the KV
+# writer's timeline without perf. About 2 minutes.
+profile() {
+    out=${OUT:-./device-out}
+    mkdir -p "$out"
+    export BENCH_DIR=${BENCH_DIR:-/tmp}
+    local perf="$DEV/perf/perf" rep
+    export LD_LIBRARY_PATH="$PWD/$DEV/lib:$PWD/$DEV/perf/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    command -v perf >/dev/null && perf=perf
+    "$perf" --version || { echo "device.sh: no perf" >&2; exit 1; }
+    step 90 kv-timeline.txt "$DEV/bin/bench_dataset_write" --only kv --runs 3
+    rep() {  # rep NAME: $BENCH_DIR/NAME.data by thread, then the busiest threads' functions
+        local tid all="$BENCH_DIR/$1.txt"
+        "$perf" report -i "$BENCH_DIR/$1.data" --no-children -g none --sort pid,sym --stdio > "$all" 2>&1 || true
+        "$perf" report -i "$BENCH_DIR/$1.data" --no-children -g none --sort pid --stdio 2>&1 | grep -Ev '^#|^$' | head -24
+        for tid in $("$perf" report -i "$BENCH_DIR/$1.data" --no-children -g none --sort pid --stdio 2>/dev/null \
+                     | grep -Ev '^#|^$' | head -10 | awk '{split($2, a, ":"); print a[1]}'); do
+            echo "-- thread $tid"
+            grep -E "^ +[0-9.]+% +$tid:" "$all" | head -16
+        done
+    }
+    timeout 90 "$perf" record -e cpu-clock -F 2000 -o "$BENCH_DIR/kv.data" -- "$DEV/bin/bench_dataset_write" --only kv --runs 1 > "$out/kv-perf-run.txt" 2>&1 || true
+    rep kv > "$out/kv-profile.txt" 2>&1 || true
+    head -60 "$out/kv-profile.txt"
+    timeout 90 "$perf" record -e cpu-clock -F 1000 -o "$BENCH_DIR/tasks.data" -- "$DEV/bin/bench_tasks" --only batch --n 16 --kind threads --runs 3 > "$out/tasks-perf-run.txt" 2>&1 || true
+    rep tasks > "$out/tasks-profile.txt" 2>&1 || true
+    head -40 "$out/tasks-profile.txt"
+    timeout 60 "$perf" record -e cpu-clock -F 4000 -o "$BENCH_DIR/kvtask.data" -- "$DEV/bin/bench_tasks" --only kv --n 1 --kind threads --runs 5 > "$out/kvtask-perf-run.txt" 2>&1 || true
+    rep kvtask > "$out/kvtask-profile.txt" 2>&1 || true
+    head -30 "$out/kvtask-profile.txt"
+    echo "device.sh: done; files in $out"
+}
+
 case "${1:-}" in
     prepare) prepare ;;
     run) run ;;
-    *) echo "usage: bash bench/device.sh prepare|run" >&2; exit 2 ;;
+    profile) profile ;;
+    base) base "${2:-}" ;;
+    ab) ab ;;
+    *) echo "usage: bash bench/device.sh prepare|run|profile|base REV|ab" >&2; exit 2 ;;
 esac
