@@ -88,30 +88,44 @@ int main(void) {
         uint32_t whole = sts__crc32c(0, buf, len);
         if (!w) return 2;
         /* a shard in order: two chunks ahead, then the file's data as the chunks whole and the last */
-        sts__kv_digest(w, a, 1000, 1);
-        sts__kv_digest(w, b, 5000, 1);
+        sts__kv_digest(w, a, 1000, 1, 0);
+        sts__kv_digest(w, b, 5000, 1, 0);
         CHECK(w->dig_n == 2, "two chunks ahead: %zu", w->dig_n);
-        sts__kv_digest(w, a, 1000, 0);
-        sts__kv_digest(w, b, 5000, 0);
-        sts__kv_digest(w, c, len - 6000, 0);
+        sts__kv_digest(w, a, 1000, 0, 0);
+        sts__kv_digest(w, b, 5000, 0, 0);
+        sts__kv_digest(w, c, len - 6000, 0, 0);
         CHECK(w->dig_n == 0, "both used: %zu left", w->dig_n);
-        sts__kv_digest(w, NULL, 0, 0);
+        sts__kv_digest(w, NULL, 0, 0, 0);
         CHECK(w->dig_sealed == whole && w->dig_crc == 0, "in order: %08x want %08x", (unsigned)w->dig_sealed,
               (unsigned)whole);
         /* a shard that left its order: a chunk ahead, then its bytes in other pieces (not whole) */
-        sts__kv_digest(w, a, 1000, 1);
-        sts__kv_digest(w, a, 10, 0);
-        sts__kv_digest(w, a + 10, 990, 0);
-        sts__kv_digest(w, b, len - 1000, 0);
+        sts__kv_digest(w, a, 1000, 1, 0);
+        sts__kv_digest(w, a, 10, 0, 0);
+        sts__kv_digest(w, a + 10, 990, 0, 0);
+        sts__kv_digest(w, b, len - 1000, 0, 0);
         CHECK(w->dig_n == 1, "a chunk ahead but never written whole stays until the end");
-        sts__kv_digest(w, NULL, 0, 0);
+        sts__kv_digest(w, NULL, 0, 0, 0);
         CHECK(w->dig_sealed == whole && w->dig_n == 0, "out of order: %08x want %08x, %zu left",
               (unsigned)w->dig_sealed, (unsigned)whole, w->dig_n);
         /* more chunks ahead than the hook keeps (STS__DIG_AHEAD): the extra ones are taken as written */
-        for (k = 0; k < STS__DIG_AHEAD + 44; k++) sts__kv_digest(w, buf + 20 * k, 20, 1);
+        /* a CRC the caller took as it filled the chunk (known = 1 + it) is kept, not taken again:
+           the right one gives the file's value, a wrong one shows that it was used */
+        sts__kv_digest(w, a, 1000, 1, (uint64_t)sts__crc32c(0, a, 1000) + 1);
+        sts__kv_digest(w, b, 5000, 1, 0);
+        sts__kv_digest(w, a, 1000, 0, 0);
+        sts__kv_digest(w, b, 5000, 0, 0);
+        sts__kv_digest(w, c, len - 6000, 0, 0);
+        sts__kv_digest(w, NULL, 0, 0, 0);
+        CHECK(w->dig_sealed == whole, "a known CRC: %08x want %08x", (unsigned)w->dig_sealed, (unsigned)whole);
+        sts__kv_digest(w, a, 1000, 1, (uint64_t)(sts__crc32c(0, a, 1000) ^ 1u) + 1);
+        sts__kv_digest(w, a, 1000, 0, 0);
+        sts__kv_digest(w, b, len - 1000, 0, 0);
+        sts__kv_digest(w, NULL, 0, 0, 0);
+        CHECK(w->dig_sealed != whole, "a known CRC is used as given");
+        for (k = 0; k < STS__DIG_AHEAD + 44; k++) sts__kv_digest(w, buf + 20 * k, 20, 1, 0);
         CHECK(w->dig_n == STS__DIG_AHEAD, "%zu kept ahead", w->dig_n);
-        for (k = 0; k < STS__DIG_AHEAD + 44; k++) sts__kv_digest(w, buf + 20 * k, 20, 0);
-        sts__kv_digest(w, NULL, 0, 0);
+        for (k = 0; k < STS__DIG_AHEAD + 44; k++) sts__kv_digest(w, buf + 20 * k, 20, 0, 0);
+        sts__kv_digest(w, NULL, 0, 0, 0);
         CHECK(w->dig_sealed == sts__crc32c(0, buf, 20 * (STS__DIG_AHEAD + 44)), "past the room: %08x",
               (unsigned)w->dig_sealed);
         free(w);

@@ -1286,6 +1286,19 @@ static void test_in_order_shards(void **state) {
         rs[n].shape[0] = n % 3 ? ((uint64_t)1 << 20) + 1 : 4;  /* 16 bytes, 4 MiB + 4, 4 MiB + 4, 16 */
     }
     k1_run("a cell over a chunk", rs, n, ((uint64_t)4 << 20) + 4096, 0, &notes);
+    /* 6. shards of several full 4 MiB chunks: a chunk that opens while the shard before is still
+          going out has its CRC taken by the caller, cell by cell (sts__kv_crc_choose); the others
+          by the I/O thread; each shard's CRC-32C must be its bytes' either way */
+    {
+        size_t most = tu_quick() ? 150 : 400;
+        for (n = 0; n < most; n++) {
+            snprintf(rs[n].key, sizeof rs[n].key, "row-%05u", (unsigned)n);
+            rs[n].klen = strlen(rs[n].key);
+            rs[n].rank = 1;
+            rs[n].shape[0] = 16384;  /* 64 KiB */
+        }
+        k1_run("full chunks, several shards", rs, n, tu_quick() ? 5000000 : 10000000, 0, &notes);
+    }
     free(rs);
     tu_notes_done(&notes, "in-order shards");
 }
