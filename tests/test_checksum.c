@@ -37,11 +37,18 @@ int main(void) {
     CHECK(sts__crc32c(0, "", 0) == 0, "empty input");
     for (a = 0; a < 3; a++) {
         step = quick && strcmp(quick, "quick") == 0 ? 211 : 37;
-        for (n = 0; n <= 40000; n += (n < 300 ? 1 : step)) {  /* every lane boundary: 3 x 4096 = 12288 */
+        /* every length to 1100 (the 512-bit folds from 256 bytes: each count of 16-byte blocks and
+           tail bytes after them), then every lane boundary of the crc32 lanes: 3 x 4096 = 12288 */
+        for (n = 0; n <= 40000; n += (n < 1100 ? 1 : step)) {
             const uint8_t *p = buf + a * 5;
             uint32_t hw = sts__crc32c(7u * (uint32_t)n, p, n), sw = sts__crc32c_with(7u * (uint32_t)n, p, n, 0);
+            uint32_t lanes = sts__crc32c_with(7u * (uint32_t)n, p, n, 2);
             uint32_t want = n < 4096 ? ref_crc(7u * (uint32_t)n, p, n) : sw;
-            if (hw != want || sw != want) { CHECK(0, "length %zu offset %d: hw %08x sw %08x want %08x", n, a * 5, hw, sw, want); break; }
+            if (hw != want || sw != want || lanes != want) {
+                CHECK(0, "length %zu offset %d: fastest %08x crc32 lanes %08x portable %08x want %08x", n, a * 5, hw,
+                      lanes, sw, want);
+                break;
+            }
         }
     }
     {   /* large: three-lane blocks and the tail, piecewise in uneven pieces */
@@ -133,7 +140,8 @@ int main(void) {
     free(buf);
     printf("test_checksum: %s (CRC-32C, %s path)\n", failures ? "FAILED" : "all checks passed",
 #ifdef STS__X86_DYN
-           (sts__cpu_features() & STS__CPU_CRC) ? "sse4.2+pclmul" : "portable"
+           (sts__cpu_features() & STS__CPU_VCRC) ? "avx512+vpclmulqdq, and sse4.2+pclmul"
+           : (sts__cpu_features() & STS__CPU_CRC) ? "sse4.2+pclmul" : "portable"
 #else
            "portable"
 #endif
