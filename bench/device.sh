@@ -28,7 +28,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DEV=.dev
-PROGS="bench_dataset_write bench_dataset_read bench_tasks"  # and the sts tool, for the loader's packing
+PROGS="bench_dataset_write bench_dataset_read bench_tasks bench_crc32c"  # and the sts tool, for the loader's packing
 
 prepare() {
     grep -qx '/.dev/' .git/info/exclude 2>/dev/null || echo '/.dev/' >> .git/info/exclude
@@ -107,9 +107,10 @@ base() {
     echo "device.sh: .dev/base holds $(cat "$DEV/base/REV")'s KV benchmarks"
 }
 
-# ab (there): the KV writer of .dev/base against this tree's (and .dev/alt's, a variant built by
-# hand, when there is one), in turn: 3 rounds of bench_dataset_write --only kv --runs 1 and 2 of
-# bench_tasks --only kv (N = 1, 16; threads and processes).
+# ab (there): the writers of .dev/base against this tree's (and .dev/alt's, a variant built by
+# hand, when there is one), in turn: 3 rounds of bench_dataset_write --only kv --runs 1, and 2 of
+# bench_tasks (batch and KV, N = 1 and 16, threads and processes); then this tree's bench_crc32c.
+# Full output under $OUT, a summary on stdout.
 ab() {
     out=${OUT:-./device-out}
     mkdir -p "$out"
@@ -117,20 +118,22 @@ ab() {
     local i b builds="base bin"
     [ -x "$DEV/base/bench_tasks" ] || { echo "device.sh: no $DEV/base: bash bench/device.sh base REV first" >&2; exit 1; }
     [ -x "$DEV/alt/bench_tasks" ] && builds="base alt bin"
+    echo "ab: base is $(cat "$DEV/base/REV"), bin this tree"
     for i in 1 2 3; do
         for b in $builds; do
             echo "== $b round $i"
             timeout 60 "$DEV/$b/bench_dataset_write" --only kv --runs 1 2>&1 | grep -E 'run 0 ' | cut -c1-330
         done
     done > "$out/ab-kv.txt" 2>&1
-    cat "$out/ab-kv.txt"
+    sed -E 's/\(([0-9.]+) GB\/s payload; CPU user ([0-9.]+) \+ sys ([0-9.]+) s(, ([0-9.]+) s of it the caller.s thread; last row taken at ([0-9.]+) s)?.*raw ([0-9.]+) s.*/cpu \2+\3 caller \5 last \6 raw \7/' "$out/ab-kv.txt"
     for i in 1 2; do
         for b in $builds; do
             echo "== $b round $i"
-            timeout 60 "$DEV/$b/bench_tasks" --only kv --n 1,16 --runs 5 2>&1 | grep -E '^kv'
+            timeout 90 "$DEV/$b/bench_tasks" --n 1,16 --runs 5 2>&1 | grep -E '^(kv|batch) '
         done
     done > "$out/ab-tasks.txt" 2>&1
-    cat "$out/ab-tasks.txt"
+    cut -c1-62 "$out/ab-tasks.txt"
+    [ -x "$DEV/bin/bench_crc32c" ] && timeout 60 "$DEV/bin/bench_crc32c" --runs 5 2>&1 | tee "$out/crc32c.txt" | grep -E '^\||paths'
 }
 
 # profile: where the KV writer's and the 16-task batch writers' time goes, by thread and function
