@@ -4,13 +4,19 @@
 # The lent machine has no package registry and no jsmn or simdjson, so the programs are built here
 # and travel in .dev/ (ignored by git through .git/info/exclude):
 #
-#   here:   bash bench/device.sh prepare      builds the five programs into .dev/bin, simdjson's
-#                                             library into .dev/lib (about 4 MB in all)
+#   here:   bash bench/device.sh prepare      builds the programs into .dev/bin, simdjson's
+#                                             library into .dev/lib, and perf with the libraries
+#                                             it needs into .dev/perf (47 MB in all)
 #   there:  device run, carry [".dev"], timeout_s 590:   bash bench/device.sh run
+#   also:   bash bench/device.sh profile      (there) perf of the KV writer and of 16 batch tasks,
+#                                             by thread and function; about 40 s
+#           bash bench/device.sh base REV     (here, after prepare) REV's writer benchmarks into
+#                                             .dev/base; then `ab` there runs both builds in turn
 #
 # `run` writes each program's output under $OUT (./device-out without it; at most 8 files come
 # back) and prints the summary tables. Every step has its own time limit (570 s in all), so one
-# that hangs costs its limit and not the lease; the whole run took 4 minutes on the 2-vCPU VM.
+# that hangs costs its limit and not the lease; the whole run took 4 minutes on the 2-vCPU VM and
+# 2.5 on the 16-core machine (2026-11-28).
 #   machine.txt       CPU, memory, the scratch folder's file system
 #   write-kv.txt      bench_dataset_write --only kv: 1M KV rows of 1 KiB against raw write() (and +
 #                     fsync), the dataset commit of 1M keys, peak RSS
