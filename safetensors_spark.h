@@ -6348,7 +6348,7 @@ __attribute__((target("sse4.2,pclmul"))) STS__PRIVATE uint32_t sts__crc32c_hw(ui
    one that a multiply of bit-reflected values brings. Each constant below is such a remainder,
    bit-reflected into a quadword (the pairs: low, high). The accumulators then fold into the last,
    its lanes into one, whole 16-byte blocks follow one by one, and the crc32 instruction turns the
-   last lane into the CRC (it computes R x^32 mod P) and takes the bytes that are left. */
+   last lane into the CRC (it computes R x^32 mod P); the three-lane loop takes the bytes left. */
 #define STS__TARGET_VCRC __attribute__((target("avx512f,avx512vl,avx2,vpclmulqdq,sse4.2,pclmul")))
 STS__TARGET_VCRC STS__INLINE __m512i sts__crc_fold512(__m512i a, __m512i k, __m512i d) {  /* a x^T + d */
     return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(a, k, 0x00), _mm512_clmulepi64_epi128(a, k, 0x11), d,
@@ -6393,13 +6393,7 @@ STS__TARGET_VCRC STS__PRIVATE uint32_t sts__crc32c_v512(uint32_t crc, const uint
     }
     c = _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(r));
     c = _mm_crc32_u64(c, (uint64_t)_mm_extract_epi64(r, 1));
-    for (; n >= 8; p += 8, n -= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        c = _mm_crc32_u64(c, w);
-    }
-    while (n--) c = _mm_crc32_u8((uint32_t)c, *p++);
-    return ~(uint32_t)c;
+    return sts__crc32c_hw(~(uint32_t)c, p, n);  /* the last 0..15 bytes */
 }
 #endif
 /* use_hw: 0 the portable loop, 2 the three crc32 lanes only, 1 the fastest this CPU has (the tests
