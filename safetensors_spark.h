@@ -6355,7 +6355,8 @@ STS__TARGET_VCRC STS__INLINE __m512i sts__crc_fold512(__m512i a, __m512i k, __m5
                                      0x96);
 }
 STS__TARGET_VCRC STS__INLINE __m512i sts__crc_k512(uint64_t lo, uint64_t hi) {
-    return _mm512_broadcast_i32x4(_mm_set_epi64x((long long)hi, (long long)lo));
+    return _mm512_set_epi64((long long)hi, (long long)lo, (long long)hi, (long long)lo, (long long)hi, (long long)lo,
+                            (long long)hi, (long long)lo);
 }
 STS__TARGET_VCRC STS__PRIVATE uint32_t sts__crc32c_v512(uint32_t crc, const uint8_t *p, size_t n) {
     const __m512i k2048 = sts__crc_k512(0xe9a5d8be00000000ull, 0x1426a81500000000ull);
@@ -6384,7 +6385,8 @@ STS__TARGET_VCRC STS__PRIVATE uint32_t sts__crc32c_v512(uint32_t crc, const uint
                          0x33ccbbbc00000000ll, 0x6051243f00000000ll, (long long)0xa46ef4aa00000000ull);
     y = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(x, y, 0x00), _mm512_clmulepi64_epi128(x, y, 0x11),
                                   _mm512_maskz_mov_epi64(0xc0, x), 0x96);
-    h = _mm256_xor_si256(_mm512_castsi512_si256(y), _mm512_extracti64x4_epi64(y, 1));
+    /* the maskz forms: the others leave lanes "undefined", which g++ -O2 reports as uninitialised */
+    h = _mm256_xor_si256(_mm512_maskz_extracti64x4_epi64(0x0f, y, 0), _mm512_maskz_extracti64x4_epi64(0x0f, y, 1));
     r = _mm_xor_si128(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
     for (; n >= 16; p += 16, n -= 16) {
         const __m128i k128 = _mm_set_epi64x(0x3171d43000000000ll, 0x3743f7bd00000000ll);
