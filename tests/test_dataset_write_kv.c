@@ -1298,6 +1298,11 @@ static void test_in_order_shards(void **state) {
             rs[n].shape[0] = 16384;  /* 64 KiB */
         }
         k1_run("full chunks, several shards", rs, n, tu_quick() ? 5000000 : 10000000, 0, &notes);
+        /* lastWin: a key of the open shard again, once in the first shard and once in a later one
+           (its chunk's bytes then are not the shard's data whole: the CRC must not be the chunk's) */
+        snprintf(rs[60].key, sizeof rs[60].key, "row-%05u", 59u);
+        snprintf(rs[n - 10].key, sizeof rs[n - 10].key, "row-%05u", (unsigned)(n - 12));
+        k1_run("full chunks, several shards, lastWin", rs, n, tu_quick() ? 5000000 : 10000000, 1, &notes);
     }
     free(rs);
     tu_notes_done(&notes, "in-order shards");
