@@ -9323,32 +9323,6 @@ STS__PRIVATE uint64_t sts__shard_bound(uint64_t n, uint64_t fixed, uint64_t data
     *header = h;
     return 8 + h + data;
 }
-/* A new chunk of cap bytes at the end of the list, in state FREE; NULL when out of memory. */
-STS__PRIVATE sts__dchunk *sts__kv_chunk_new(sts_task_writer *w, size_t cap) {
-    sts__dchunk *c;
-    if (w->nchunks == w->chunks_cap && !sts__grow(&w->c.mem, (void **)&w->chunks, &w->chunks_cap, w->nchunks + 1,
-                                                  sizeof *w->chunks)) return NULL;
-    c = &w->chunks[w->nchunks];
-    c->cap = cap;
-    /* A shard's data is written once into fresh memory: with malloc, the chunk starts on a 2 MiB
-       boundary of a block 2 MiB larger and asks for huge pages, so filling it takes one page fault
-       per 2 MiB, not per 4 KiB (KV rows of 1 KiB on the 2-vCPU VM: ~13 us a fault, 19% of the
-       time). The slack is address space only. A caller's allocator gets exactly cap bytes. */
-    c->block_size = cap;
-    if (!w->c.mem.a.alloc && cap <= (size_t)-1 - STS__FOLIO) c->block_size = cap + (size_t)STS__FOLIO;
-    if (!(c->block = (uint8_t *)sts__alloc(&w->c.mem, c->block_size))) return NULL;
-    c->p = c->block;
-    if (c->block_size != cap) {
-        c->p = c->block + (size_t)((STS__FOLIO - (uintptr_t)c->block % STS__FOLIO) % STS__FOLIO);
-        sts__advise_huge(c->p, cap);
-    }
-    c->used = 0;
-    c->state = STS__CHUNK_FREE;
-    c->seq = w->nents;
-    w->chunk_bytes += cap;
-    w->nchunks++;
-    return c;
-}
 /* Who takes the CRC-32C of a chunk that opens. The I/O thread does (a DIGEST item, once the chunk
    is full) while it has nothing to write; while a sealed shard is still going out it has that, and
    the caller takes the CRC of each cell it copies in, from its cache. 1M rows of 1 KiB on the
@@ -9396,13 +9370,33 @@ STS__PRIVATE void *sts__kv_data(sts_task_writer *w, uint64_t bytes, sts_error *e
         if (!w->chunk_budget || w->chunk_bytes + cap <= w->chunk_budget || (t = sts__wb_take(&w->wb, 1)) < 0) break;
         w->chunks[t].state = STS__CHUNK_FREE;
     }
-    if (!(c = sts__kv_chunk_new(w, cap))) {
+    if (w->nchunks == w->chunks_cap && !sts__grow(&w->c.mem, (void **)&w->chunks, &w->chunks_cap, w->nchunks + 1,
+                                                  sizeof *w->chunks)) {
         sts__nomem(err, "the shard buffer");
         return NULL;
     }
+    c = &w->chunks[w->nchunks];
+    c->cap = cap;
+    /* A shard's data is written once into fresh memory: with malloc, the chunk starts on a 2 MiB
+       boundary of a block 2 MiB larger and asks for huge pages, so filling it takes one page fault
+       per 2 MiB, not per 4 KiB (KV rows of 1 KiB on the 2-vCPU VM: ~13 us a fault, 19% of the
+       time). The slack is address space only. A caller's allocator gets exactly cap bytes. */
+    c->block_size = cap;
+    if (!w->c.mem.a.alloc && cap <= (size_t)-1 - STS__FOLIO) c->block_size = cap + (size_t)STS__FOLIO;
+    if (!(c->block = (uint8_t *)sts__alloc(&w->c.mem, c->block_size))) {
+        sts__nomem(err, "the shard buffer");
+        return NULL;
+    }
+    c->p = c->block;
+    if (c->block_size != cap) {
+        c->p = c->block + (size_t)((STS__FOLIO - (uintptr_t)c->block % STS__FOLIO) % STS__FOLIO);
+        sts__advise_huge(c->p, cap);
+    }
     c->used = (size_t)bytes;
     c->state = STS__CHUNK_OPEN;
-    w->chunk_at = w->nchunks - 1;
+    c->seq = w->nents;
+    w->chunk_bytes += cap;
+    w->chunk_at = w->nchunks++;
     sts__kv_crc_choose(w, c);
     return c->p;
 }
