@@ -770,6 +770,10 @@ typedef enum sts_tail { STS_TAIL_WRITE = 0, STS_TAIL_DROP = 1, STS_TAIL_PAD = 2,
 typedef enum sts_duplicates {
     STS_DUPLICATES_FAIL = 0, STS_DUPLICATES_LAST_WIN = 1, STS_DUPLICATES_COUNT
 } sts_duplicates;
+/* KV mode: where a shard's tensors sit. SORTED (the default) is the reference writer's layout
+   (sts_write's bytes); ARRIVAL keeps the rows' order and writes a shard while it fills, behind
+   header room reserved ahead of its data (format/SPECIFICATION.md 12.2.3) */
+typedef enum sts_kv_layout { STS_KV_SORTED = 0, STS_KV_ARRIVAL = 1, STS_KV_LAYOUT_COUNT } sts_kv_layout;
 
 typedef struct sts_shape_option {   /* per-sample shape of a numeric-array column */
     const char *column;
@@ -806,13 +810,14 @@ typedef struct sts_write_config {   /* zero = every default; strings are borrowe
                                        0 = one per online CPU, at most 16, once the dataset has 16,384
                                        keys; 1 = the caller's thread only. The bytes are the same on any
                                        number */
+    sts_kv_layout kv_layout;        /* KV mode: STS_KV_SORTED (0, default) or STS_KV_ARRIVAL */
 } sts_write_config;
 
 /* Set one option the way the connector spells it (names case-insensitive; values as strings):
    batch_size, name_col, kv_separator, duplicatesStrategy (fail|lastWin), generate_index
    (true|false), target_shard_size_mb, dtype, columns, shapes, tail_strategy (drop|pad|write),
    mode (error|errorifexists|overwrite), durable (true|false), rounding (truncate|nearest_even),
-   io_thread (true|false), commit_threads (0 to 64).
+   io_thread (true|false), commit_threads (0 to 64), kv_layout (sorted|arrival).
    "path" is accepted and ignored. String values are borrowed: keep them alive. */
 STSDEF sts_result sts_write_config_set(sts_write_config *cfg, const char *key, const char *value, sts_error *err);
 
@@ -844,8 +849,9 @@ STSDEF sts_result sts_task_commit(sts_task_writer *w, char **message, size_t *me
 STSDEF void sts_task_close(sts_task_writer *w);
 typedef struct sts_task_progress {
     uint64_t rows;      /* rows accepted so far */
-    uint64_t shards;    /* files begun so far. KV mode begins a shard's file when it seals it, so the shard
-                           filling in memory is number `shards`; batch mode begins each file at its first row */
+    uint64_t shards;    /* KV mode: shards sealed so far, so the one filling is number `shards` (its file is
+                           begun at the seal, or with kv_layout = arrival once it is an eighth full);
+                           batch mode: files begun so far (each at its first row) */
 } sts_task_progress;
 /* Where a task writer stands; all zero for NULL. */
 STSDEF sts_task_progress sts_task_get_progress(const sts_task_writer *w);
@@ -4486,7 +4492,7 @@ typedef struct sts__wbitem {
                               DIGEST: p, len to the digest hook, ahead of their write; off: 0, or
                               1 + their CRC-32C when the caller took it as it filled them */
     int more;              /* WRITE: the next item joins this one's writev */
-    int digest;            /* WRITE: the bytes go through the queue's digest hook before they are written;
+    int digest;            /* WRITE, PWRITE: the bytes go through the queue's digest hook before they are written;
                               SEAL: the hook hears that the file ends */
     int32_t token;         /* handed back once the item ran, or -1 */
     uint32_t shard;        /* the file, for messages */
@@ -4560,8 +4566,10 @@ STS__PRIVATE int sts__wb_run(sts__wb *q, sts__wbitem *it, size_t k, int failed, 
         return e;
     }
     *op = "write";
-    if (it[0].kind == STS__WB_PWRITE) e = sts__pwrite_all(m, it[0].fd, it[0].p, it[0].len, it[0].off);
-    else {
+    if (it[0].kind == STS__WB_PWRITE) {
+        if (it[0].digest && q->digest) q->digest(q->digest_user, it[0].p, it[0].len, 0, 0);
+        e = sts__pwrite_all(m, it[0].fd, it[0].p, it[0].len, it[0].off);
+    } else {
         struct iovec iov[STS__IOV_MAX];
         size_t i;
         for (i = 0; i < k; i++) {
@@ -7993,6 +8001,10 @@ STSDEF sts_result sts_write_config_set(sts_write_config *c, const char *key, con
         if (!sts__text_u64(value, &v) || v > STS__PAR_MAX)
             return sts__bad_option(err, "commit_threads", value, "an integer between 0 and 64");
         c->commit_threads = (uint32_t)v;
+    } else if (sts__ieq(key, "kv_layout")) {
+        if (sts__ieq(value, "sorted")) c->kv_layout = STS_KV_SORTED;
+        else if (sts__ieq(value, "arrival")) c->kv_layout = STS_KV_ARRIVAL;
+        else return sts__bad_option(err, "kv_layout", value, "sorted or arrival");
     } else if (sts__ieq(key, "rounding")) {
         if (sts__ieq(value, "truncate")) c->rounding = STS_ROUND_TRUNCATE;
         else if (sts__ieq(value, "nearest_even") || sts__ieq(value, "rne")) c->rounding = STS_ROUND_NEAREST_EVEN;
@@ -8130,6 +8142,7 @@ typedef struct sts__wcfg {
     size_t sep_len;
     sts_duplicates dup;
     int index, overwrite, durable, io_thread;
+    int arrival;                    /* KV: kv_layout = arrival */
     uint64_t target;                /* bytes */
     sts_tail tail;
     int has_dtype;
@@ -8230,6 +8243,8 @@ STS__PRIVATE sts_result sts__wcfg_mode(sts__wcfg *c, const sts_write_config *cfg
     if ((unsigned)cfg->rounding >= (unsigned)STS_ROUNDING_COUNT)
         return sts__failx(err, STS_RULE_OPTION, "rounding must be truncate or nearest_even, got: %d",
                           (int)cfg->rounding);
+    if ((unsigned)cfg->kv_layout >= (unsigned)STS_KV_LAYOUT_COUNT)
+        return sts__failx(err, STS_RULE_OPTION, "kv_layout must be sorted or arrival, got: %d", (int)cfg->kv_layout);
     if (cfg->has_dtype && !sts__dtype_seed(cfg->dtype))
         return sts__failx(err, STS_RULE_OPTION, "dtype must be one of F16 F32 F64 BF16 U8 I8 U16 I16 U32 I32 U64 I64, "
                                                 "got: %s", sts_dtype_name(cfg->dtype));
@@ -8240,6 +8255,7 @@ STS__PRIVATE sts_result sts__wcfg_mode(sts__wcfg *c, const sts_write_config *cfg
     c->overwrite = cfg->overwrite != 0;
     c->durable = sts__durable(cfg, opts);
     c->io_thread = !cfg->no_io_thread;
+    c->arrival = cfg->kv_layout == STS_KV_ARRIVAL;  /* read by the KV writer only */
     c->tail = cfg->tail;
     c->has_dtype = cfg->has_dtype;
     c->dtype = cfg->dtype;
@@ -8609,6 +8625,7 @@ typedef struct sts__dchunk {
     uint64_t seq;                   /* the open shard's entry count when it opened: chunks fill in this order */
     uint32_t crc;                   /* with crc_on: the CRC-32C of its used bytes, taken by the caller */
     int crc_on;
+    uint64_t at;                    /* kv_layout = arrival: where its bytes start in the shard's data */
     uint8_t *block;                 /* what was allocated: block_size bytes */
     size_t block_size;
 } sts__dchunk;
@@ -8660,6 +8677,14 @@ struct sts_task_writer {
     size_t gdone;                   /* entries [0, gdone) checked */
     size_t glast[STS_DTYPE_COUNT];  /* per dtype: its last entry ((size_t)-1: none) */
     size_t gcount[STS_DTYPE_COUNT]; /*            and its count */
+    /* kv_layout = arrival (12.2.3): once the open shard is an eighth full (half: the task's first),
+       its file is open (the last of w->shards) and each filled chunk is lent to the I/O thread at
+       once, behind `room` bytes kept for its header; at the seal the header is rendered whole into
+       hmem for the I/O thread too */
+    int streaming;
+    uint64_t room;
+    uint8_t *hmem;
+    size_t hmem_cap;
     sts__dchunk *chunks;
     size_t nchunks, chunks_cap, chunk_at;   /* chunk_at: the open shard's current chunk, or (size_t)-1 */
     uint64_t chunk_bytes, chunk_budget;     /* allocated; the cap while a sealed shard is being written (0: none yet) */
@@ -9323,16 +9348,39 @@ STS__PRIVATE uint64_t sts__shard_bound(uint64_t n, uint64_t fixed, uint64_t data
     *header = h;
     return 8 + h + data;
 }
-/* Who takes the CRC-32C of a chunk that opens. The I/O thread does (a DIGEST item, once the chunk
-   is full) while it has nothing to write; while a sealed shard is still going out it has that, and
-   the caller takes the CRC of each cell it copies in, from its cache. 1M rows of 1 KiB on the
-   16-core machine: the I/O thread's CRC was a fifth of its time, and it set the pace; this took
-   the task from 0.53 to 0.43 s (medians of 3). A shard that goes out alone gains nothing. */
-STS__PRIVATE void sts__kv_crc_choose(sts_task_writer *w, sts__dchunk *c) {
+/* kv_layout = arrival, the open shard streaming: a filled chunk of it (or, at the seal, the last
+   one) lent to the I/O thread, to its place in the shard's file behind the header's room; it
+   comes back once written. */
+STS__PRIVATE void sts__kv_send(sts_task_writer *w, sts__dchunk *c) {
+    sts__wbitem it;
+    if (c->state != STS__CHUNK_OPEN || !c->used) return;
+    c->state = STS__CHUNK_LENT;
+    memset(&it, 0, sizeof it);
+    it.kind = STS__WB_PWRITE;
+    it.fd = w->shards[w->nshards - 1].a.fd;
+    it.p = c->p;
+    it.len = c->used;
+    it.off = 8 + w->room + c->at;
+    it.token = (int32_t)(c - w->chunks);
+    it.durable = w->c.durable;
+    it.digest = 1;  /* in the data's order: chunks go out in the order they opened */
+    it.shard = (uint32_t)(w->nshards - 1);
+    sts__wb_put(&w->wb, &it);
+}
+/* A chunk opens: where its bytes start in the shard's data, and who takes their CRC-32C. The I/O
+   thread does (a DIGEST item, once the chunk is full) while it has nothing to write; while a
+   sealed shard is still going out it has that, and the caller takes the CRC of each cell it
+   copies in, from its cache. 1M rows of 1 KiB on the 16-core machine: the I/O thread's CRC was a
+   fifth of its time, and it set the pace; this took the task from 0.53 to 0.43 s (medians of 3).
+   A shard that goes out alone gains nothing. With kv_layout = arrival the I/O thread writes every
+   chunk as it fills: the caller takes them all. */
+STS__PRIVATE void sts__kv_chunk_open(sts_task_writer *w, sts__dchunk *c) {
     size_t i;
     c->crc = 0;
     c->crc_on = 0;
+    c->at = w->shard_data;
     if (!w->wb.threaded || w->unsorted) return;
+    if (w->c.arrival) { c->crc_on = 1; return; }
     for (i = 0; i < w->nchunks && !c->crc_on; i++) c->crc_on = w->chunks[i].state == STS__CHUNK_LENT;
 }
 /* Room for a cell in the open shard's chunks. Chunks lent to the I/O thread come back as it writes
@@ -9351,6 +9399,7 @@ STS__PRIVATE void *sts__kv_data(sts_task_writer *w, uint64_t bytes, sts_error *e
            keep the one the caller took */
         if (!w->unsorted && w->wb.threaded && c->used)
             sts__wb_queue(w, STS__WB_DIGEST, -1, c->p, c->used, c->crc_on ? (uint64_t)c->crc + 1 : 0, -1);
+        if (w->streaming) sts__kv_send(w, c);
     }
     cap = bytes > STS__CHUNK ? (size_t)bytes : STS__CHUNK;
     for (;;) {
@@ -9363,7 +9412,7 @@ STS__PRIVATE void *sts__kv_data(sts_task_writer *w, uint64_t bytes, sts_error *e
                 c->seq = w->nents;
                 c->used = (size_t)bytes;
                 w->chunk_at = i;
-                sts__kv_crc_choose(w, c);
+                sts__kv_chunk_open(w, c);
                 return c->p;
             }
         }
@@ -9397,7 +9446,11 @@ STS__PRIVATE void *sts__kv_data(sts_task_writer *w, uint64_t bytes, sts_error *e
     c->seq = w->nents;
     w->chunk_bytes += cap;
     w->chunk_at = w->nchunks++;
-    sts__kv_crc_choose(w, c);
+    if (!sts__wb_reserve(&w->wb, w->nchunks)) {  /* every chunk's token can come back at once */
+        sts__nomem(err, "the write queue");
+        return NULL;
+    }
+    sts__kv_chunk_open(w, c);
     return c->p;
 }
 /* A table that grew to `bytes` from `was`: its new pages faulted in by the I/O thread while the
@@ -9668,7 +9721,7 @@ STS__PRIVATE uint8_t *sts__kv_mid_put(uint8_t *q, const sts_tensor_spec *e) {
     return q + 18;
 }
 STS__PRIVATE sts_result sts__kv_header(sts_task_writer *w, const size_t *ord, uint64_t json, uint64_t hlen,
-                                       uint32_t *crc, sts_error *err) {
+                                       uint8_t *to, uint32_t *crc, sts_error *err) {
     uint64_t total = 8 + hlen, sent = 0, midfix = 0, size = 0, yd = 0;
     size_t cap = total < ((uint64_t)1 << 20) ? (size_t)total + 128 : (size_t)1 << 20, i, midlen = 0, rl = 1, sl = 1;
     /* the offset so far and the last data size in decimal, right-aligned at [24] on '0's: the end
@@ -9691,10 +9744,11 @@ STS__PRIVATE sts_result sts__kv_header(sts_task_writer *w, const size_t *ord, ui
     memset(mid, 0, sizeof mid);
     memset(run, '0', sizeof run);
     memset(sd, '0', sizeof sd);
-#define STS__KV_OUT() do { \
+#define STS__KV_OUT() do {  /* a piece to the sink, or (to) to its place in memory */ \
         *crc = sts__crc32c(*crc, buf, (size_t)(o - buf)); \
-        if ((r = sts__fdsink_write(w->sink, buf, (size_t)(o - buf))) != STS_OK || \
-            (r = sts__fdsink_flush(w->sink)) != STS_OK) goto out; \
+        if (to) memcpy(to + sent, buf, (size_t)(o - buf)); \
+        else if ((r = sts__fdsink_write(w->sink, buf, (size_t)(o - buf))) != STS_OK || \
+                 (r = sts__fdsink_flush(w->sink)) != STS_OK) goto out; \
         sent += (uint64_t)(o - buf); \
         o = buf; \
     } while (0)
@@ -9762,15 +9816,19 @@ STS__PRIVATE sts_result sts__kv_header(sts_task_writer *w, const size_t *ord, ui
     }
     *o++ = '}';
     STS_ASSERT(sent + (uint64_t)(o - buf) - 8 == json);
-    while (sent + (uint64_t)(o - buf) < total) {
-        if (o == buf + cap) STS__KV_OUT();
-        *o++ = ' ';
+    while (sent + (uint64_t)(o - buf) < total) {  /* spaces: to 8 bytes, or the room (kv_layout = arrival) */
+        uint64_t n = total - sent - (uint64_t)(o - buf);
+        size_t free_ = cap - (size_t)(o - buf);
+        if (!free_) { STS__KV_OUT(); continue; }
+        if (n > free_) n = free_;
+        memset(o, ' ', (size_t)n);
+        o += n;
     }
     STS__KV_OUT();
 #undef STS__KV_OUT
 out:
     if (r != STS_OK) {
-        if (w->sink->err_no) sts__fail_errno(err, w->sink->err_no, "write", w->shards[w->nshards - 1].path);
+        if (!to && w->sink->err_no) sts__fail_errno(err, w->sink->err_no, "write", w->shards[w->nshards - 1].path);
         else if (r != STS_ERR_NOMEM)
             sts__fail_code(err, r, STS_RULE_IO, sent, "the sink failed writing the header (%s)", sts_result_name(r));
     }
@@ -9781,6 +9839,130 @@ out:
    straight from the chunks (runs of adjacent tensors in one piece), then the seal. Each chunk comes
    back after its last piece. A shard in layout order has its size and data CRC already; else the
    order is brought up to date, and the size and CRC counted here. */
+/* The file sink on a shard's file, and room to hand back every chunk's token. */
+STS__PRIVATE sts_result sts__kv_sink(sts_task_writer *w, const sts__shard *s, sts_error *err) {
+    if (!w->sink && !(w->sink = (sts__fdsink *)sts__alloc(&w->c.mem, sizeof *w->sink)))
+        return sts__nomem(err, "the file sink");
+    if (!sts__wb_reserve(&w->wb, w->nchunks)) return sts__nomem(err, "the write queue");
+    w->sink->mem = &w->c.mem; w->sink->fd = s->a.fd; w->sink->err_no = 0; w->sink->n = 0; w->sink->pending = 0;
+    return STS_OK;
+}
+/* The shard's data and header are queued or written: its seal is queued (the I/O thread closes the
+   file, and its digest hook keeps the data's CRC-32C, joined to the header's by sts__wb_sync), and
+   the writer starts the next shard. */
+STS__PRIVATE void sts__kv_sealed(sts_task_writer *w, sts__shard *s, uint64_t hlen, uint32_t hcrc) {
+    sts__wbitem it;
+    memset(&it, 0, sizeof it);
+    it.kind = STS__WB_SEAL; it.fd = s->a.fd; it.token = -1; it.durable = w->c.durable; it.digest = 1;
+    it.shard = (uint32_t)(w->nshards - 1);
+    sts__wb_put(&w->wb, &it);
+    s->a.fd = -1;  /* the I/O thread closes it */
+    s->bytes = 8 + hlen + w->shard_data;
+    s->crc = 0;  /* the header's and the data's CRC joined by sts__wb_sync once the shard is out */
+    w->dig_hcrc = hcrc;
+    w->dig_data = w->shard_data;
+    w->dig_shard = w->nshards - 1;
+    s->samples = w->shard_rows;
+    s->tensors = w->nents;
+    s->state = 1;
+    if (!w->chunk_budget) w->chunk_budget = w->chunk_bytes;  /* later shards reuse the first one's chunks */
+    w->nents = w->nord = 0;
+    w->shard_rows = w->shard_data = w->shard_fixed = 0;
+    w->exact = w->min_size = w->empties = 0;
+    w->unsorted = 0;
+    w->isum = 0;
+    w->ungrouped = 0;
+    w->gdone = 0;
+    memset(w->glast, 0xff, sizeof w->glast);
+    memset(w->gcount, 0, sizeof w->gcount);
+    w->chunk_at = (size_t)-1;
+    sts__kv_shapes_free(w);
+}
+/* kv_layout = arrival: the open shard's chunks not yet sent, but `skip` (the one still filling),
+   to the shard's file in the order they opened. */
+STS__PRIVATE void sts__kv_send_all(sts_task_writer *w, size_t skip) {
+    for (;;) {
+        size_t k, best = (size_t)-1;
+        for (k = 0; k < w->nchunks; k++) {
+            const sts__dchunk *c = &w->chunks[k];
+            if (k != skip && c->state == STS__CHUNK_OPEN && c->used &&
+                (best == (size_t)-1 || c->at < w->chunks[best].at)) best = k;
+        }
+        if (best == (size_t)-1) return;
+        sts__kv_send(w, &w->chunks[best]);
+    }
+}
+/* kv_layout = arrival: the open shard, an eighth of the target or more (half for the task's first
+   shard), starts going out. Its
+   header's room is what a full shard would need at the header bytes per data byte seen so far,
+   1/32 more, and with a target of 1 MiB or more a page more and its data on a page boundary;
+   the roll rule keeps the header inside it (sts__kv_fits). */
+STS__PRIVATE sts_result sts__kv_stream_start(sts_task_writer *w, sts_error *err) {
+    sts__shard *s;
+    sts_result r;
+    uint64_t json = 1 + w->isum, have = (json + 7) / 8 * 8, avail = w->c.target - 8, room;
+    if ((r = sts__wb_sync(w, err)) != STS_OK) return r;  /* the previous shard is out */
+    if ((r = sts__shard_open(w, &s, err)) != STS_OK) return sts__task_fail(w, r);
+    room = w->shard_data ? (uint64_t)((double)avail * (double)json / (double)(json + w->shard_data)) : avail;
+    room += room / 32;
+    if (avail >= ((uint64_t)1 << 20)) room = (8 + room + 4096 + 4095) / 4096 * 4096 - 8;
+    else room = (room + 7) / 8 * 8;  /* small targets (tests): no page to spare */
+    if (room > STS_MAX_HEADER_SIZE) room = STS_MAX_HEADER_SIZE / 8 * 8;
+    if (room > avail - w->shard_data) room = (avail - w->shard_data) / 8 * 8;  /* 8 + have + data <= target */
+    if (room < have) room = have;
+    w->room = room;
+    w->streaming = 1;
+    sts__kv_send_all(w, w->chunk_at);
+    return STS_OK;
+}
+/* kv_layout = arrival, a streaming shard that would leave more than an eighth of its file unused
+   room: once its data is all in the file (the queue idle), the data moves down to 8 + hlen, a
+   chunk's worth at a time through a chunk (every one is written), and the file is cut there. Its
+   CRC-32C is the same bytes'. */
+STS__PRIVATE sts_result sts__kv_compact(sts_task_writer *w, const sts__shard *s, uint64_t hlen, sts_error *err) {
+    uint64_t from = 8 + w->room, to = 8 + hlen, n = w->shard_data;
+    int e = 0;
+    while (n && !e) {
+        size_t k = n < w->chunks[0].cap ? (size_t)n : w->chunks[0].cap;
+        if ((e = sts__pread_all(s->a.fd, w->chunks[0].p, k, from)) == 0)
+            e = sts__pwrite_all(&w->c.mem, s->a.fd, w->chunks[0].p, k, to);
+        from += k; to += k; n -= k;
+    }
+    if (!e) e = sts__truncate_fd(&w->c.mem, s->a.fd, 8 + hlen + w->shard_data);
+    return e ? sts__task_fail(w, sts__fail_errno(err, e, "compact", s->path)) : STS_OK;
+}
+/* kv_layout = arrival: seals the streaming shard. Its last chunk goes out, then its header,
+   rendered whole into hmem (the I/O thread wrote the previous one before this shard's file was
+   begun), padded with spaces to the room: nothing waits. When more than an eighth of the file
+   would be unused room (a task's last shard, ended early), the shard is compacted first, and its
+   header padded to 8 bytes only. */
+STS__PRIVATE sts_result sts__kv_stream_seal(sts_task_writer *w, sts_error *err) {
+    sts__shard *s = &w->shards[w->nshards - 1];
+    uint64_t json = 1 + w->isum, hlen = (json + 7) / 8 * 8, hl = w->room;
+    uint32_t hcrc = 0;
+    sts_result r;
+    size_t k;
+    sts__kv_send_all(w, (size_t)-1);
+    for (k = 0; k < w->nchunks; k++)  /* an open chunk with no bytes (empty tensors only) */
+        if (w->chunks[k].state == STS__CHUNK_OPEN) w->chunks[k].state = STS__CHUNK_FREE;
+    w->streaming = 0;
+    STS_ASSERT(hlen <= w->room);
+    if ((w->room - hlen) * 8 > 8 + w->room + w->shard_data) {
+        if ((r = sts__wb_sync(w, err)) != STS_OK || (r = sts__kv_compact(w, s, hlen, err)) != STS_OK) return r;
+        hl = hlen;
+    }
+    if (w->hmem_cap < 8 + hl) {
+        sts__free(&w->c.mem, w->hmem, w->hmem_cap);
+        w->hmem_cap = 0;
+        if (!(w->hmem = (uint8_t *)sts__alloc(&w->c.mem, (size_t)(8 + hl))))
+            return sts__task_fail(w, sts__nomem(err, "the header"));
+        w->hmem_cap = (size_t)(8 + hl);
+    }
+    if ((r = sts__kv_header(w, NULL, json, hl, w->hmem, &hcrc, err)) != STS_OK) return sts__task_fail(w, r);
+    sts__wb_queue(w, STS__WB_PWRITE, s->a.fd, w->hmem, 8 + hl, 0, -1);
+    sts__kv_sealed(w, s, hl, hcrc);
+    return STS_OK;
+}
 #define STS__WB_BATCH 64
 STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
     sts__shard *s;
@@ -9790,6 +9972,7 @@ STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
     uint64_t group_bytes = 0, json, hlen, cursor = 0;
     uint32_t hcrc = 0;
     if (!w->nents) return STS_OK;
+    if (w->streaming) return sts__kv_stream_seal(w, err);
     if ((r = sts__wb_sync(w, err)) != STS_OK) return r;  /* the previous shard is out */
     if (w->unsorted) {
         if (!sts__kv_order(w)) return sts__task_fail(w, sts__nomem(err, "the shard's layout"));
@@ -9806,13 +9989,7 @@ STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
                                             "the header would be %U bytes, over the limit of %U", json,
                                             (uint64_t)STS_MAX_HEADER_SIZE));
     if ((r = sts__shard_open(w, &s, err)) != STS_OK) return sts__task_fail(w, r);
-    if (!w->sink && !(w->sink = (sts__fdsink *)sts__alloc(&w->c.mem, sizeof *w->sink)))
-        r = sts__nomem(err, "the file sink");
-    else if (!sts__wb_reserve(&w->wb, w->nchunks)) r = sts__nomem(err, "the write queue");
-    else {
-        w->sink->mem = &w->c.mem; w->sink->fd = s->a.fd; w->sink->err_no = 0; w->sink->n = 0; w->sink->pending = 0;
-        r = sts__kv_header(w, ord, json, hlen, &hcrc, err);
-    }
+    if ((r = sts__kv_sink(w, s, err)) == STS_OK) r = sts__kv_header(w, ord, json, hlen, NULL, &hcrc, err);
     if (r != STS_OK) {
         sts__atomic_abort(&s->a);
         sts__free(&w->c.mem, s->path, s->path_size);
@@ -9874,31 +10051,7 @@ STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
     for (k = 0; k < w->nchunks; k++)
         if (w->chunks[k].state == STS__CHUNK_OPEN)
             w->chunks[k].state = w->chunks[k].last == (size_t)-1 ? STS__CHUNK_FREE : STS__CHUNK_LENT;
-    memset(&it, 0, sizeof it);  /* the file ends: the digest hook keeps its data's CRC-32C */
-    it.kind = STS__WB_SEAL; it.fd = s->a.fd; it.token = -1; it.durable = w->c.durable; it.digest = 1;
-    it.shard = (uint32_t)(w->nshards - 1);
-    sts__wb_put(&w->wb, &it);
-    s->a.fd = -1;  /* the I/O thread closes it */
-    s->bytes = 8 + hlen + w->shard_data;
-    s->crc = 0;  /* the header's and the data's CRC joined by sts__wb_sync once the shard is out */
-    w->dig_hcrc = hcrc;
-    w->dig_data = w->shard_data;
-    w->dig_shard = w->nshards - 1;
-    s->samples = w->shard_rows;
-    s->tensors = w->nents;
-    s->state = 1;
-    if (!w->chunk_budget) w->chunk_budget = w->chunk_bytes;  /* later shards reuse the first one's chunks */
-    w->nents = w->nord = 0;
-    w->shard_rows = w->shard_data = w->shard_fixed = 0;
-    w->exact = w->min_size = w->empties = 0;
-    w->unsorted = 0;
-    w->isum = 0;
-    w->ungrouped = 0;
-    w->gdone = 0;
-    memset(w->glast, 0xff, sizeof w->glast);
-    memset(w->gcount, 0, sizeof w->gcount);
-    w->chunk_at = (size_t)-1;
-    sts__kv_shapes_free(w);
+    sts__kv_sealed(w, s, hlen, hcrc);
     return STS_OK;
 }
 STS__PRIVATE sts_result sts__kv_keys_reserve(sts_task_writer *w, size_t more, sts_error *err) {
@@ -9997,7 +10150,7 @@ STS__PRIVATE sts_result sts__kv_check(sts_task_writer *w, const sts_value *row, 
     x->klen = (size_t)kv->size;
     x->names = 0;
     x->add_fixed = x->add_data = 0;
-    x->cur = (uint32_t)w->nshards;
+    x->cur = (uint32_t)(w->nshards - (size_t)w->streaming);  /* a streaming shard's file is the last */
     x->fresh = 1;
     if (kv->size && !kv->data)
         return sts__failx(err, STS_RULE_ROW_VALUE, "row %U: the key has %U bytes but no data", w->calls, kv->size);
@@ -10116,8 +10269,9 @@ again:
     return STS_OK;
 }
 /* Whether the row keeps the open shard in layout order: each tensor sorts after the shard's last
-   entry and the row's earlier tensors, and replaces none. Then x->add_sum is its exact share of
-   the header without commas' neighbours: fixed bytes and the digits of both offsets. */
+   entry and the row's earlier tensors (any order does with kv_layout = arrival), and replaces none.
+   Then x->add_sum is its exact share of the header without commas' neighbours: fixed bytes and the
+   digits of both offsets. */
 STS__INLINE void sts__kv_inrow(sts_task_writer *w, sts__kvrow *x) {
     size_t i, nc = w->c.ncols;
     const sts_tensor_spec *prev = w->nents ? &w->ents[w->nents - 1] : NULL;
@@ -10130,7 +10284,7 @@ STS__INLINE void sts__kv_inrow(sts_task_writer *w, sts__kvrow *x) {
     for (i = 0; i < nc; i++) {
         const sts_tensor_spec *t = &w->rspec[i];
         if (w->rrep[i] != (size_t)-1 ||
-            (prev && (prev->dtype != t->dtype ? prev->dtype < t->dtype
+            (prev && !w->c.arrival && (prev->dtype != t->dtype ? prev->dtype < t->dtype
                                               : !named && !sts__kv_name_less(prev->name, prev->name_len, t->name,
                                                                              t->name_len))))
             return;
@@ -10154,6 +10308,9 @@ STS__INLINE void sts__kv_inrow(sts_task_writer *w, sts__kvrow *x) {
 STS__PRIVATE int sts__kv_fits(sts_task_writer *w, const sts__kvrow *x) {
     uint64_t nc = w->c.ncols, header, dd, bound;
     int fits;
+    if (w->c.arrival && !x->ino) return 0;  /* arrival replaces no entry of the open shard: it rolls */
+    if (w->streaming)  /* the header within its room, the data behind it */
+        return 1 + w->isum + x->add_sum <= w->room && 8 + w->room + w->shard_data + x->add_data <= w->c.target;
     if (x->ino) {  /* in order: the exact size, kept as rows came ({} and the first comma net one byte) */
         header = (1 + w->isum + x->add_sum + 7) / 8 * 8;
         bound = 8 + header + w->shard_data + x->add_data;
@@ -10253,7 +10410,7 @@ STS__PRIVATE sts_result sts__kv_append(sts_task_writer *w, const sts_value *row,
             return sts__task_fail(w, r);
         {
             sts__dchunk *c = &w->chunks[w->chunk_at];
-            if (c->crc_on && b) c->crc = sts__crc32c(c->crc, dst, (size_t)b);  /* sts__kv_crc_choose */
+            if (c->crc_on && b) c->crc = sts__crc32c(c->crc, dst, (size_t)b);  /* sts__kv_chunk_open */
         }
         /* the schema's shape: dims that differ between rows become -1 */
         if (e->shape == o->shape + 1) {}
@@ -10306,7 +10463,15 @@ STS__PRIVATE sts_result sts__kv_row(sts_task_writer *w, const sts_value *row, st
             sts__kv_inrow(w, &x);
         }
     }
-    return sts__kv_append(w, row, &x, err);
+    if ((r = sts__kv_append(w, row, &x, err)) != STS_OK) return r;
+    /* kv_layout = arrival: the shard starts going out once it is an eighth full, or half full while
+       it is the task's first (a task shorter than that is often one shard, whose room, sized for a
+       full one, would be mostly unused); with or without a thread, the same calls in one order */
+    if (w->c.arrival && !w->streaming) {
+        uint64_t size = 8 + (1 + w->isum + 7) / 8 * 8 + w->shard_data;
+        if (size >= w->c.target / (w->nshards ? 8 : 2) && size <= w->c.target) return sts__kv_stream_start(w, err);
+    }
+    return STS_OK;
 }
 
 STSDEF sts_result sts_task_write(sts_task_writer *w, const sts_value *row, sts_error *err) {
@@ -10438,7 +10603,7 @@ STSDEF sts_task_progress sts_task_get_progress(const sts_task_writer *w) {
     memset(&p, 0, sizeof p);
     if (w) {
         p.rows = w->rows;
-        p.shards = w->nshards;
+        p.shards = w->nshards - (size_t)w->streaming;  /* a streaming KV shard is still filling */
     }
     return p;
 }
@@ -10471,6 +10636,7 @@ STSDEF void sts_task_close(sts_task_writer *w) {
     sts__kv_shapes_free(w);
     sts__free(&m, w->sink, sizeof *w->sink);
     sts__free(&m, w->hbuf, w->hbuf_cap);
+    sts__free(&m, w->hmem, w->hmem_cap);
     sts__free(&m, w->dir, w->dir_size);
     sts__lock_free(&m, &w->job);
     sts__wcfg_free(&w->c);

@@ -23,7 +23,10 @@
           synced when durable). sts_dataset_commit (header checks, manifest) is timed apart.
    kv     1M rows of one 1 KiB tensor each, keys sample-0000000 .. sample-0999999 (tensor names
           sample-0000123__x), default shard target (300 MiB), generate_index. The tensor is
-          F32 [256] by default; --kv-dtype u8 makes it U8 [1024] (the same bytes).
+          F32 [256] by default; --kv-dtype u8 makes it U8 [1024] (the same bytes). The same job
+          runs in both shard layouts, kv_layout = sorted (the default, the reference writer's)
+          and kv_layout = arrival (shards written while they fill, behind reserved header room);
+          its dataset commit and read-back too.
           Timed: sts_task_open .. sts_task_commit; GB/s of tensor payload (1 KiB per row) and of
           file bytes. Peak RSS: VmHWM of the child process that runs the task writer (one child
           per measurement; its VmRSS before the writer opens is printed too). Raw baseline: the
@@ -416,9 +419,10 @@ static int batch_raw(void *arg) {
 
 /* ---- KV mode ---- */
 static const sts_column kv_schema[2] = { { "key", STS_VALUE_STRING, STS_DTYPE_U8 }, { "x", STS_VALUE_TENSOR, STS_DTYPE_F32 } };
-static void kv_config(sts_write_config *cfg, int durable) {
+static void kv_config(sts_write_config *cfg, int durable, int arrival) {
     memset(cfg, 0, sizeof *cfg);
     cfg->name_col = "key";
+    cfg->kv_layout = arrival ? STS_KV_ARRIVAL : STS_KV_SORTED;
     cfg->generate_index = 1;
     cfg->no_fsync = !durable;
     cfg->no_io_thread = g_no_io_thread;
@@ -448,7 +452,7 @@ static int kv_lib(void *arg) {
     char key[16], *msg = NULL;
     size_t msg_len = 0;
     double t0, t1, u0, s0, u1, s1;
-    kv_config(&cfg, jb->durable);
+    kv_config(&cfg, jb->durable, jb->c);  /* c: 1 = kv_layout arrival */
     for (i = 0; i < KV_BYTES; i++) data.b[i] = kv_byte(i);
     shape[0] = g_kv_f32 ? KV_BYTES / 4 : KV_BYTES;
     memset(v, 0, sizeof v);
@@ -499,7 +503,7 @@ static int kv_commit(void *arg) {
     size_t len = w->msg_len;
     char p[4096];
     double t0, t1;
-    kv_config(&cfg, jb->durable);
+    kv_config(&cfg, jb->durable, jb->c);
     m->rss0_kib = bd_status_kib("VmRSS");
     t0 = tu_now();
     if ((r = sts_dataset_commit(g_out, &cfg, &msg, &len, 1, NULL, &sum, &err)) != STS_OK) return fail_sts(m, "sts_dataset_commit", r, &err);
@@ -624,7 +628,7 @@ static int kv_raw(void *arg) {
 
 /* ---- running ---- */
 static meas *g_m;  /* shared: [0] library, [1] raw, [2] by hand, [3] KV commit, [4] verify, [5] KV raw from a shard-sized buffer,
-                      [6] batch raw in 2 MiB-aligned pieces */
+                      [6] batch raw in 2 MiB-aligned pieces, [7] KV library with kv_layout arrival, [8] its dataset commit */
 
 /* Empties the folder right before a measurement. No syncfs and no pause: on this kind of VM the
    page-cache pages that the deletion frees are only cheap to reuse for a short while (freed
@@ -750,10 +754,12 @@ static void bench_kv(void) {
         run(kv_lib, &jw, "KV warm-up");
         printf("   warm-up (untimed): %.2f s\n", g_m[0].t_task);
     }
-    printf("\n| durable | sts payload GB/s | sts file GB/s | goal 1.5 GB/s | raw write() GB/s | sts/raw | raw from a shard-sized buffer GB/s | sts/that | sts CPU s | raw CPU s | shards | peak RSS MiB (writer) | goal <= 364 MiB | dataset commit s | commit peak RSS MiB | index JSON MB | CSV MB |\n");
-    printf("|---|---|---:|---|---|---:|---|---:|---:|---:|---:|---|---|---|---:|---:|---:|\n");
+    printf("\n| durable | sts payload GB/s | sts file GB/s | goal 1.5 GB/s | raw write() GB/s | sts/raw | raw from a shard-sized buffer GB/s | sts/that | sts CPU s | raw CPU s | shards | peak RSS MiB (writer) | goal <= 364 MiB | dataset commit s | commit peak RSS MiB | index JSON MB | CSV MB | arrival file GB/s | arrival/raw | arrival CPU s | arrival peak RSS MiB | arrival shards | arrival commit s |\n");
+    printf("|---|---|---:|---|---|---:|---|---:|---:|---:|---:|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---|\n");
     for (d = 0; d <= 1; d++) {
-        series pay, fil, raw, ratio, hwm, com, chwm, lcpu, rcpu, cold, cratio;
+        series pay, fil, raw, ratio, hwm, com, chwm, lcpu, rcpu, cold, cratio, afil, aratio, acpu, ahwm, acom;
+        uint64_t ashards = 0;
+        char sp5[64], sp6[64];
         int run_i;
         uint64_t shards = 0, json = 0, csv = 0;
         char sp1[64], sp2[64], sp3[64], sp4[64];
@@ -761,8 +767,10 @@ static void bench_kv(void) {
         memset(&cold, 0, sizeof cold); memset(&cratio, 0, sizeof cratio);
         memset(&hwm, 0, sizeof hwm); memset(&com, 0, sizeof com); memset(&chwm, 0, sizeof chwm);
         memset(&lcpu, 0, sizeof lcpu); memset(&rcpu, 0, sizeof rcpu);
+        memset(&afil, 0, sizeof afil); memset(&aratio, 0, sizeof aratio); memset(&acpu, 0, sizeof acpu);
+        memset(&ahwm, 0, sizeof ahwm); memset(&acom, 0, sizeof acom);
         for (run_i = 0; run_i < g_runs; run_i++) {
-            job jl, jr, jc, jv, jb;
+            job jl, jr, jc, jv, jb, ja, jac, jav;
             int k;
             jl.durable = jr.durable = jc.durable = jv.durable = jb.durable = d;
             jl.c = jr.c = jc.c = jv.c = 0;
@@ -770,9 +778,12 @@ static void bench_kv(void) {
             jl.who = W_LIB; jr.who = jb.who = W_RAW; jc.who = jv.who = W_LIB;
             jl.m = &g_m[0]; jr.m = &g_m[1]; jc.m = &g_m[3]; jv.m = &g_m[4]; jb.m = &g_m[5];
             jl.sizes = NULL; jr.sizes = jc.sizes = jv.sizes = jb.sizes = &g_m[0];
-            for (k = 0; k < 3; k++) {
-                /* run 0: the library first (its shard sizes feed raw), odd runs: the two raw ones first */
-                int who = (run_i % 2 == 0) ? k : (k + 1) % 3;
+            ja = jl; ja.c = 1; ja.m = &g_m[7];  /* kv_layout arrival, its commit and read-back */
+            jac = jc; jac.c = 1; jac.m = &g_m[8]; jac.sizes = &g_m[7];
+            jav = jv; jav.sizes = &g_m[7];
+            for (k = 0; k < 4; k++) {
+                /* run 0: the library first (its shard sizes feed raw); then each run starts one later */
+                int who = (k + run_i) % 4;
                 fresh();
                 if (who == 0) {
                     run(kv_lib, &jl, "KV sts");
@@ -780,9 +791,25 @@ static void bench_kv(void) {
                     run(kv_verify, &jv, "KV verify");
                 } else if (who == 1)
                     run(kv_raw, &jr, "KV raw");
-                else
+                else if (who == 2)
                     run(kv_raw, &jb, "KV raw from a shard-sized buffer");
+                else {
+                    run(kv_lib, &ja, "KV sts, kv_layout arrival");
+                    run(kv_commit, &jac, "KV dataset commit, kv_layout arrival");
+                    run(kv_verify, &jav, "KV verify, kv_layout arrival");
+                }
             }
+            put(&afil, gbps((double)g_m[7].out_bytes, g_m[7].t_task));
+            put(&aratio, gbps((double)g_m[7].out_bytes, g_m[7].t_task) / gbps((double)g_m[1].out_bytes, g_m[1].t_task));
+            put(&acpu, cpu(&g_m[7]));
+            put(&ahwm, (double)g_m[7].hwm_kib / 1024.0);
+            put(&acom, g_m[8].t_commit);
+            ashards = g_m[7].nshards;
+            printf("   run %d %s, kv_layout arrival: sts %.3f s (%.2f GB/s of %.1f MB; CPU user %.2f + sys %.2f s, %.2f s of it the "
+                   "caller's thread; last row taken at %.3f s; %llu shards; peak RSS %.1f MiB); dataset commit %.3f s\n",
+                   run_i, d ? "durable" : "non-durable", g_m[7].t_task, gbps((double)g_m[7].out_bytes, g_m[7].t_task),
+                   (double)g_m[7].out_bytes / 1e6, g_m[7].cpu_user, g_m[7].cpu_sys, g_m[7].caller_cpu, g_m[7].t_rows,
+                   (unsigned long long)g_m[7].nshards, (double)g_m[7].hwm_kib / 1024.0, g_m[8].t_commit);
             put(&pay, gbps(payload, g_m[0].t_task));
             put(&fil, gbps((double)g_m[0].out_bytes, g_m[0].t_task));
             put(&raw, gbps((double)g_m[1].out_bytes, g_m[1].t_task));
@@ -806,11 +833,12 @@ static void bench_kv(void) {
                    (double)g_m[3].hwm_kib / 1024.0, bd_loadavg());
             fflush(stdout);
         }
-        printf("| %s | %.2f (%s) | %.2f | %s | %.2f (%s) | %.2fx | %.2f (%s) | %.2fx | %.2f | %.2f | %llu | %.0f | %s | %.2f (%s) | %.0f | %.1f | %.1f |\n", d ? "yes" : "no",
+        printf("| %s | %.2f (%s) | %.2f | %s | %.2f (%s) | %.2fx | %.2f (%s) | %.2fx | %.2f | %.2f | %llu | %.0f | %s | %.2f (%s) | %.0f | %.1f | %.1f | %.2f (%s) | %.2fx (%s) | %.2f | %.0f | %llu | %.2f |\n", d ? "yes" : "no",
                med(&pay), spread(sp1, sizeof sp1, &pay, "%.2f"), med(&fil), med(&pay) >= 1.5 ? "met" : "**missed**", med(&raw),
                spread(sp2, sizeof sp2, &raw, "%.2f"), med(&ratio), med(&cold), spread(sp4, sizeof sp4, &cold, "%.2f"), med(&cratio), med(&lcpu), med(&rcpu), (unsigned long long)shards, med(&hwm),
                med(&hwm) <= 364.0 ? "met" : "**missed**", med(&com), spread(sp3, sizeof sp3, &com, "%.2f"), med(&chwm), (double)json / 1e6,
-               (double)csv / 1e6);
+               (double)csv / 1e6, med(&afil), spread(sp5, sizeof sp5, &afil, "%.2f"), med(&aratio),
+               spread(sp6, sizeof sp6, &aratio, "%.2f"), med(&acpu), med(&ahwm), (unsigned long long)ashards, med(&acom));
         fflush(stdout);
     }
 }
@@ -874,7 +902,7 @@ int main(int argc, char **argv) {
             g_hdr[c] = 8 + n;
         }
     }
-    g_m = (meas *)bd_shared(7 * sizeof *g_m);
+    g_m = (meas *)bd_shared(9 * sizeof *g_m);
     printf("sizes: %s; the folder is emptied right before every measurement; every measurement runs in its own child process\n",
            g_quick ? "--quick (1/16)" : mib ? "--mib" : "full");
     if (strcmp(only, "kv") != 0) bench_batch();

@@ -136,15 +136,18 @@ def same_value(got, want):
 
 
 # ---- a safetensors file read with numpy alone -------------------------------------------------
-def read_shard(path, where):
+def read_shard(path, where, layout="sorted"):
     data = open(path, "rb").read()
     if len(data) < 8:
         problem(where, "shorter than 8 bytes")
         return None
     n = struct.unpack("<Q", data[:8])[0]
     header = data[8:8 + n]
-    if n % 8 or not header.startswith(b"{") or header.rstrip(b" ") != header[:len(header.rstrip(b" "))]:
+    if n % 8 or not header.startswith(b"{") or not header.rstrip(b" ").endswith(b"}"):
         problem(where, "header not padded with spaces to a multiple of 8")
+    room = n - (len(header.rstrip(b" ")) + 7) // 8 * 8  # spaces beyond the 8-byte padding
+    if room and (layout != "arrival" or room * 8 > len(data)):
+        problem(where, f"{room} bytes of header room unused ({layout} layout, a {len(data)}-byte file)")
     try:
         h = json.loads(header.decode("utf-8"))
     except Exception as ex:  # noqa: BLE001
@@ -170,10 +173,13 @@ def read_shard(path, where):
         tensors[name] = {"dtype": t["dtype"], "shape": t["shape"], "offsets": (b, e), "raw": body[b:e], "numel": numel}
     if cursor != len(body):
         problem(where, f"data section is {len(body)} bytes, the tensors end at {cursor}")
-    # the reference writer's order: descending dtype rank, then name bytes
+    # sorted: the reference writer's order, descending dtype rank, then name bytes; arrival: the
+    # header's entries in the data's order (the rows' order is checked against the source)
     want = sorted(h.keys(), key=lambda k: (-RANK.index(h[k]["dtype"]), k.encode("utf-8")))
+    if layout == "arrival":
+        want = list(h.keys())
     if [k for k, _ in order] != want:
-        problem(where, "tensors are not in the reference writer's order")
+        problem(where, f"tensors are not in the {layout} layout's order")
     return tensors
 
 
@@ -239,7 +245,8 @@ def check_dataset(gen_dir, name, vman, vidx):
     for f in files:
         if not SHARD_RE.match(f):
             problem(where, f"{f} does not follow part-TTTTT-SSSS-<uuid4>.safetensors")
-    shards = {f: read_shard(os.path.join(ddir, f), f"{where}/{f}") for f in files}
+    layout = src.get("layout", "sorted")
+    shards = {f: read_shard(os.path.join(ddir, f), f"{where}/{f}", layout) for f in files}
 
     # manifest
     paths = [s["shard_path"] for s in man["shards"]]
@@ -334,6 +341,21 @@ def check_dataset(gen_dir, name, vman, vidx):
         for tname in versions:
             if tname not in where_is:
                 problem(where, f"{tname!r} is in no shard")
+        if layout == "arrival":  # each shard's tensors in the order its task's rows made them
+            made = {}  # task id -> tensor names in row order, each row's in column order
+            for task in src["tasks"]:
+                made[task["task"]] = [next(c["key"] for c in r["cells"] if "key" in c) + sep + col["name"]
+                                      for r in task["rows"] for col in cols]
+            for f, ts in shards.items():
+                if not ts:
+                    continue
+                seq, at = made.get(int(SHARD_RE.match(f).group(1)), []), -1
+                for tname in sorted(ts, key=lambda k: ts[k]["offsets"]):
+                    nxt = next((i for i in range(at + 1, len(seq)) if seq[i] == tname), None)
+                    if nxt is None:
+                        problem(where, f"{f}: {tname!r} is out of its rows' order")
+                        break
+                    at = nxt
         if src["duplicates"] == "fail":
             dups = [n for n, v in versions.items() if len(v) > 1]
             if dups:

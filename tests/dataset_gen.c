@@ -11,7 +11,9 @@
        special values (NaN, infinities, -0, subnormals, overflow, integer extremes);
      - tail_write, tail_drop, tail_pad: batch mode, two tasks, a tensor and an array column, index;
      - kv_plain, kv_index, kv_lastwin: KV mode, two or three tasks, several shards each (small
-       white-box target), varying shapes, the shapes option, a custom separator, duplicates. */
+       white-box target), varying shapes, the shapes option, a custom separator, duplicates;
+     - kv_arrival, kv_arrival_lastwin: kv_index's and kv_lastwin's options with kv_layout = arrival
+       (shards in the rows' order, written while they fill behind header room). */
 #define _POSIX_C_SOURCE 200809L
 #ifndef STS_TEST_LINKED  /* the Makefile links tests/sts_impl.c's object instead */
 #define STS_IMPLEMENTATION
@@ -51,7 +53,8 @@ static void src_header(src *s, const sts_write_config *c, const sts_column *sche
                  c->batch_size ? "batch" : "kv", (unsigned long long)c->batch_size, tails[c->tail], c->has_dtype ? sts_dtype_name(c->dtype) : "",
                  c->rounding ? "nearest_even" : "truncate");
     tu_sb_json(b, c->kv_separator ? c->kv_separator : "__", strlen(c->kv_separator ? c->kv_separator : "__"));
-    tu_sb_printf(b, ", \"duplicates\": \"%s\", \"index\": %s, \"columns\": [", c->duplicates ? "lastWin" : "fail", c->generate_index ? "true" : "false");
+    tu_sb_printf(b, ", \"duplicates\": \"%s\", \"index\": %s, \"layout\": \"%s\", \"columns\": [", c->duplicates ? "lastWin" : "fail",
+                 c->generate_index ? "true" : "false", c->kv_layout == STS_KV_ARRIVAL ? "arrival" : "sorted");
     for (i = 0, j = 0; i < nw; i++) {
         size_t k;
         for (k = 0; k < ncols; k++) if (strcmp(schema[k].name, written[i]) == 0) break;
@@ -237,13 +240,14 @@ static void gen_tail(sts_tail tail) {
 }
 
 /* ---- kv_<variant> ---- */
-static void gen_kv(int variant) {
+static void gen_kv(int which) {
     static const sts_column schema[4] = { { "img", STS_VALUE_TENSOR, STS_DTYPE_U8 }, { "id", STS_VALUE_STRING, STS_DTYPE_U8 },
                                           { "emb", STS_VALUE_ARRAY, STS_DTYPE_F64 }, { "lbl", STS_VALUE_ARRAY, STS_DTYPE_I32 } };
     static const char *written[3] = { "img", "emb", "lbl" };
-    static const char *vn[3] = { "kv_plain", "kv_index", "kv_lastwin" };
+    static const char *vn[5] = { "kv_plain", "kv_index", "kv_lastwin", "kv_arrival", "kv_arrival_lastwin" };
     static const uint64_t eshape[1] = { 4 };
-    const char *name = vn[variant];
+    const char *name = vn[which];
+    int variant = which >= 3 ? which - 2 : which;  /* the arrival ones: kv_index's and kv_lastwin's options */
     char dir[1024];
     sts_write_config c;
     sts_error e;
@@ -251,7 +255,7 @@ static void gen_kv(int variant) {
     char *msg[3];
     size_t len[3];
     uint32_t t, ntasks = variant == 2 ? 3 : 2;
-    tu_rng rng = { 99 + (uint64_t)variant };
+    tu_rng rng = { 99 + (uint64_t)which };
     snprintf(dir, sizeof dir, "%s/%s", out_root, name);
     memset(&c, 0, sizeof c);
     c.name_col = "id"; c.has_dtype = 1; c.no_fsync = 1;
@@ -261,6 +265,7 @@ static void gen_kv(int variant) {
     c.kv_separator = variant == 1 ? "::" : NULL;
     c.duplicates = variant == 2 ? STS_DUPLICATES_LAST_WIN : STS_DUPLICATES_FAIL;
     c.target_shard_bytes = 1200;  /* several shards */
+    c.kv_layout = which >= 3 ? STS_KV_ARRIVAL : STS_KV_SORTED;
     c.shapes = variant == 1 ? "{\"emb\": [2, 2]}" : NULL;
     CHECK(sts_dataset_prepare(dir, &c, schema, 4, NULL, &e));
     src_open(&s, name);
@@ -323,6 +328,8 @@ int main(int argc, char **argv) {
     gen_kv(0);
     gen_kv(1);
     gen_kv(2);
-    printf("dataset_gen: 20 datasets in %s\n", out_root);
+    gen_kv(3);
+    gen_kv(4);
+    printf("dataset_gen: 22 datasets in %s\n", out_root);
     return 0;
 }

@@ -106,6 +106,7 @@ static task_run run_task(const char *dir, const sts_write_config *c, int kv, du_
     *msg = NULL;
     sts_write_config ct = *c;
     if (kv) ct.target_shard_bytes = 350;  /* three or more shards */
+    if (kv == 2) ct.kv_layout = STS_KV_ARRIVAL;  /* each shard's file begun at its first row, written as it fills */
     DU_OK("open", sts_task_open(dir, 0, &ct, SCH, 3, &o, &w, &tr.e), tr.e);
     f->armed = 1;
     for (i = 0; i < n && !tr.failed; i++) {
@@ -163,7 +164,7 @@ static void task_faults(int kv, int sync) {
     memset(&f, 0, sizeof f);
     tr = run_task(root, &c, kv, &f, &msg, &len);
     if (tr.failed) fail_msg("the counting run failed: %s", tr.e.message);
-    if (f.calls != n) fail_msg("%s task: %ld calls with the I/O thread, %ld without", kv ? "KV" : "batch", sync ? n : f.calls, sync ? f.calls : n);
+    if (f.calls != n) fail_msg("%s task: %ld calls with the I/O thread, %ld without", kv == 2 ? "KV arrival" : kv ? "KV" : "batch", sync ? n : f.calls, sync ? f.calls : n);
     {   /* and in the same order */
         long i;
         du_fault g;
@@ -176,7 +177,7 @@ static void task_faults(int kv, int sync) {
         t2 = run_task(root, &c, kv, &g, &m2, &l2);
         assert_false(t2.failed);
         for (i = 0; i < n && i < 64; i++)
-            if (strcmp(f.ops[i], g.ops[i]) != 0) fail_msg("%s task: call %ld is %s in one mode, %s in the other", kv ? "KV" : "batch", i + 1, f.ops[i], g.ops[i]);
+            if (strcmp(f.ops[i], g.ops[i]) != 0) fail_msg("%s task: call %ld is %s in one mode, %s in the other", kv == 2 ? "KV arrival" : kv ? "KV" : "batch", i + 1, f.ops[i], g.ops[i]);
         sts_free(NULL, m2, l2 + 1);
         tf_clear(root);
         c.no_io_thread = sync;
@@ -189,6 +190,7 @@ static void task_faults(int kv, int sync) {
         assert_non_null(strstr(ops_seen, "rename"));
         assert_non_null(strstr(ops_seen, kv ? "write" : "pwrite"));
         if (!kv) assert_non_null(strstr(ops_seen, "ftruncate"));
+        if (kv == 2) assert_non_null(strstr(ops_seen, "pwrite"));  /* data behind the header's room */
     }
     sts_free(NULL, msg, len + 1);
     tf_clear(root);
@@ -201,7 +203,7 @@ static void task_faults(int kv, int sync) {
             f.fail_at = k;
             f.err = err;
             tr = run_task(root, &c, kv, &f, &msg, &len);
-            snprintf(label, sizeof label, "%s task%s, %s at call %ld of %ld (%s)", kv ? "KV" : "batch", sync ? " (no I/O thread)" : "", errno_name(err), k, n, f.op);
+            snprintf(label, sizeof label, "%s task%s, %s at call %ld of %ld (%s)", kv == 2 ? "KV arrival" : kv ? "KV" : "batch", sync ? " (no I/O thread)" : "", errno_name(err), k, n, f.op);
             if (!tr.failed) fail_msg("%s: the job succeeded", label);
             if (f.failed != 1) fail_msg("%s: the failing call was made %ld times", label, f.failed);
             tu_err_check(label, tr.r, &tr.e, STS_ERR_IO, STS_RULE_IO, errno_name(err), root, (const char *)NULL);
@@ -216,6 +218,8 @@ static void test_faults_task_batch(void **state) { (void)state; task_faults(0, 0
 static void test_faults_task_kv(void **state) { (void)state; task_faults(1, 0); }
 static void test_faults_task_batch_sync(void **state) { (void)state; task_faults(0, 1); }
 static void test_faults_task_kv_sync(void **state) { (void)state; task_faults(1, 1); }
+static void test_faults_task_kv_arrival(void **state) { (void)state; task_faults(2, 0); }
+static void test_faults_task_kv_arrival_sync(void **state) { (void)state; task_faults(2, 1); }
 
 /* ================================================================================================
    fault injection in the dataset commit */
@@ -618,6 +622,8 @@ int main(void) {
         cmocka_unit_test(test_faults_task_kv),
         cmocka_unit_test(test_faults_task_batch_sync),
         cmocka_unit_test(test_faults_task_kv_sync),
+        cmocka_unit_test(test_faults_task_kv_arrival),
+        cmocka_unit_test(test_faults_task_kv_arrival_sync),
         cmocka_unit_test(test_faults_commit_kv),
         cmocka_unit_test(test_faults_commit_batch),
         cmocka_unit_test(test_faults_commit_overwrite),

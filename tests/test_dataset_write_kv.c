@@ -1140,6 +1140,70 @@ static void k1_expect(const k1row *rs, size_t n, uint32_t s, size_t extra, du_tl
     }
     free(d);
 }
+/* ---- kv_layout = arrival (format/SPECIFICATION.md 12.2.3), checked from the bytes alone ---- */
+static int k1_arrival;     /* k1_run: the arrival layout; every shard checked by arrival_expect_note */
+static long k1_padded;     /* arrival shards whose header left room unused (they went out while filling) */
+static long k1_calls[2];   /* the hook's pwrite and ftruncate calls */
+static int k1_count(void *user, const char *op) {
+    (void)user;
+    if (!strcmp(op, "pwrite")) k1_calls[0]++;
+    else if (!strcmp(op, "ftruncate")) k1_calls[1]++;
+    return 0;
+}
+static void ar_str(tu_sb *j, const char *p, size_t n) {  /* a JSON string as section 7 escapes it */
+    size_t i;
+    tu_sb_printf(j, "\"");
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (c == '"' || c == '\\') tu_sb_printf(j, "\\%c", c);
+        else if (c == 8) tu_sb_printf(j, "\\b");
+        else if (c == 9) tu_sb_printf(j, "\\t");
+        else if (c == 10) tu_sb_printf(j, "\\n");
+        else if (c == 12) tu_sb_printf(j, "\\f");
+        else if (c == 13) tu_sb_printf(j, "\\r");
+        else if (c < 0x20) tu_sb_printf(j, "\\u%04x", c);
+        else tu_sb_printf(j, "%c", c);
+    }
+    tu_sb_printf(j, "\"");
+}
+/* The file at path holds l's tensors in l's order: N % 8 == 0; the compact header naming them in
+   that order with offsets from 0, no gap; spaces to N, at most an eighth of the file unused beyond
+   the 8-byte padding; then their bytes. Differences go to notes (returns 0). */
+static int arrival_expect_note(tu_sb *notes, const char *label, const char *path, const du_tl *l) {
+    tu_sb j = { 0, 0, 0 };
+    uint64_t off = 0, n, hl, pos, k;
+    size_t i, got_n = 0;
+    uint8_t *got = tf_read_opt(path, &got_n);
+    const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    const char *why = NULL;
+    tu_sb_printf(&j, "{");
+    for (i = 0; i < l->n; i++) {
+        const du_t *t = &l->t[i];
+        uint32_t d;
+        if (i) tu_sb_printf(&j, ",");
+        ar_str(&j, t->name, t->name_len);
+        tu_sb_printf(&j, ":{\"dtype\":\"%s\",\"shape\":[", sts_dtype_name(t->dtype));
+        for (d = 0; d < t->rank; d++) tu_sb_printf(&j, d ? ",%llu" : "%llu", (unsigned long long)t->shape[d]);
+        tu_sb_printf(&j, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off, (unsigned long long)(off + t->size));
+        off += t->size;
+    }
+    tu_sb_printf(&j, "}");
+    hl = (j.n + 7) / 8 * 8;
+    if (!got || got_n < 8) why = "no file, or under 8 bytes";
+    else if ((n = tu_le64(got)) % 8 || n < j.n || 8 + n + off != got_n) why = "N, or the file's size";
+    else if (memcmp(got + 8, j.p, j.n) != 0) why = "the header's JSON";
+    else if ((n - hl) * 8 > got_n) why = "more than an eighth of the file is unused room";
+    else {
+        for (k = 8 + j.n; k < 8 + n && !why; k++) if (got[k] != ' ') why = "the padding";
+        for (i = 0, pos = 8 + n; i < l->n && !why; pos += l->t[i].size, i++)
+            if (l->t[i].size && memcmp(got + pos, l->t[i].data, (size_t)l->t[i].size) != 0) why = "a tensor's bytes";
+        if (!why && n > hl) k1_padded++;
+    }
+    if (why) tu_sb_printf(notes, "\n  %s: %s (%zu bytes, %zu tensors): %s", label, name, got_n, l->n, why);
+    free(got);
+    tu_sb_free(&j);
+    return !why;
+}
 /* Writes rs (target in bytes), then checks every shard: bytes, CRC-32C, and the roll rule (within
    the target unless one row alone; rolled only when the next row would not fit). */
 static void k1_run(const char *label, k1row *rs, size_t n, uint64_t target, int last_win, tu_sb *notes) {
@@ -1152,6 +1216,7 @@ static void k1_run(const char *label, k1row *rs, size_t n, uint64_t target, int 
     char *msg;
     size_t len, i;
     tf_names names;
+    sts_options o;
     assert_non_null(d);
     tf_tmpdir(root, sizeof root);
     memset(&c, 0, sizeof c);
@@ -1159,8 +1224,11 @@ static void k1_run(const char *label, k1row *rs, size_t n, uint64_t target, int 
     c.no_fsync = 1;
     c.target_shard_bytes = target;
     if (last_win) c.duplicates = STS_DUPLICATES_LAST_WIN;
+    if (k1_arrival) c.kv_layout = STS_KV_ARRIVAL;
+    memset(&o, 0, sizeof o);
+    o.io_fault = k1_count;
     DU_OK("prepare", sts_dataset_prepare(root, &c, k1_schema, k1_cols, NULL, &e), e);
-    DU_OK("open", sts_task_open(root, 0, &c, k1_schema, k1_cols, NULL, &w, &e), e);
+    DU_OK("open", sts_task_open(root, 0, &c, k1_schema, k1_cols, &o, &w, &e), e);
     for (i = 0; i < n; i++) {
         memset(v, 0, sizeof v);
         v[0].data = rs[i].key; v[0].size = rs[i].klen;
@@ -1188,7 +1256,8 @@ static void k1_run(const char *label, k1row *rs, size_t n, uint64_t target, int 
         assert_true(du_shard_name(names.v[i], &t, &s, NULL));
         tf_join(p, sizeof p, root, names.v[i]);
         k1_expect(rs, n, s, 0, &tl);
-        du_expect_file_note(notes, label, p, &tl);
+        if (k1_arrival) arrival_expect_note(notes, label, p, &tl);
+        else du_expect_file_note(notes, label, p, &tl);
         /* the message's CRC-32C is the file's */
         snprintf(want, sizeof want, "\"shard_path\":\"%s\"", names.v[i]);
         at = strstr(msg, want);
@@ -1211,7 +1280,7 @@ static void k1_run(const char *label, k1row *rs, size_t n, uint64_t target, int 
             for (q = 0; q < n; q++) rows += rs[q].shard == s;
             if (rows != 1) tu_sb_printf(notes, "\n  %s: shard %u has %zu bytes > target", label, s, nb);
         }
-        if (next < n) {
+        if (next < n && !k1_arrival) {  /* arrival: a streaming shard rolls on its room, unseen here */
             du_tl with = { 0, 0, 0 };
             k1_expect(rs, n, s, next, &with);
             if (du_tl_file_size(&with) <= target)
@@ -1220,6 +1289,19 @@ static void k1_run(const char *label, k1row *rs, size_t n, uint64_t target, int 
         }
         free(bytes);
         du_tl_free(&tl);
+    }
+    if (k1_arrival) {  /* the dataset commit reads every header; the check reads every byte against its CRC */
+        const char *const msgs[1] = { msg };
+        sts_dataset_summary sum;
+        sts_check_config cc;
+        sts_check_report rep;
+        DU_OK(label, sts_dataset_commit(root, &c, msgs, &len, 1, NULL, &sum, &e), e);
+        memset(&cc, 0, sizeof cc);
+        cc.data = 1;
+        DU_OK(label, sts_dataset_check(root, &cc, NULL, &rep, &e), e);
+        if (rep.checksums != rep.shards || rep.shards != names.n)
+            tu_sb_printf(notes, "\n  %s: the check read %llu shards' bytes of %llu", label,
+                         (unsigned long long)rep.checksums, (unsigned long long)rep.shards);
     }
     tf_names_free(&names);
     sts_free(NULL, msg, len + 1);
@@ -1287,7 +1369,7 @@ static void test_in_order_shards(void **state) {
     }
     k1_run("a cell over a chunk", rs, n, ((uint64_t)4 << 20) + 4096, 0, &notes);
     /* 6. shards of several full 4 MiB chunks: a chunk that opens while the shard before is still
-          going out has its CRC taken by the caller, cell by cell (sts__kv_crc_choose); the others
+          going out has its CRC taken by the caller, cell by cell (sts__kv_chunk_open); the others
           by the I/O thread; each shard's CRC-32C must be its bytes' either way */
     {
         size_t most = tu_quick() ? 150 : 400;
@@ -1307,6 +1389,85 @@ static void test_in_order_shards(void **state) {
     free(rs);
     tu_notes_done(&notes, "in-order shards");
 }
+/* kv_layout = arrival: rows in any order, of one or three dtypes, escaped names, small and large
+   targets, a cell over a chunk, shards of several full chunks written while they fill, lastWin
+   (a key of the open shard rolls it); each shard as arrival_expect_note says, its CRC-32C its
+   bytes', the roll within the target, the dataset committed and checked byte by byte. Some shards
+   must have gone out while filling (padded room, pwrite calls) and a task's short last shard must
+   have been written again compact (ftruncate). */
+static void test_arrival_layout(void **state) {
+    static const char *odd[] = { "z\"q", "b\\\\s", "c\nl", "d\001c", "e\xc3\xa9t\xe2\x82\xac", "f\x7f", "g/\t" };
+    k1row *rs = (k1row *)calloc(600, sizeof *rs);
+    tu_rng rng = { 11 };
+    tu_sb notes = { 0, 0, 0 };
+    size_t i, n, most = tu_quick() ? 150 : 400;
+    (void)state;
+    assert_non_null(rs);
+    k1_arrival = 1;
+    k1_padded = k1_calls[0] = k1_calls[1] = 0;
+    /* 1. keys in no order, shapes of rank 0 to 3 and empty tensors; one and three dtypes a row */
+    for (n = 0; n < 500; n++) {
+        k1row *r = &rs[n];
+        uint32_t kl = 1 + tu_below(&rng, 30), k, pick = tu_below(&rng, 10);
+        for (k = 0; k < kl; k++) r->key[k] = (char)('a' + tu_below(&rng, 26));
+        snprintf(r->key + kl, sizeof r->key - kl, "%03u", (unsigned)n);  /* distinct */
+        r->klen = kl + 3;
+        if (pick < 6) { r->rank = 1; r->shape[0] = 64; }
+        else if (pick < 7) r->rank = 0;
+        else if (pick < 8) { r->rank = 1; r->shape[0] = 0; }
+        else { r->rank = 3; r->shape[0] = 1 + tu_below(&rng, 4); r->shape[1] = 1 + tu_below(&rng, 9);
+               r->shape[2] = 1 + tu_below(&rng, 30); }
+    }
+    k1_run("arrival, 20 KB target", rs, n, 20000, 0, &notes);
+    k1_run("arrival, 1 MB target (one shard, its room given back)", rs, n, 1000000, 0, &notes);
+    k1_run("arrival, 9 KB target", rs, n, 9000, 0, &notes);
+    k1_cols = 4;
+    k1_run("arrival, three dtypes a row, 20 KB target", rs, n, 20000, 0, &notes);
+    k1_cols = 2;
+    /* 2. names the header escapes */
+    for (i = 0; i < sizeof odd / sizeof *odd; i++) {
+        rs[i].klen = strlen(odd[i]);
+        memcpy(rs[i].key, odd[i], rs[i].klen);
+        rs[i].rank = 1;
+        rs[i].shape[0] = 3 + i;
+    }
+    k1_run("arrival, escaped names", rs, i, 1000000, 0, &notes);
+    k1_run("arrival, escaped names, small target", rs, i, 200, 0, &notes);
+    /* 3. lastWin: a key of the open shard again rolls it (the earlier copy stays in its shard) */
+    for (n = 0; n < 300; n++) {
+        snprintf(rs[n].key, sizeof rs[n].key, "key-%05u", (unsigned)((n * 7919) % 300));
+        rs[n].klen = strlen(rs[n].key);
+        rs[n].rank = 1;
+        rs[n].shape[0] = 25 + n % 3;
+    }
+    snprintf(rs[150].key, sizeof rs[150].key, "%s", rs[148].key);
+    snprintf(rs[151].key, sizeof rs[151].key, "%s", rs[20].key);
+    k1_run("arrival, lastWin", rs, n, 40000, 1, &notes);
+    k1_run("arrival, lastWin, one shard", rs, n, 10000000, 1, &notes);
+    /* 4. cells over a chunk; then shards of several full 4 MiB chunks, going out as they fill */
+    for (n = 0; n < 4; n++) {
+        snprintf(rs[n].key, sizeof rs[n].key, "big-%u", (unsigned)(3 - n));
+        rs[n].klen = strlen(rs[n].key);
+        rs[n].rank = 1;
+        rs[n].shape[0] = n % 3 ? ((uint64_t)1 << 20) + 1 : 4;
+    }
+    k1_run("arrival, a cell over a chunk", rs, n, ((uint64_t)4 << 20) + 4096, 0, &notes);
+    for (n = 0; n < most; n++) {
+        snprintf(rs[n].key, sizeof rs[n].key, "row-%05u", (unsigned)((n * 37) % most));
+        rs[n].klen = strlen(rs[n].key);
+        rs[n].rank = 1;
+        rs[n].shape[0] = 16384;  /* 64 KiB */
+    }
+    k1_run("arrival, full chunks, several shards", rs, n, tu_quick() ? 5000000 : 10000000, 0, &notes);
+    snprintf(rs[60].key, sizeof rs[60].key, "%s", rs[59].key);
+    k1_run("arrival, full chunks, lastWin", rs, n, tu_quick() ? 5000000 : 10000000, 1, &notes);
+    k1_arrival = 0;
+    if (!k1_padded) tu_sb_printf(&notes, "\n  no shard went out while filling (none has unused room)");
+    if (!k1_calls[0]) tu_sb_printf(&notes, "\n  no pwrite: no shard's data went out behind its room");
+    if (!k1_calls[1]) tu_sb_printf(&notes, "\n  no ftruncate: no short last shard was written again compact");
+    free(rs);
+    tu_notes_done(&notes, "arrival layout");
+}
 /* Rows of three dtypes (F32, I64, U8): the shard's layout is each dtype's run in name order, one
    after another (sts__kv_grouped while every run came in order, the general sort once one did
    not): each shard is the reference writer's bytes for its tensors, rolled on its real size. */
@@ -1315,6 +1476,7 @@ static void test_rows_of_three_dtypes(void **state) {
     tu_sb notes = { 0, 0, 0 };
     size_t n;
     (void)state;
+    k1_arrival = 0;  /* whatever an earlier failure left */
     assert_non_null(rs);
     k1_cols = 4;
     for (n = 0; n < 400; n++) {  /* ascending keys; offsets cross powers of ten */
@@ -1458,6 +1620,7 @@ int main(void) {
         cmocka_unit_test(test_roll_exact_fit),
         cmocka_unit_test(test_roller_50mb),
         cmocka_unit_test(test_in_order_shards),
+        cmocka_unit_test(test_arrival_layout),
         cmocka_unit_test(test_rows_of_three_dtypes),
         cmocka_unit_test(test_dup_after_ascending),
     };
