@@ -15,7 +15,8 @@
    library and raw; figures are medians of --runs, the ratio a median of per-run ratios.
 
    bench_tasks [--n 1,2,4,8,16] [--mib M (per task, default 64)] [--runs R (3)] [--only batch|kv]
-               [--kind threads|processes|both] [--durable] [--quick (M = 8, N up to 4)] [--svg FILE]
+               [--kind threads|processes|both] [--durable] [--kv-layout sorted|arrival] [--quick (M = 8, N up to 4)]
+               [--svg FILE]
    --svg writes the scaling curves as a plot (GB/s and the ratio against N). Files go to a fresh folder under BENCH_DIR (default /tmp), removed at the end. */
 #define _GNU_SOURCE
 #define STS_IMPLEMENTATION
@@ -39,7 +40,7 @@ typedef struct slot {           /* one task's outcome (shared with the parent wh
     char msg[MSG_CAP];
 } slot;
 
-static int g_kv, g_durable, g_runs = 3;
+static int g_kv, g_durable, g_runs = 3, g_arrival;
 static uint64_t g_mib = 64;
 static char g_dir[4096];
 static slot *g_slots;           /* MAXN slots, in shared memory */
@@ -56,6 +57,7 @@ static void config(sts_write_config *c) {
     memset(c, 0, sizeof *c);
     if (g_kv) c->name_col = "key";
     else c->batch_size = 64;
+    c->kv_layout = g_arrival ? STS_KV_ARRIVAL : STS_KV_SORTED;
     c->no_fsync = !g_durable;
 }
 
@@ -382,11 +384,12 @@ int main(int argc, char **argv) {
             a++;
             kinds = !strcmp(argv[a], "threads") ? 1 : !strcmp(argv[a], "processes") ? 2 : 3;
         } else if (!strcmp(argv[a], "--durable")) g_durable = 1;
+        else if (!strcmp(argv[a], "--kv-layout") && a + 1 < argc) g_arrival = !strcmp(argv[++a], "arrival");
         else if (!strcmp(argv[a], "--quick")) { g_mib = 8; nn = 3; }
         else if (!strcmp(argv[a], "--svg") && a + 1 < argc) svg = argv[++a];
         else {
             fprintf(stderr, "usage: bench_tasks [--n 1,2,4,8,16] [--mib M] [--runs R] [--only batch|kv] "
-                            "[--kind threads|processes|both] [--durable] [--quick] [--svg FILE]\n");
+                            "[--kind threads|processes|both] [--durable] [--kv-layout sorted|arrival] [--quick] [--svg FILE]\n");
             return 2;
         }
     }
@@ -401,9 +404,9 @@ int main(int argc, char **argv) {
     if (mkdir(g_dir, 0755) != 0) bd_die("mkdir %s: %s", g_dir, strerror(errno));
     if (!(g_slots = (slot *)bd_shared(MAXN * sizeof *g_slots))) bd_die("shared memory");
     bd_print_machine(stdout, bd_root);
-    printf("bench_tasks: %llu MiB per task (batch: 64 KiB F32 rows, 64 a file; KV: 1 KiB F32 rows), %s, "
+    printf("bench_tasks: %llu MiB per task (batch: 64 KiB F32 rows, 64 a file; KV: 1 KiB F32 rows, kv_layout %s), %s, "
            "median of %d runs, library and raw alternating; %ld CPUs\n", (unsigned long long)g_mib,
-           g_durable ? "durable (fsync)" : "non-durable", g_runs, sysconf(_SC_NPROCESSORS_ONLN));
+           g_arrival ? "arrival" : "sorted", g_durable ? "durable (fsync)" : "non-durable", g_runs, sysconf(_SC_NPROCESSORS_ONLN));
     printf("mode  kind        N   sts GB/s   raw GB/s    ratio\n");
     for (g_kv = 0; g_kv < 2; g_kv++) {
         int pk;

@@ -19,10 +19,12 @@
 # 2.5 on the 16-core machine (2026-11-28).
 #   machine.txt       CPU, memory, the scratch folder's file system
 #   write-kv.txt      bench_dataset_write --only kv: 1M KV rows of 1 KiB against raw write() (and +
-#                     fsync), the dataset commit of 1M keys, peak RSS
+#                     fsync), in both shard layouts (kv_layout sorted and arrival), the dataset
+#                     commit of 1M keys, peak RSS
 #   write-batch.txt   bench_dataset_write --only batch, 2 GiB: batch F32 and F32 -> BF16
 #   tasks.txt/.svg    bench_tasks: N = 1..16 task writers at once, threads and processes, batch
-#                     and KV, against N raw writers; the plot
+#                     and KV, against N raw writers; the plot; then KV tasks of 512 MiB (N = 1, 4,
+#                     16 threads) in both layouts
 #   parse.txt         bench_parse: 10k and 100k tensors against jsmn and simdjson On-Demand
 #   read.txt          bench_dataset_read: index load, lookups, the wide scan against open + pread
 #   loader.txt        examples/python/bench_loader.py: the PyTorch DataLoader over batch shards
@@ -91,12 +93,15 @@ run() {
     head -20 "$out/machine.txt"
     local parse=bench_parse-x86-64-v3
     grep -qw avx512_vbmi2 /proc/cpuinfo && parse=bench_parse-icelake-server
-    step 120 write-kv.txt "$DEV/bin/bench_dataset_write" --only kv --runs 5
-    step 120 tasks.txt "$DEV/bin/bench_tasks" --svg "$out/tasks.svg"
-    step 60 parse.txt "$DEV/bin/$parse"
-    step 60 read.txt "$DEV/bin/bench_dataset_read"
-    step 90 write-batch.txt "$DEV/bin/bench_dataset_write" --only batch --runs 3 --mib 2048
-    PYTHONUNBUFFERED=1 STS="$PWD/$DEV/bin/sts" step 120 loader.txt python3 examples/python/bench_loader.py --dir "$BENCH_DIR"
+    step 150 write-kv.txt "$DEV/bin/bench_dataset_write" --only kv --runs 5
+    # the default curves, then KV tasks of 512 MiB (a shard and more each) in both layouts
+    step 150 tasks.txt bash -c '"$0" --svg "$1" && for l in sorted arrival; do
+        "$0" --only kv --kind threads --n 1,4,16 --mib 512 --runs 3 --kv-layout $l; done' \
+        "$DEV/bin/bench_tasks" "$out/tasks.svg"
+    step 50 parse.txt "$DEV/bin/$parse"
+    step 50 read.txt "$DEV/bin/bench_dataset_read"
+    step 80 write-batch.txt "$DEV/bin/bench_dataset_write" --only batch --runs 3 --mib 2048
+    PYTHONUNBUFFERED=1 STS="$PWD/$DEV/bin/sts" step 90 loader.txt python3 examples/python/bench_loader.py --dir "$BENCH_DIR"
     echo "device.sh: done; files in $out"
 }
 
