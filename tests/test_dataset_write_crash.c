@@ -7,7 +7,8 @@
        and manifest writes, backups, publication;
      - at random moments (seeded delays spread over the job's measured duration).
    Half the jobs write into an empty folder (default mode), half replace an existing dataset
-   (mode=overwrite); half are KV jobs with an index, half batch jobs.
+   (mode=overwrite); a third are KV jobs with an index, a third the same with kv_layout=arrival
+   (shards written while they fill), a third batch jobs.
    After each kill the parent checks:
      - there is no dataset_manifest.json, or a complete one: every shard it names exists with the
        listed size and passes strict validation of the whole file, the sums agree, and the index it
@@ -51,6 +52,7 @@ static void job_config(sts_write_config *c, int kv, int overwrite, int durable) 
     memset(c, 0, sizeof *c);
     if (kv) { c->name_col = "id"; c->generate_index = 1; }
     else { c->batch_size = 2; c->columns = "img,emb"; c->generate_index = 1; }
+    if (kv == 2) c->kv_layout = STS_KV_ARRIVAL;  /* shards begun while they fill */
     c->has_dtype = 1;
     c->dtype = STS_DTYPE_F32;
     c->overwrite = overwrite;
@@ -148,7 +150,7 @@ static void note(const trial *t, const char *fmt, ...) {
     va_end(ap);
     nnotes++;
     if (nnotes <= 12)
-        tu_sb_printf(&notes, "\n  trial %d (%s, %s, %s%ld): %s", trial_no, t->kv ? "KV" : "batch", t->old ? "overwrite over an old dataset" : "empty folder",
+        tu_sb_printf(&notes, "\n  trial %d (%s, %s, %s%ld): %s", trial_no, t->kv == 2 ? "KV arrival" : t->kv ? "KV" : "batch", t->old ? "overwrite over an old dataset" : "empty folder",
                      t->kill_at ? "killed at call " : "killed after us ", t->kill_at ? t->kill_at : t->delay_us, buf);
 }
 /* Keeps a copy of a file the trial may not have written (then there is nothing to keep). */
@@ -337,20 +339,21 @@ static void test_crash(void **state) {
     char root[64];
     tu_rng rng = { 20240611 };
     int combo, i, quick = tu_quick(), random_trials = quick ? 8 : 60, det = 0;
-    double seconds[4];
-    long calls[4];
+    double seconds[6];
+    long calls[6];
     (void)state;
     keep_dir = getenv("STS_CRASH_KEEP");
     if (keep_dir) { mkdir(keep_dir, 0777); }
     tf_tmpdir(root, sizeof root);  /* a real file system with real fsyncs */
     memset(&notes, 0, sizeof notes);
-    for (combo = 0; combo < 4; combo++) calls[combo] = count_calls(root, combo & 1, combo >> 1, &seconds[combo]);
+    /* combo: kind (batch, KV, KV with kv_layout=arrival) and folder (empty, an old dataset) */
+    for (combo = 0; combo < 6; combo++) calls[combo] = count_calls(root, combo % 3, combo / 3, &seconds[combo]);
     /* every phase: kill at each write-side call */
-    for (combo = 0; combo < 4; combo++) {
+    for (combo = 0; combo < 6; combo++) {
         long k, step = quick ? 5 : 1;  /* quick (sanitizers, valgrind, qemu): every fifth, from staggered starts */
         for (k = 1 + (quick ? combo % 5 : 0); k <= calls[combo]; k += step) {
             trial t;
-            t.kv = combo & 1; t.old = combo >> 1; t.kill_at = k; t.delay_us = 0;
+            t.kv = combo % 3; t.old = combo / 3; t.kill_at = k; t.delay_us = 0;
             run_trial(root, &t);
             det++;
         }
@@ -358,14 +361,15 @@ static void test_crash(void **state) {
     /* random moments */
     for (i = 0; i < random_trials; i++) {
         trial t;
-        combo = (int)tu_below(&rng, 4);
-        t.kv = combo & 1; t.old = combo >> 1; t.kill_at = 0;
+        combo = (int)tu_below(&rng, 6);
+        t.kv = combo % 3; t.old = combo / 3; t.kill_at = 0;
         t.delay_us = (long)tu_below(&rng, (uint32_t)(seconds[combo] * 1.3e6) + 1);
         run_trial(root, &t);
     }
     tf_rmtree(root);
-    fprintf(stderr, "crash: %d trials (%d at every write-side call, %d at random moments; calls per job %ld %ld %ld %ld); %d saw a manifest%s\n",
-            trial_no, det, random_trials, calls[0], calls[1], calls[2], calls[3], manifests_seen, keep_dir ? " (kept)" : "");
+    fprintf(stderr, "crash: %d trials (%d at every write-side call, %d at random moments; calls per job %ld %ld %ld %ld %ld %ld); "
+            "%d saw a manifest%s\n", trial_no, det, random_trials, calls[0], calls[1], calls[2], calls[3], calls[4], calls[5],
+            manifests_seen, keep_dir ? " (kept)" : "");
     if (nnotes) {
         fprintf(stderr, "crash safety: %d problems; the first ones:%s\n", nnotes, notes.p);
         tu_sb_free(&notes);

@@ -1462,6 +1462,46 @@ static void test_arrival_layout(void **state) {
     snprintf(rs[60].key, sizeof rs[60].key, "%s", rs[59].key);
     k1_run("arrival, full chunks, lastWin", rs, n, tu_quick() ? 5000000 : 10000000, 1, &notes);
     k1_arrival = 0;
+    {   /* 5. a writer closed without its commit while a shard is going out: the folder is as before */
+        char root[64];
+        sts_write_config c;
+        sts_error e;
+        sts_task_writer *w;
+        sts_value v[2];
+        uint8_t *d = (uint8_t *)calloc(1, 1 << 16);
+        uint64_t shape[1] = { 16384 };
+        du_snap before, after;
+        long pw = k1_calls[0];
+        sts_options o;
+        assert_non_null(d);
+        tf_tmpdir(root, sizeof root);
+        memset(&c, 0, sizeof c);
+        c.name_col = "k";
+        c.kv_layout = STS_KV_ARRIVAL;
+        c.target_shard_bytes = 4000000;
+        memset(&o, 0, sizeof o);
+        o.io_fault = k1_count;
+        DU_OK("prepare", sts_dataset_prepare(root, &c, KV1, 2, NULL, &e), e);
+        before = du_snapshot(root, 0);
+        DU_OK("open", sts_task_open(root, 0, &c, KV1, 2, &o, &w, &e), e);
+        for (i = 0; i < 100; i++) {  /* 6.5 MB: a first shard sealed, the second one going out */
+            char key[16];
+            snprintf(key, sizeof key, "a%03u", (unsigned)i);
+            memset(v, 0, sizeof v);
+            v[0].data = key; v[0].size = strlen(key);
+            v[1].data = d; v[1].size = 1 << 16; v[1].dtype = STS_DTYPE_F32; v[1].rank = 1; v[1].shape = shape;
+            DU_OK("row", sts_task_write(w, v, &e), e);
+        }
+        assert_int_equal(sts_task_get_progress(w).shards, 1);
+        sts_task_close(w);
+        if (k1_calls[0] == pw) tu_sb_printf(&notes, "\n  abort: no shard went out while filling");
+        after = du_snapshot(root, 0);
+        du_snap_equal(&before, &after, "an arrival writer closed while a shard was going out");
+        du_snap_free(&before);
+        du_snap_free(&after);
+        free(d);
+        tf_rmtree(root);
+    }
     if (!k1_padded) tu_sb_printf(&notes, "\n  no shard went out while filling (none has unused room)");
     if (!k1_calls[0]) tu_sb_printf(&notes, "\n  no pwrite: no shard's data went out behind its room");
     if (!k1_calls[1]) tu_sb_printf(&notes, "\n  no ftruncate: no short last shard was written again compact");
