@@ -9912,9 +9912,9 @@ STS__PRIVATE sts_result sts__kv_stream_start(sts_task_writer *w, sts_error *err)
     if (room < have) room = have;
     w->room = room;
     w->streaming = 1;
-    /* the task's first: from now on its memory is what it holds now and 16 chunks in flight (the
-       caller waits for one to come back beyond that) */
-    if (!w->chunk_budget) w->chunk_budget = w->chunk_bytes + 16 * STS__CHUNK;
+    /* the task's first: from now on its memory is what it holds now (those chunks go out now; the
+       caller waits for one to come back when none is free) */
+    if (!w->chunk_budget) w->chunk_budget = w->chunk_bytes + STS__CHUNK;
     sts__kv_send_all(w, w->chunk_at);
     return STS_OK;
 }
