@@ -9834,11 +9834,6 @@ out:
     }
     return r;
 }
-/* Seals the open shard: its header (sorted as the reference writer does) goes into a fresh
-   temporary from the caller's thread, then its data, in layout order, is queued for the I/O thread
-   straight from the chunks (runs of adjacent tensors in one piece), then the seal. Each chunk comes
-   back after its last piece. A shard in layout order has its size and data CRC already; else the
-   order is brought up to date, and the size and CRC counted here. */
 /* The file sink on a shard's file, and room to hand back every chunk's token. */
 STS__PRIVATE sts_result sts__kv_sink(sts_task_writer *w, const sts__shard *s, sts_error *err) {
     if (!w->sink && !(w->sink = (sts__fdsink *)sts__alloc(&w->c.mem, sizeof *w->sink)))
@@ -9893,10 +9888,9 @@ STS__PRIVATE void sts__kv_send_all(sts_task_writer *w, size_t skip) {
     }
 }
 /* kv_layout = arrival: the open shard, an eighth of the target or more (half for the task's first
-   shard), starts going out. Its
-   header's room is what a full shard would need at the header bytes per data byte seen so far,
-   1/32 more, and with a target of 1 MiB or more a page more and its data on a page boundary;
-   the roll rule keeps the header inside it (sts__kv_fits). */
+   shard), starts going out. Its header's room is what a full shard would need at the header bytes
+   per data byte seen so far, 1/32 more, and with a target of 1 MiB or more a page more and its
+   data on a page boundary; the roll rule keeps the header inside it (sts__kv_fits). */
 STS__PRIVATE sts_result sts__kv_stream_start(sts_task_writer *w, sts_error *err) {
     sts__shard *s;
     sts_result r;
@@ -9966,6 +9960,12 @@ STS__PRIVATE sts_result sts__kv_stream_seal(sts_task_writer *w, sts_error *err) 
     sts__kv_sealed(w, s, hl, hcrc);
     return STS_OK;
 }
+/* Seals the open shard: its header (sorted as the reference writer does) goes into a fresh
+   temporary from the caller's thread, then its data, in layout order, is queued for the I/O thread
+   straight from the chunks (runs of adjacent tensors in one piece), then the seal. Each chunk comes
+   back after its last piece. A shard in layout order has its size and data CRC already; else the
+   order is brought up to date, and the size and CRC counted here. A streaming shard (kv_layout =
+   arrival) is sealed by sts__kv_stream_seal. */
 #define STS__WB_BATCH 64
 STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
     sts__shard *s;
