@@ -1613,6 +1613,7 @@ static int cmd_pack(int argc, char **argv) {
         else if (strcmp(a, "--rounding") == 0) opt = "rounding";
         else if (strcmp(a, "--tail") == 0) opt = "tail_strategy";
         else if (strcmp(a, "--target-shard-size-mb") == 0) opt = "target_shard_size_mb";
+        else if (strcmp(a, "--kv-layout") == 0) opt = "kv_layout";
         if (opt) {
             if (!v) { code = usage_error("%s needs a value", a); goto done; }
             if (strcmp(opt, "name_col") == 0) { name_col = v; i++; continue; }
@@ -2525,6 +2526,8 @@ static const command commands[] = {
       "                               sts convert; the library's own default is the connector's truncate)\n"
       "  --tail drop|pad|write        batch mode: the last, partial batch (default write)\n"
       "  --target-shard-size-mb N     KV mode shard size, 50..1000 (default 300)\n"
+      "  --kv-layout sorted|arrival   KV shards as the reference writer lays them out (default), or\n"
+      "                               in the rows' order, each written while it fills\n"
       "  --generate-index             write _tensor_index.csv and _tensor_index.json\n"
       "  --overwrite                  replace an existing dataset in OUT_DIR\n"
       "  --no-fsync                   skip fsync (faster, not crash-safe)\n"
