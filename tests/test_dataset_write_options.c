@@ -151,6 +151,10 @@ static void test_config_set_values(void **state) {
     assert_int_equal(c.rounding, STS_ROUND_NEAREST_EVEN);
     DU_OK("rounding truncate", sts_write_config_set(&c, "Rounding", "truncate", &e), e);
     assert_int_equal(c.rounding, STS_ROUND_TRUNCATE);
+    DU_OK("kv_layout arrival", sts_write_config_set(&c, "KV_Layout", "Arrival", &e), e);
+    assert_int_equal(c.kv_layout, STS_KV_ARRIVAL);
+    DU_OK("kv_layout sorted", sts_write_config_set(&c, "kv_layout", "SORTED", &e), e);
+    assert_int_equal(c.kv_layout, STS_KV_SORTED);
     {   /* "path" is accepted and changes nothing */
         sts_write_config before = c;
         DU_OK("path", sts_write_config_set(&c, "path", "/somewhere/else", &e), e);
@@ -203,6 +207,8 @@ static void test_config_set_refused(void **state) {
         { "io_thread", "yes", "io_thread", "\"yes\"" },
         { "rounding", "x", "rounding", "\"x\"" },
         { "rounding", "round", "rounding", "round" },
+        { "kv_layout", "stream", "kv_layout", "\"stream\"" },
+        { "kv_layout", "", "kv_layout", "\"\"" },
         { "kv_separator", "", "kv_separator", "\"\"" },
         { "batchsize", "4", "batchsize", NULL },
         { "foo", "bar", "foo", NULL },
@@ -309,6 +315,7 @@ static int combo_case(int k, combo *cs, sts_write_config *c, sts_column *schema,
     CASE(46, "half an allocator", NULL, NULL) cs->code = STS_ERR_INVALID_ARGUMENT; cs->rule = STS_RULE_ARGUMENT;
         memset(&half, 0, sizeof half); o->allocator.alloc = tu_a_alloc; o->allocator.user = &half; break;
     CASE(47, "columns names a column with surrounding blanks trimmed, unknown", "columns", "\"im g\"") c->columns = "im g"; break;
+    CASE(48, "kv_layout out of range (batch mode too)", "kv_layout", "2") batch_config(c); c->kv_layout = (sts_kv_layout)2; break;
     default: return 0;
     }
 #undef CASE
