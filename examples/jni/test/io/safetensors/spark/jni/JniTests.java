@@ -47,6 +47,7 @@ public final class JniTests {
         test("options straight from a Spark options map (any case, with path)", JniTests::optionsFromSparkMap);
         test("bad options: IllegalArgumentException with the option and value", JniTests::badOptions);
         test("KV job: driver, 3 executor threads, 6 partitions, commit; read back", JniTests::kvJobOnThreads);
+        test("KV job with kv_layout=arrival: shards written while they fill; read back", JniTests::kvArrival);
         test("batch job: every numeric array type to F64, a Tensor column, tail pad", JniTests::batchJob);
         test("a task fails mid-partition, is aborted and retried with a new attempt id", JniTests::failedTaskRetried);
         test("speculative execution: two attempts succeed, the driver discards one", JniTests::speculativeAttempts);
@@ -262,6 +263,35 @@ public final class JniTests {
         e.totalSamples = 240;
         e.checkDataset(d);
         e.save(d);
+    }
+
+    /** kv_layout=arrival from the options map: 40 rows of 2 MiB over a 50 MiB target, so the first
+     *  shard goes out from half of it and the second from an eighth, each behind its header's room. */
+    static void kvArrival() throws Exception {
+        Path d = fresh("kv_arrival");
+        Map<String, String> o = Rows.kvOptions(d.toString());
+        o.put("kv_layout", "arrival");
+        o.put("target_shard_size_mb", "50");
+        BatchWrite job = BatchWrite.prepare(d.toString(), o, Rows.KV_SCHEMA);
+        WriterFactory f = job.createWriterFactory();
+        Expect e = new Expect();
+        byte[] m;
+        try (TaskWriter w = f.createWriter(0, 7)) {
+            for (int r = 0; r < 40; r++) {
+                byte[] big = new byte[2 << 20];
+                new java.util.SplittableRandom(1000 + r).nextBytes(big);
+                float[] emb = Rows.emb(0, r);
+                w.write(Rows.key(0, r), Tensor.of(big, "F16", 1024, 1024), emb);
+                e.add(Rows.key(0, r) + "__img", null, "F16", new long[] { 1024, 1024 }, big, null);
+                e.add(Rows.key(0, r) + "__emb", null, "BF16", new long[] { 8 }, Rows.bf16(emb), emb);
+            }
+            m = w.commit();
+        }
+        BatchWrite.Summary s = job.commit(new byte[][] { m });
+        check(s.samples == 40 && s.tensors == 80 && s.shards == 2, "summary " + s);
+        checkClean(d, true);
+        e.totalSamples = 40;
+        e.checkDataset(d);
     }
 
     static void batchJob() throws Exception {
