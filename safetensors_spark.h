@@ -850,7 +850,8 @@ STSDEF void sts_task_close(sts_task_writer *w);
 typedef struct sts_task_progress {
     uint64_t rows;      /* rows accepted so far */
     uint64_t shards;    /* KV mode: shards sealed so far, so the one filling is number `shards` (its file is
-                           begun at the seal, or with kv_layout = arrival once it is an eighth full);
+                           begun at the seal, or with kv_layout = arrival once it is an eighth full, half
+                           for the task's first);
                            batch mode: files begun so far (each at its first row) */
 } sts_task_progress;
 /* Where a task writer stands; all zero for NULL. */
