@@ -9710,6 +9710,9 @@ STS__INLINE size_t sts__kv_dec_add(uint8_t *run, size_t rl, const uint8_t *sd, s
     return rl;
 }
 #define STS__KV_MID 256  /* the longest ":{"dtype":..."data_offsets":[" text kept for reuse */
+/* A header rendered in place (sts__kv_header's `to`) needs this much room past its end: an entry's
+   fixed-size copies (64 bytes of the dtype and shape text, 24 of an offset) may reach beyond it */
+#define STS__KV_SLACK 128
 STS__PRIVATE uint8_t *sts__kv_mid_put(uint8_t *q, const sts_tensor_spec *e) {
     const char *dn = sts__dtype_names[e->dtype];
     size_t dl = strlen(dn);
@@ -9733,23 +9736,23 @@ STS__PRIVATE sts_result sts__kv_header(sts_task_writer *w, const size_t *ord, ui
     sts_dtype mdt = STS_DTYPE_COUNT;  /* none yet */
     sts_result r = STS_OK;
     (void)json;  /* checked by STS_ASSERT only */
-    if (w->hbuf_cap < cap) {  /* kept from shard to shard: its pages are faulted in once */
+    if (to) cap = (size_t)total + STS__KV_SLACK;  /* rendered in place: `to` has that much room */
+    else if (w->hbuf_cap < cap) {  /* kept from shard to shard: its pages are faulted in once */
         sts__free(&w->c.mem, w->hbuf, w->hbuf_cap);
         w->hbuf_cap = 0;
         if (!(w->hbuf = (uint8_t *)sts__alloc(&w->c.mem, cap))) return sts__nomem(err, "the header");
         w->hbuf_cap = cap;
     }
-    buf = w->hbuf;
-    cap = w->hbuf_cap;
+    buf = to ? to : w->hbuf;
+    cap = to ? cap : w->hbuf_cap;
     *crc = 0;
     memset(mid, 0, sizeof mid);
     memset(run, '0', sizeof run);
     memset(sd, '0', sizeof sd);
-#define STS__KV_OUT() do {  /* a piece to the sink, or (to) to its place in memory */ \
+#define STS__KV_OUT() do {  /* a piece to the sink (with `to`: only once, the whole header, in place) */ \
         *crc = sts__crc32c(*crc, buf, (size_t)(o - buf)); \
-        if (to) memcpy(to + sent, buf, (size_t)(o - buf)); \
-        else if ((r = sts__fdsink_write(w->sink, buf, (size_t)(o - buf))) != STS_OK || \
-                 (r = sts__fdsink_flush(w->sink)) != STS_OK) goto out; \
+        if (!to && ((r = sts__fdsink_write(w->sink, buf, (size_t)(o - buf))) != STS_OK || \
+                    (r = sts__fdsink_flush(w->sink)) != STS_OK)) goto out; \
         sent += (uint64_t)(o - buf); \
         o = buf; \
     } while (0)
@@ -9760,7 +9763,7 @@ STS__PRIVATE sts_result sts__kv_header(sts_task_writer *w, const size_t *ord, ui
     for (i = 0; i < w->nents; i++) {
         const sts_tensor_spec *e = &w->ents[ord ? ord[i] : i];
         size_t nl = e->name_len;
-        uint64_t need = 6 * (uint64_t)nl + 21 * (uint64_t)e->rank + 160, esc;
+        uint64_t need = to ? 0 : 6 * (uint64_t)nl + 21 * (uint64_t)e->rank + 160, esc;  /* `to`: room enough */
         if ((uint64_t)(cap - (size_t)(o - buf)) < need) {
             STS__KV_OUT();
             if (need > cap) {  /* one entry larger than a piece (a huge name or rank): a buffer its size */
@@ -9930,8 +9933,8 @@ STS__PRIVATE sts_result sts__kv_compact(sts_task_writer *w, const sts__shard *s,
     return e ? sts__task_fail(w, sts__fail_errno(err, e, "compact", s->path)) : STS_OK;
 }
 /* kv_layout = arrival: seals the streaming shard. Its last chunk goes out, then its header,
-   rendered whole into hmem (the I/O thread wrote the previous one before this shard's file was
-   begun), padded with spaces to the room: nothing waits. When more than an eighth of the file
+   rendered whole in place in hmem (the I/O thread wrote the previous one before this shard's file
+   was begun), padded with spaces to the room: nothing waits. When more than an eighth of the file
    would be unused room (a task's last shard, ended early), the shard is compacted first, and its
    header padded to 8 bytes only. */
 STS__PRIVATE sts_result sts__kv_stream_seal(sts_task_writer *w, sts_error *err) {
@@ -9949,12 +9952,12 @@ STS__PRIVATE sts_result sts__kv_stream_seal(sts_task_writer *w, sts_error *err) 
         if ((r = sts__wb_sync(w, err)) != STS_OK || (r = sts__kv_compact(w, s, hlen, err)) != STS_OK) return r;
         hl = hlen;
     }
-    if (w->hmem_cap < 8 + hl) {
+    if (w->hmem_cap < 8 + hl + STS__KV_SLACK) {
         sts__free(&w->c.mem, w->hmem, w->hmem_cap);
         w->hmem_cap = 0;
-        if (!(w->hmem = (uint8_t *)sts__alloc(&w->c.mem, (size_t)(8 + hl))))
+        if (!(w->hmem = (uint8_t *)sts__alloc(&w->c.mem, (size_t)(8 + hl + STS__KV_SLACK))))
             return sts__task_fail(w, sts__nomem(err, "the header"));
-        w->hmem_cap = (size_t)(8 + hl);
+        w->hmem_cap = (size_t)(8 + hl + STS__KV_SLACK);
     }
     if ((r = sts__kv_header(w, NULL, json, hl, w->hmem, &hcrc, err)) != STS_OK) return sts__task_fail(w, r);
     sts__wb_queue(w, STS__WB_PWRITE, s->a.fd, w->hmem, 8 + hl, 0, -1);
