@@ -8679,7 +8679,7 @@ struct sts_task_writer {
     size_t glast[STS_DTYPE_COUNT];  /* per dtype: its last entry ((size_t)-1: none) */
     size_t gcount[STS_DTYPE_COUNT]; /*            and its count */
     /* kv_layout = arrival (12.2.3): once the open shard is an eighth full (half: the task's first),
-       its file is open (the last of w->shards) and each filled chunk is lent to the I/O thread at
+       its file is begun, the last of w->shards, and each filled chunk is lent to the I/O thread at
        once, behind `room` bytes kept for its header; at the seal the header is rendered whole into
        hmem for the I/O thread too */
     int streaming;
