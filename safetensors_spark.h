@@ -9838,11 +9838,11 @@ out:
     }
     return r;
 }
-/* The file sink on a shard's file, and room to hand back every chunk's token. */
+/* The file sink on a shard's file (room for every chunk's token is reserved as chunks are made,
+   sts__kv_data). */
 STS__PRIVATE sts_result sts__kv_sink(sts_task_writer *w, const sts__shard *s, sts_error *err) {
     if (!w->sink && !(w->sink = (sts__fdsink *)sts__alloc(&w->c.mem, sizeof *w->sink)))
         return sts__nomem(err, "the file sink");
-    if (!sts__wb_reserve(&w->wb, w->nchunks)) return sts__nomem(err, "the write queue");
     w->sink->mem = &w->c.mem; w->sink->fd = s->a.fd; w->sink->err_no = 0; w->sink->n = 0; w->sink->pending = 0;
     return STS_OK;
 }

@@ -1508,6 +1508,100 @@ static void test_arrival_layout(void **state) {
     free(rs);
     tu_notes_done(&notes, "arrival layout");
 }
+/* kv_layout = arrival, every allocation of a task refused in turn (quick: every third): the row or
+   commit that meets it fails with NOMEM naming the allocation rule, and the writer, closed (an
+   abort), has freed all it took and left the folder as it was; an attempt whose refusal was only a
+   hint's, and the first that meets none, write every shard. Shards of 64 KiB rows over a 300 KB target, so
+   several go out while they fill and the last is compacted. */
+static void test_arrival_alloc_failures(void **state) {
+    char root[64];
+    sts_write_config c;
+    sts_error e;
+    sts_result r = STS_ERR_NOMEM;
+    uint8_t *d = (uint8_t *)calloc(1, 1 << 16);
+    uint64_t shape[1] = { 16384 };
+    du_snap before;
+    long k, attempts = 0, refused = 1;
+    size_t shards = 0, ref_n[8];
+    uint8_t *ref[8] = { 0 };
+    (void)state;
+    assert_non_null(d);
+    tf_tmpdir(root, sizeof root);
+    memset(&c, 0, sizeof c);
+    c.name_col = "k";
+    c.no_fsync = 1;
+    c.kv_layout = STS_KV_ARRIVAL;
+    c.target_shard_bytes = 300000;
+    DU_OK("prepare", sts_dataset_prepare(root, &c, KV1, 2, NULL, &e), e);
+    before = du_snapshot(root, 0);
+    for (k = 0; k < 5000 && refused; k += k && tu_quick() ? 3 : 1) {  /* k = 0: none refused */
+        tu_alloc al;
+        sts_options o = tu_alloc_opts(&al, NULL);
+        sts_task_writer *w = NULL;
+        char *msg = NULL, label[64];
+        size_t len = 0;
+        int i;
+        al.fail_at = k;
+        attempts++;
+        snprintf(label, sizeof label, "allocation %ld refused", k);
+        r = sts_task_open(root, 0, &c, KV1, 2, &o, &w, &e);
+        for (i = 0; i < 13 && r == STS_OK; i++) {
+            char key[16];
+            sts_value v[2];
+            snprintf(key, sizeof key, "b%03d", (i * 7) % 13);
+            memset(v, 0, sizeof v);
+            d[0] = (uint8_t)i;
+            v[0].data = key; v[0].size = strlen(key);
+            v[1].data = d; v[1].size = 1 << 16; v[1].dtype = STS_DTYPE_F32; v[1].rank = 1; v[1].shape = shape;
+            r = sts_task_write(w, v, &e);
+        }
+        if (r == STS_OK) r = sts_task_commit(w, &msg, &len, &e);
+        if (r != STS_OK) {
+            du_snap after;
+            tu_err_check(label, r, &e, STS_ERR_NOMEM, STS_RULE_ALLOC, (const char *)NULL);
+            assert_int_equal(al.failed, 1);
+            sts_task_close(w);
+            after = du_snapshot(root, 0);
+            du_snap_equal(&before, &after, label);
+            du_snap_free(&after);
+        } else {  /* no refusal, or one of a hint's (memory faulted in ahead): every shard */
+            tf_names n;
+            size_t j;
+            sts_task_close(w);
+            sts_free(&o, msg, len + 1);
+            n = du_list_shards(root);
+            if (!k) shards = n.n;  /* four: 13 rows of 64 KiB, four a shard */
+            assert_int_equal(n.n, shards);
+            assert_true(n.n <= 8);
+            for (j = 0; j < n.n; j++) {  /* the bytes of the attempt that met no refusal; gone again */
+                char p[256];
+                size_t got_n;
+                uint8_t *got;
+                tf_join(p, sizeof p, root, n.v[j]);
+                got = tf_read_opt(p, &got_n);
+                assert_non_null(got);
+                if (!k) { ref[j] = got; ref_n[j] = got_n; }
+                else {
+                    if (got_n != ref_n[j] || memcmp(got, ref[j], got_n) != 0)
+                        fail_msg("%s: shard %zu differs from the one written with no refusal", label, j);
+                    free(got);
+                }
+                assert_int_equal(unlink(p), 0);
+            }
+            tf_names_free(&n);
+        }
+        refused = !k || al.failed;  /* k past the task's allocations: done */
+        tu_alloc_check(label, &al);
+    }
+    assert_int_equal(r, STS_OK);
+    assert_int_equal(refused, 0);
+    assert_int_equal(shards, 4);
+    for (k = 0; k < 8; k++) free(ref[k]);
+    assert_true(attempts > 10);
+    du_snap_free(&before);
+    free(d);
+    tf_rmtree(root);
+}
 /* Rows of three dtypes (F32, I64, U8): the shard's layout is each dtype's run in name order, one
    after another (sts__kv_grouped while every run came in order, the general sort once one did
    not): each shard is the reference writer's bytes for its tensors, rolled on its real size. */
@@ -1661,6 +1755,7 @@ int main(void) {
         cmocka_unit_test(test_roller_50mb),
         cmocka_unit_test(test_in_order_shards),
         cmocka_unit_test(test_arrival_layout),
+        cmocka_unit_test(test_arrival_alloc_failures),
         cmocka_unit_test(test_rows_of_three_dtypes),
         cmocka_unit_test(test_dup_after_ascending),
     };
