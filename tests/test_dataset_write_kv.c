@@ -1204,6 +1204,14 @@ static int arrival_expect_note(tu_sb *notes, const char *label, const char *path
     tu_sb_free(&j);
     return !why;
 }
+/* The KV1 jobs' config: key column "k", no fsync, the roll-over target in bytes, the layout. */
+static void k1_config(sts_write_config *c, uint64_t target, int arrival) {
+    memset(c, 0, sizeof *c);
+    c->name_col = "k";
+    c->no_fsync = 1;
+    c->target_shard_bytes = target;
+    c->kv_layout = arrival ? STS_KV_ARRIVAL : STS_KV_SORTED;
+}
 /* Writes rs (target in bytes), then checks every shard: bytes, CRC-32C, and the roll rule (within
    the target unless one row alone; rolled only when the next row would not fit). */
 static void k1_run(const char *label, k1row *rs, size_t n, uint64_t target, int last_win, tu_sb *notes) {
@@ -1219,12 +1227,8 @@ static void k1_run(const char *label, k1row *rs, size_t n, uint64_t target, int 
     sts_options o;
     assert_non_null(d);
     tf_tmpdir(root, sizeof root);
-    memset(&c, 0, sizeof c);
-    c.name_col = "k";
-    c.no_fsync = 1;
-    c.target_shard_bytes = target;
+    k1_config(&c, target, k1_arrival);
     if (last_win) c.duplicates = STS_DUPLICATES_LAST_WIN;
-    if (k1_arrival) c.kv_layout = STS_KV_ARRIVAL;
     memset(&o, 0, sizeof o);
     o.io_fault = k1_count;
     DU_OK("prepare", sts_dataset_prepare(root, &c, k1_schema, k1_cols, NULL, &e), e);
@@ -1475,10 +1479,7 @@ static void test_arrival_layout(void **state) {
         sts_options o;
         assert_non_null(d);
         tf_tmpdir(root, sizeof root);
-        memset(&c, 0, sizeof c);
-        c.name_col = "k";
-        c.kv_layout = STS_KV_ARRIVAL;
-        c.target_shard_bytes = 4000000;
+        k1_config(&c, 4000000, 1);
         memset(&o, 0, sizeof o);
         o.io_fault = k1_count;
         DU_OK("prepare", sts_dataset_prepare(root, &c, KV1, 2, NULL, &e), e);
@@ -1527,11 +1528,7 @@ static void test_arrival_alloc_failures(void **state) {
     (void)state;
     assert_non_null(d);
     tf_tmpdir(root, sizeof root);
-    memset(&c, 0, sizeof c);
-    c.name_col = "k";
-    c.no_fsync = 1;
-    c.kv_layout = STS_KV_ARRIVAL;
-    c.target_shard_bytes = 300000;
+    k1_config(&c, 300000, 1);
     DU_OK("prepare", sts_dataset_prepare(root, &c, KV1, 2, NULL, &e), e);
     before = du_snapshot(root, 0);
     for (k = 0; k < 5000 && refused; k += k && tu_quick() ? 3 : 1) {  /* k = 0: none refused */
