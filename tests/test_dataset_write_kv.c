@@ -1503,6 +1503,47 @@ static void test_arrival_layout(void **state) {
         free(d);
         tf_rmtree(root);
     }
+    {   /* 6. memory: once the first shard goes out, no buffer is added; the default layout holds a shard */
+        static const long most_mib[2] = { 44, 30 };  /* sorted: 10 chunks of 4 MiB; arrival: 5 + 1 */
+        int layout;
+        for (layout = 0; layout < 2; layout++) {
+            char root[64];
+            sts_write_config c;
+            sts_error e;
+            sts_task_writer *w;
+            sts_value v[2];
+            uint8_t *d = (uint8_t *)calloc(1, 1 << 16);
+            uint64_t shape[1] = { 16384 };
+            tu_alloc al;
+            sts_options o = tu_alloc_opts(&al, NULL);
+            char *msg;
+            size_t len;
+            assert_non_null(d);
+            tf_tmpdir(root, sizeof root);
+            k1_config(&c, 40000000, layout);
+            DU_OK("prepare", sts_dataset_prepare(root, &c, KV1, 2, NULL, &e), e);
+            DU_OK("open", sts_task_open(root, 0, &c, KV1, 2, &o, &w, &e), e);
+            for (i = 0; i < 700; i++) {  /* 45.9 MB: a shard of 40 MB and one of 6 */
+                char key[16];
+                snprintf(key, sizeof key, "m%04u", (unsigned)i);
+                memset(v, 0, sizeof v);
+                v[0].data = key; v[0].size = strlen(key);
+                v[1].data = d; v[1].size = 1 << 16; v[1].dtype = STS_DTYPE_F32; v[1].rank = 1; v[1].shape = shape;
+                DU_OK("row", sts_task_write(w, v, &e), e);
+            }
+            DU_OK("commit", sts_task_commit(w, &msg, &len, &e), e);
+            sts_task_close(w);
+            sts_free(&o, msg, len + 1);
+            tu_alloc_check("memory", &al);
+            if (al.peak > most_mib[layout] << 20 || (layout && al.peak > (28 << 20)))
+                tu_sb_printf(&notes, "\n  memory, %s: the writer held %lld bytes at its peak", layout ? "arrival" : "sorted",
+                             (long long)al.peak);
+            if (!layout && al.peak < (40 << 20))  /* the measure sees the default layout hold its shard */
+                tu_sb_printf(&notes, "\n  memory, sorted: a peak of %lld bytes, under the shard it holds", (long long)al.peak);
+            free(d);
+            tf_rmtree(root);
+        }
+    }
     if (!k1_padded) tu_sb_printf(&notes, "\n  no shard went out while filling (none has unused room)");
     if (!k1_calls[0]) tu_sb_printf(&notes, "\n  no pwrite: no shard's data went out behind its room");
     if (!k1_calls[1]) tu_sb_printf(&notes, "\n  no ftruncate: no short last shard was written again compact");
