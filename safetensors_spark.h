@@ -8678,12 +8678,13 @@ struct sts_task_writer {
     size_t gdone;                   /* entries [0, gdone) checked */
     size_t glast[STS_DTYPE_COUNT];  /* per dtype: its last entry ((size_t)-1: none) */
     size_t gcount[STS_DTYPE_COUNT]; /*            and its count */
-    /* kv_layout = arrival (12.2.3): once the open shard is an eighth full (half: the task's first),
-       its file is begun, the last of w->shards, and each filled chunk is lent to the I/O thread at
-       once, behind `room` bytes kept for its header; at the seal the header is rendered whole into
-       hmem for the I/O thread too */
+    /* kv_layout = arrival (12.2.3): once the open shard is an eighth full, its file is begun, the
+       last of w->shards, and its filled chunks are lent to the I/O thread, behind `room` bytes kept
+       for its header, as soon as what stays held back covers the room the header does not use yet;
+       at the seal the header is rendered whole into hmem for the I/O thread too */
     int streaming;
     uint64_t room;
+    uint64_t held_at;               /* the open shard's data size at which sts__kv_send_held looks again */
     uint8_t *hmem;
     size_t hmem_cap;
     sts__dchunk *chunks;
@@ -9349,24 +9350,57 @@ STS__PRIVATE uint64_t sts__shard_bound(uint64_t n, uint64_t fixed, uint64_t data
     *header = h;
     return 8 + h + data;
 }
-/* kv_layout = arrival, the open shard streaming: a filled chunk of it (or, at the seal, the last
-   one) lent to the I/O thread, to its place in the shard's file behind the header's room; it
-   comes back once written. */
-STS__PRIVATE void sts__kv_send(sts_task_writer *w, sts__dchunk *c) {
+/* kv_layout = arrival, the open shard streaming: `len` bytes of chunk c from `p` lent to the I/O
+   thread, to file offset `off`; the chunk comes back once its `last` piece is written. `digest`:
+   the bytes are the next of the data's CRC-32C, which the I/O thread takes in the file's order. */
+STS__PRIVATE void sts__kv_piece(sts_task_writer *w, sts__dchunk *c, const uint8_t *p, uint64_t len, uint64_t off,
+                                int last, int digest) {
     sts__wbitem it;
-    if (c->state != STS__CHUNK_OPEN || !c->used) return;
-    c->state = STS__CHUNK_LENT;
     memset(&it, 0, sizeof it);
     it.kind = STS__WB_PWRITE;
     it.fd = w->shards[w->nshards - 1].a.fd;
-    it.p = c->p;
-    it.len = c->used;
-    it.off = 8 + w->room + c->at;
-    it.token = (int32_t)(c - w->chunks);
+    it.p = p;
+    it.len = len;
+    it.off = off;
+    it.token = last ? (int32_t)(c - w->chunks) : -1;
     it.durable = w->c.durable;
-    it.digest = 1;  /* in the data's order: chunks go out in the order they opened */
+    it.digest = digest;
     it.shard = (uint32_t)(w->nshards - 1);
     sts__wb_put(&w->wb, &it);
+}
+/* A filled chunk of the streaming shard, whole, to its place behind the header's room. */
+STS__PRIVATE void sts__kv_send(sts_task_writer *w, sts__dchunk *c) {
+    if (c->state != STS__CHUNK_OPEN || !c->used) return;
+    c->state = STS__CHUNK_LENT;
+    sts__kv_piece(w, c, c->p, c->used, 8 + w->room + c->at, 1, 1);
+}
+/* The streaming shard's oldest chunk not yet sent, but `skip`: the chunk index, or (size_t)-1. */
+STS__PRIVATE size_t sts__kv_oldest(const sts_task_writer *w, size_t skip) {
+    size_t k, best = (size_t)-1;
+    for (k = 0; k < w->nchunks; k++) {
+        const sts__dchunk *c = &w->chunks[k];
+        if (k != skip && c->state == STS__CHUNK_OPEN && c->used && (best == (size_t)-1 || c->at < w->chunks[best].at))
+            best = k;
+    }
+    return best;
+}
+/* kv_layout = arrival: the streaming shard's filled chunks (but `skip`, the one still filling) go
+   out, oldest first, while the bytes held back (that one's included) still cover the header's room
+   beyond the header so far: a seal at any later row can then fill the room it leaves with the
+   shard's last tensors, which are still in memory (sts__kv_stream_seal). As the header grows, less
+   is held; a shard of 1 KiB rows at a 300 MiB target holds ~21 MiB as it begins. */
+STS__PRIVATE void sts__kv_send_held(sts_task_writer *w, size_t skip) {
+    uint64_t json = 1 + w->isum, need = w->room > json ? w->room - json : 0, held = 0;
+    size_t k;
+    for (k = 0; k < w->nchunks; k++)
+        if (w->chunks[k].state == STS__CHUNK_OPEN) held += w->chunks[k].used;
+    while ((k = sts__kv_oldest(w, skip)) != (size_t)-1 && held - w->chunks[k].used >= need) {
+        held -= w->chunks[k].used;
+        sts__kv_send(w, &w->chunks[k]);
+    }
+    /* asked again once the data has grown by what the oldest still lacks (sooner as the header
+       grows), or when a chunk fills */
+    w->held_at = k == (size_t)-1 ? (uint64_t)-1 : w->shard_data + (need - (held - w->chunks[k].used));
 }
 /* A chunk opens: where its bytes start in the shard's data, and who takes their CRC-32C. The I/O
    thread does (a DIGEST item, once the chunk is full) while it has nothing to write; while a
@@ -9400,7 +9434,7 @@ STS__PRIVATE void *sts__kv_data(sts_task_writer *w, uint64_t bytes, sts_error *e
            keep the one the caller took */
         if (!w->unsorted && w->wb.threaded && c->used)
             sts__wb_queue(w, STS__WB_DIGEST, -1, c->p, c->used, c->crc_on ? (uint64_t)c->crc + 1 : 0, -1);
-        if (w->streaming) sts__kv_send(w, c);
+        if (w->streaming) sts__kv_send_held(w, (size_t)-1);
     }
     cap = bytes > STS__CHUNK ? (size_t)bytes : STS__CHUNK;
     for (;;) {
@@ -9724,8 +9758,12 @@ STS__PRIVATE uint8_t *sts__kv_mid_put(uint8_t *q, const sts_tensor_spec *e) {
     memcpy(q, "],\"data_offsets\":[", 18);
     return q + 18;
 }
+/* Renders the open shard's header (N = hlen: the JSON, `json` bytes, then spaces) in `ord`'s order
+   (NULL: the entries' own), through the sink in 1 MiB pieces, or whole into `to`. Offsets run on from
+   `base` and start again at 0 with the entry at position `wrap` ((size_t)-1: never): an arrival
+   shard whose last tensors' data went in front of the rest (sts__kv_stream_seal). */
 STS__PRIVATE sts_result sts__kv_header(sts_task_writer *w, const size_t *ord, uint64_t json, uint64_t hlen,
-                                       uint8_t *to, uint32_t *crc, sts_error *err) {
+                                       uint8_t *to, uint32_t *crc, uint64_t base, size_t wrap, sts_error *err) {
     uint64_t total = 8 + hlen, sent = 0, midfix = 0, size = 0, yd = 0;
     size_t cap = total < ((uint64_t)1 << 20) ? (size_t)total + 128 : (size_t)1 << 20, i, midlen = 0, rl = 1, sl = 1;
     /* the offset so far and the last data size in decimal, right-aligned at [24] on '0's: the end
@@ -9749,6 +9787,11 @@ STS__PRIVATE sts_result sts__kv_header(sts_task_writer *w, const size_t *ord, ui
     memset(mid, 0, sizeof mid);
     memset(run, '0', sizeof run);
     memset(sd, '0', sizeof sd);
+    if (base) {
+        uint8_t tmp[24];
+        rl = (size_t)(sts__u64_put(tmp, base) - tmp);
+        memcpy(run + 24 - rl, tmp, rl);
+    }
 #define STS__KV_OUT() do {  /* a piece to the sink (with `to`: only once, the whole header, in place) */ \
         *crc = sts__crc32c(*crc, buf, (size_t)(o - buf)); \
         if (!to && ((r = sts__fdsink_write(w->sink, buf, (size_t)(o - buf))) != STS_OK || \
@@ -9790,6 +9833,7 @@ STS__PRIVATE sts_result sts__kv_header(sts_task_writer *w, const size_t *ord, ui
             if (ml <= STS__KV_MID) { sts__kv_mid_put(mid, e); mdt = e->dtype; mrank = e->rank; mshape = e->shape; }
         }
         if (i) *o++ = ',';
+        if (i == wrap) { memset(run, '0', sizeof run); rl = 1; }
         esc = w->efix[ord ? ord[i] : i] - midfix;  /* the name's bytes in the header, quotes included */
         if (esc == nl + 2) { *o++ = '"'; sts__kv_copy(o, e->name, nl); o += nl; *o++ = '"'; }
         else o = sts__esc_put(o, e->name, nl);
@@ -9880,21 +9924,14 @@ STS__PRIVATE void sts__kv_sealed(sts_task_writer *w, sts__shard *s, uint64_t hle
 /* kv_layout = arrival: the open shard's chunks not yet sent, but `skip` (the one still filling),
    to the shard's file in the order they opened. */
 STS__PRIVATE void sts__kv_send_all(sts_task_writer *w, size_t skip) {
-    for (;;) {
-        size_t k, best = (size_t)-1;
-        for (k = 0; k < w->nchunks; k++) {
-            const sts__dchunk *c = &w->chunks[k];
-            if (k != skip && c->state == STS__CHUNK_OPEN && c->used &&
-                (best == (size_t)-1 || c->at < w->chunks[best].at)) best = k;
-        }
-        if (best == (size_t)-1) return;
-        sts__kv_send(w, &w->chunks[best]);
-    }
+    size_t k;
+    while ((k = sts__kv_oldest(w, skip)) != (size_t)-1) sts__kv_send(w, &w->chunks[k]);
 }
-/* kv_layout = arrival: the open shard, an eighth of the target or more (half for the task's first
-   shard), starts going out. Its header's room is what a full shard would need at the header bytes
-   per data byte seen so far, 1/32 more, and with a target of 1 MiB or more a page more and its
-   data on a page boundary; the roll rule keeps the header inside it (sts__kv_fits). */
+/* kv_layout = arrival: the open shard, an eighth of the target or more, starts going out. Its
+   header's room is what a full shard would need at the header bytes per data byte seen so far,
+   1/32 more, and with a target of 1 MiB or more a page more and its data on a page boundary; the
+   roll rule keeps the header inside it (sts__kv_fits). What the room needs held back stays
+   (sts__kv_send_held). */
 STS__PRIVATE sts_result sts__kv_stream_start(sts_task_writer *w, sts_error *err) {
     sts__shard *s;
     sts_result r;
@@ -9910,10 +9947,14 @@ STS__PRIVATE sts_result sts__kv_stream_start(sts_task_writer *w, sts_error *err)
     if (room < have) room = have;
     w->room = room;
     w->streaming = 1;
-    /* the task's first: from now on its memory is what it holds now (those chunks go out now; the
-       caller waits for one to come back when none is free) */
-    if (!w->chunk_budget) w->chunk_budget = w->chunk_bytes + STS__CHUNK;
-    sts__kv_send_all(w, w->chunk_at);
+    /* the task's first: from now on its memory is what it holds now, or what the room holds back
+       and two chunks more if that is more (the caller waits for a chunk to come back instead) */
+    if (!w->chunk_budget) {
+        uint64_t held = room - have + 2 * (uint64_t)STS__CHUNK;
+        w->chunk_budget = w->chunk_bytes + STS__CHUNK;
+        if (held > w->chunk_budget) w->chunk_budget = held;
+    }
+    sts__kv_send_held(w, w->chunk_at);
     return STS_OK;
 }
 /* kv_layout = arrival, a streaming shard that would leave more than an eighth of its file unused
@@ -9932,26 +9973,110 @@ STS__PRIVATE sts_result sts__kv_compact(sts_task_writer *w, const sts__shard *s,
     if (!e) e = sts__truncate_fd(&w->c.mem, s->a.fd, 8 + hlen + w->shard_data);
     return e ? sts__task_fail(w, sts__fail_errno(err, e, "compact", s->path)) : STS_OK;
 }
-/* kv_layout = arrival: seals the streaming shard. Its last chunk goes out, then its header,
-   rendered whole in place in hmem (the I/O thread wrote the previous one before this shard's file
-   was begun), padded with spaces to the room: nothing waits. When more than an eighth of the file
-   would be unused room (a task's last shard, ended early), the shard is compacted first, and its
-   header padded to 8 bytes only. */
+/* The JSON length of the open shard's header with the data of entries [wrap, n) first, from
+   offset 0, and that of entries [0, wrap) after it, from `front` (the others' bytes). */
+STS__PRIVATE uint64_t sts__kv_json_front(const sts_task_writer *w, size_t wrap, uint64_t front) {
+    uint64_t sum = 1 + w->shard_fixed, at = front;
+    size_t i;
+    for (i = 0; i < w->nents; i++) {
+        if (i == wrap) at = 0;
+        sum += sts__digits(at);
+        at += w->ents[i].data_size;
+        sum += sts__digits(at);
+    }
+    return sum;
+}
+/* kv_layout = arrival, sealing a streaming shard whose bytes from `held_from` on are still in
+   memory: the shard's last tensors whose data goes in front of the rest, into the room the header
+   leaves. Returns the first one's index (nents: none), with their bytes in *front and the JSON's
+   length then in *json: the longest run of last tensors, all held, whose bytes are a multiple of 8
+   (N stays one) and leave N = room - front for a JSON whose offsets change with them (the run and
+   N settle in a try or two). */
+STS__PRIVATE size_t sts__kv_front(const sts_task_writer *w, uint64_t held_from, uint64_t *front, uint64_t *json) {
+    uint64_t gap = w->room - *json, f, best_f, js, over;
+    size_t j, best_j, tries;
+    *front = 0;
+    for (tries = 0; tries < 4 && gap; tries++) {
+        for (j = best_j = w->nents, f = best_f = 0; j; j--) {
+            uint64_t sz = w->ents[j - 1].data_size;
+            if (f + sz > gap || f + sz > w->shard_data - held_from) break;
+            f += sz;
+            if (f % 8 == 0) { best_j = j - 1; best_f = f; }
+        }
+        if (!best_f) break;
+        js = sts__kv_json_front(w, best_j, best_f);
+        if (best_f + js <= w->room) { *front = best_f; *json = js; return best_j; }
+        over = best_f + js - w->room;
+        gap = over < gap ? gap - over : 0;
+    }
+    return w->nents;
+}
+/* kv_layout = arrival: seals the streaming shard. What it held back goes out: its last tensors in
+   front of the data already written, filling the room the header leaves (the header's offsets
+   start again at 0 with them), the rest after it; then its header, rendered whole in place in hmem
+   (the I/O thread wrote the previous one before this shard's file was begun), padded with spaces
+   to N: nothing waits. A shard that held all its data is written compact. When nothing fits the
+   room (cells larger than it) and more than an eighth of the file would be unused room, the shard
+   is compacted: the rest of its data goes out, then moves down, and N is the compact header's. */
 STS__PRIVATE sts_result sts__kv_stream_seal(sts_task_writer *w, sts_error *err) {
     sts__shard *s = &w->shards[w->nshards - 1];
-    uint64_t json = 1 + w->isum, hlen = (json + 7) / 8 * 8, hl = w->room;
-    uint32_t hcrc = 0;
+    uint64_t json = 1 + w->isum, hlen = (json + 7) / 8 * 8, hl = w->room, held_from = w->shard_data, front = 0, cut;
+    uint32_t hcrc = 0, fcrc = 0;
     sts_result r;
-    size_t k;
-    sts__kv_send_all(w, (size_t)-1);
-    for (k = 0; k < w->nchunks; k++)  /* an open chunk with no bytes (empty tensors only) */
-        if (w->chunks[k].state == STS__CHUNK_OPEN) w->chunks[k].state = STS__CHUNK_FREE;
+    size_t k, wrap = (size_t)-1;
+    int pass;
+    for (k = 0; k < w->nchunks; k++) {
+        const sts__dchunk *c = &w->chunks[k];
+        if (c->state == STS__CHUNK_OPEN && c->used && c->at < held_from) held_from = c->at;
+    }
     w->streaming = 0;
     STS_ASSERT(hlen <= w->room);
-    if ((w->room - hlen) * 8 > 8 + w->room + w->shard_data) {
-        if ((r = sts__wb_sync(w, err)) != STS_OK || (r = sts__kv_compact(w, s, hlen, err)) != STS_OK) return r;
-        hl = hlen;
+    if (!held_from) front = w->shard_data, hl = hlen;  /* nothing went out: compact */
+    else if ((wrap = sts__kv_front(w, held_from, &front, &json)) < w->nents) {
+        hl = w->room - front;
+        if ((hl - (json + 7) / 8 * 8) * 8 > 8 + hl + w->shard_data)  /* too coarse: as if none fitted */
+            front = 0, json = 1 + w->isum, hl = w->room;
     }
+    if (!front) {
+        wrap = (size_t)-1;
+        sts__kv_send_all(w, (size_t)-1);
+        if ((w->room - hlen) * 8 > 8 + w->room + w->shard_data) {
+            if ((r = sts__wb_sync(w, err)) != STS_OK || (r = sts__kv_compact(w, s, hlen, err)) != STS_OK) return r;
+            hl = hlen;
+        }
+    }
+    /* the held bytes before the cut to their place behind the front (the data's CRC-32C runs on
+       through them), then those from the cut to the front, 8 + N on (their CRC taken here) */
+    cut = w->shard_data - front;
+    for (pass = 0; front && pass < 2; pass++) {
+        uint64_t from = 0;
+        for (;;) {
+            size_t best = (size_t)-1;
+            uint64_t lo, hi;
+            sts__dchunk *c;
+            for (k = 0; k < w->nchunks; k++) {
+                const sts__dchunk *d = &w->chunks[k];
+                if (d->state == STS__CHUNK_OPEN && d->used && d->at >= from &&
+                    (pass ? d->at + d->used > cut : d->at < cut) && (best == (size_t)-1 || d->at < w->chunks[best].at))
+                    best = k;
+            }
+            if (best == (size_t)-1) break;
+            c = &w->chunks[best];
+            from = c->at + 1;
+            lo = pass && cut > c->at ? cut : c->at;
+            hi = !pass && cut < c->at + c->used ? cut : c->at + c->used;
+            if (pass && held_from) {
+                uint32_t part = lo == c->at && c->crc_on ? c->crc
+                                                         : sts__crc32c(0, c->p + (lo - c->at), (size_t)(hi - lo));
+                fcrc = sts__crc32c_combine(fcrc, part, hi - lo);
+            }
+            sts__kv_piece(w, c, c->p + (lo - c->at), hi - lo, pass ? 8 + hl + (lo - cut) : 8 + hl + front + lo,
+                          pass || hi == c->at + c->used, !pass || !held_from);
+            if (pass || hi == c->at + c->used) c->state = STS__CHUNK_LENT;
+        }
+    }
+    for (k = 0; k < w->nchunks; k++)  /* an open chunk with no bytes (empty tensors only) */
+        if (w->chunks[k].state == STS__CHUNK_OPEN) w->chunks[k].state = STS__CHUNK_FREE;
     if (w->hmem_cap < 8 + hl + STS__KV_SLACK) {
         sts__free(&w->c.mem, w->hmem, w->hmem_cap);
         w->hmem_cap = 0;
@@ -9959,9 +10084,13 @@ STS__PRIVATE sts_result sts__kv_stream_seal(sts_task_writer *w, sts_error *err) 
             return sts__task_fail(w, sts__nomem(err, "the header"));
         w->hmem_cap = (size_t)(8 + hl + STS__KV_SLACK);
     }
-    if ((r = sts__kv_header(w, NULL, json, hl, w->hmem, &hcrc, err)) != STS_OK) return sts__task_fail(w, r);
+    if ((r = sts__kv_header(w, NULL, json, hl, w->hmem, &hcrc, held_from ? front : 0, held_from ? wrap : (size_t)-1,
+                            err)) != STS_OK)
+        return sts__task_fail(w, r);
     sts__wb_queue(w, STS__WB_PWRITE, s->a.fd, w->hmem, 8 + hl, 0, -1);
+    if (held_from && front) hcrc = sts__crc32c_combine(hcrc, fcrc, front);  /* the front joins the header */
     sts__kv_sealed(w, s, hl, hcrc);
+    if (held_from) w->dig_data -= front;
     return STS_OK;
 }
 /* Seals the open shard: its header (sorted as the reference writer does) goes into a fresh
@@ -9996,7 +10125,8 @@ STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
                                             "the header would be %U bytes, over the limit of %U", json,
                                             (uint64_t)STS_MAX_HEADER_SIZE));
     if ((r = sts__shard_open(w, &s, err)) != STS_OK) return sts__task_fail(w, r);
-    if ((r = sts__kv_sink(w, s, err)) == STS_OK) r = sts__kv_header(w, ord, json, hlen, NULL, &hcrc, err);
+    if ((r = sts__kv_sink(w, s, err)) == STS_OK)
+        r = sts__kv_header(w, ord, json, hlen, NULL, &hcrc, 0, (size_t)-1, err);
     if (r != STS_OK) {
         sts__atomic_abort(&s->a);
         sts__free(&w->c.mem, s->path, s->path_size);
@@ -10471,13 +10601,13 @@ STS__PRIVATE sts_result sts__kv_row(sts_task_writer *w, const sts_value *row, st
         }
     }
     if ((r = sts__kv_append(w, row, &x, err)) != STS_OK) return r;
-    /* kv_layout = arrival: the shard starts going out once it is an eighth full, or half full while
-       it is the task's first (a task shorter than that is often one shard, whose room, sized for a
-       full one, would be mostly unused); with or without a thread, the same calls in one order */
+    /* kv_layout = arrival: the shard starts going out once it is an eighth full (what its room
+       needs stays held back, so a task that ends early is sealed without a move); with or without
+       a thread, the same calls in one order */
     if (w->c.arrival && !w->streaming) {
         uint64_t size = 8 + (1 + w->isum + 7) / 8 * 8 + w->shard_data;
-        if (size >= w->c.target / (w->nshards ? 8 : 2) && size <= w->c.target) return sts__kv_stream_start(w, err);
-    }
+        if (size >= w->c.target / 8 && size <= w->c.target) return sts__kv_stream_start(w, err);
+    } else if (w->streaming && w->shard_data >= w->held_at) sts__kv_send_held(w, w->chunk_at);
     return STS_OK;
 }
 

@@ -174,13 +174,17 @@ def read_shard(path, where, layout="sorted"):
     if cursor != len(body):
         problem(where, f"data section is {len(body)} bytes, the tensors end at {cursor}")
     # sorted: the reference writer's order, descending dtype rank, then name bytes; arrival: the
-    # header's entries in the data's order (the rows' order is checked against the source)
+    # header's entries in the rows' order, the data the same order turned once (its last tensors
+    # may come first: 12.2.3); the rows' order is checked against the source
     want = sorted(h.keys(), key=lambda k: (-RANK.index(h[k]["dtype"]), k.encode("utf-8")))
+    got = [k for k, _ in order]
     if layout == "arrival":
         want = list(h.keys())
-    if [k for k, _ in order] != want:
+        turn = want.index(got[0]) if got else 0
+        want = want[turn:] + want[:turn]
+    if got != want:
         problem(where, f"tensors are not in the {layout} layout's order")
-    return tensors
+    return {k: tensors[k] for k in h if k in tensors}  # in the header's order
 
 
 # ---- schemas ------------------------------------------------------------------------------------
@@ -350,7 +354,7 @@ def check_dataset(gen_dir, name, vman, vidx):
                 if not ts:
                     continue
                 seq, at = made.get(int(SHARD_RE.match(f).group(1)), []), -1
-                for tname in sorted(ts, key=lambda k: ts[k]["offsets"]):
+                for tname in ts:  # the header's order
                     nxt = next((i for i in range(at + 1, len(seq)) if seq[i] == tname), None)
                     if nxt is None:
                         problem(where, f"{f}: {tname!r} is out of its rows' order")

@@ -99,19 +99,26 @@ static task_run run_task(const char *dir, const sts_write_config *c, int kv, du_
     task_run tr;
     sts_options o;
     sts_task_writer *w;
-    int i, n = kv ? 9 : 8;
+    int i, n = kv == 3 ? 9000 : kv ? 9 : 8;
+    static uint8_t big[1024];
+    static const uint64_t big_shape[2] = { 2, 512 };
     memset(&tr, 0, sizeof tr);
     memset(&o, 0, sizeof o);
     du_fault_opts(&o, f);
     *msg = NULL;
     sts_write_config ct = *c;
-    if (kv) ct.target_shard_bytes = 350;  /* three or more shards */
-    if (kv == 2) ct.kv_layout = STS_KV_ARRIVAL;  /* each shard's file begun at its first row, written as it fills */
+    if (kv) ct.target_shard_bytes = kv == 3 ? 10000000 : 350;  /* three or more shards; kv 3: one of 9.3 MB */
+    if (kv >= 2) ct.kv_layout = STS_KV_ARRIVAL;  /* each shard's file begun at its first row, written as it fills */
     DU_OK("open", sts_task_open(dir, 0, &ct, SCH, 3, &o, &w, &tr.e), tr.e);
     f->armed = 1;
     for (i = 0; i < n && !tr.failed; i++) {
         row r;
-        tr.r = sts_task_write(w, mk_row(&r, 0, i, !kv), &tr.e);
+        mk_row(&r, 0, i, !kv);
+        if (kv == 3) {  /* img U8 [2, 512]: shards of several 4 MiB chunks, their last rows put in front */
+            big[i % 1024] = (uint8_t)i;
+            r.v[1].data = big; r.v[1].size = sizeof big; r.v[1].shape = big_shape;
+        }
+        tr.r = sts_task_write(w, r.v, &tr.e);
         if (tr.r != STS_OK) {
             sts_error e2;
             tr.failed = 1;
@@ -157,6 +164,26 @@ static void task_faults(int kv, int sync) {
     memset(&f, 0, sizeof f);
     tr = run_task(root, &c, kv, &f, &msg, &len);
     if (tr.failed) fail_msg("the counting run failed: %s", tr.e.message);
+    if (kv == 3) {  /* a shard's last rows went in front of the rest: its first entry's offset is not 0 */
+        tf_names names = du_list_shards(root);
+        size_t i, nb = 0, fronts = 0;
+        for (i = 0; i < names.n; i++) {
+            char p[256];
+            const char *at;
+            uint8_t *b;
+            tf_join(p, sizeof p, root, names.v[i]);
+            b = tf_read_opt(p, &nb);
+            assert_non_null(b);
+            assert_true(nb > 64);
+            b[nb - 1] = 0;
+            at = strstr((const char *)b + 8, "\"data_offsets\":[");
+            assert_non_null(at);
+            fronts += strtoull(at + 16, NULL, 10) != 0;
+            free(b);
+        }
+        if (!fronts) fail_msg("KV arrival, large shards: no shard of %zu has rows in front", names.n);
+        tf_names_free(&names);
+    }
     sts_free(NULL, msg, len + 1);
     tf_clear(root);
     n = f.calls;
@@ -164,7 +191,7 @@ static void task_faults(int kv, int sync) {
     memset(&f, 0, sizeof f);
     tr = run_task(root, &c, kv, &f, &msg, &len);
     if (tr.failed) fail_msg("the counting run failed: %s", tr.e.message);
-    if (f.calls != n) fail_msg("%s task: %ld calls with the I/O thread, %ld without", kv == 2 ? "KV arrival" : kv ? "KV" : "batch", sync ? n : f.calls, sync ? f.calls : n);
+    if (f.calls != n) fail_msg("%s task: %ld calls with the I/O thread, %ld without", kv == 3 ? "KV arrival, large shards" : kv == 2 ? "KV arrival" : kv ? "KV" : "batch", sync ? n : f.calls, sync ? f.calls : n);
     {   /* and in the same order */
         long i;
         du_fault g;
@@ -177,7 +204,7 @@ static void task_faults(int kv, int sync) {
         t2 = run_task(root, &c, kv, &g, &m2, &l2);
         assert_false(t2.failed);
         for (i = 0; i < n && i < 64; i++)
-            if (strcmp(f.ops[i], g.ops[i]) != 0) fail_msg("%s task: call %ld is %s in one mode, %s in the other", kv == 2 ? "KV arrival" : kv ? "KV" : "batch", i + 1, f.ops[i], g.ops[i]);
+            if (strcmp(f.ops[i], g.ops[i]) != 0) fail_msg("%s task: call %ld is %s in one mode, %s in the other", kv == 3 ? "KV arrival, large shards" : kv == 2 ? "KV arrival" : kv ? "KV" : "batch", i + 1, f.ops[i], g.ops[i]);
         sts_free(NULL, m2, l2 + 1);
         tf_clear(root);
         c.no_io_thread = sync;
@@ -190,7 +217,7 @@ static void task_faults(int kv, int sync) {
         assert_non_null(strstr(ops_seen, "rename"));
         assert_non_null(strstr(ops_seen, kv ? "write" : "pwrite"));
         if (!kv) assert_non_null(strstr(ops_seen, "ftruncate"));
-        if (kv == 2) assert_non_null(strstr(ops_seen, "pwrite"));  /* data behind the header's room */
+        if (kv >= 2) assert_non_null(strstr(ops_seen, "pwrite"));  /* data behind the header's room */
     }
     sts_free(NULL, msg, len + 1);
     tf_clear(root);
@@ -203,7 +230,7 @@ static void task_faults(int kv, int sync) {
             f.fail_at = k;
             f.err = err;
             tr = run_task(root, &c, kv, &f, &msg, &len);
-            snprintf(label, sizeof label, "%s task%s, %s at call %ld of %ld (%s)", kv == 2 ? "KV arrival" : kv ? "KV" : "batch", sync ? " (no I/O thread)" : "", errno_name(err), k, n, f.op);
+            snprintf(label, sizeof label, "%s task%s, %s at call %ld of %ld (%s)", kv == 3 ? "KV arrival, large shards" : kv == 2 ? "KV arrival" : kv ? "KV" : "batch", sync ? " (no I/O thread)" : "", errno_name(err), k, n, f.op);
             if (!tr.failed) fail_msg("%s: the job succeeded", label);
             if (f.failed != 1) fail_msg("%s: the failing call was made %ld times", label, f.failed);
             tu_err_check(label, tr.r, &tr.e, STS_ERR_IO, STS_RULE_IO, errno_name(err), root, (const char *)NULL);
@@ -220,6 +247,8 @@ static void test_faults_task_batch_sync(void **state) { (void)state; task_faults
 static void test_faults_task_kv_sync(void **state) { (void)state; task_faults(1, 1); }
 static void test_faults_task_kv_arrival(void **state) { (void)state; task_faults(2, 0); }
 static void test_faults_task_kv_arrival_sync(void **state) { (void)state; task_faults(2, 1); }
+static void test_faults_task_kv_arrival_large(void **state) { (void)state; task_faults(3, 0); }
+static void test_faults_task_kv_arrival_large_sync(void **state) { (void)state; task_faults(3, 1); }
 
 /* ================================================================================================
    fault injection in the dataset commit */
@@ -624,6 +653,8 @@ int main(void) {
         cmocka_unit_test(test_faults_task_kv_sync),
         cmocka_unit_test(test_faults_task_kv_arrival),
         cmocka_unit_test(test_faults_task_kv_arrival_sync),
+        cmocka_unit_test(test_faults_task_kv_arrival_large),
+        cmocka_unit_test(test_faults_task_kv_arrival_large_sync),
         cmocka_unit_test(test_faults_commit_kv),
         cmocka_unit_test(test_faults_commit_batch),
         cmocka_unit_test(test_faults_commit_overwrite),
