@@ -8678,7 +8678,7 @@ struct sts_task_writer {
     size_t gdone;                   /* entries [0, gdone) checked */
     size_t glast[STS_DTYPE_COUNT];  /* per dtype: its last entry ((size_t)-1: none) */
     size_t gcount[STS_DTYPE_COUNT]; /*            and its count */
-    /* kv_layout = arrival (12.2.3): once the open shard is an eighth full, its file is begun, the
+    /* kv_layout = arrival (12.2.3): once the open shard is an eighth full (or two chunks), its file is begun, the
        last of w->shards, and its filled chunks are lent to the I/O thread, behind `room` bytes kept
        for its header, as soon as what stays held back covers the room the header does not use yet;
        at the seal the header is rendered whole into hmem for the I/O thread too */
@@ -9927,7 +9927,7 @@ STS__PRIVATE void sts__kv_send_all(sts_task_writer *w, size_t skip) {
     size_t k;
     while ((k = sts__kv_oldest(w, skip)) != (size_t)-1) sts__kv_send(w, &w->chunks[k]);
 }
-/* kv_layout = arrival: the open shard, an eighth of the target or more, starts going out. Its
+/* kv_layout = arrival: the open shard, an eighth of the target or two chunks, starts going out. Its
    header's room is what a full shard would need at the header bytes per data byte seen so far,
    1/32 more, and with a target of 1 MiB or more a page more and its data on a page boundary; the
    roll rule keeps the header inside it (sts__kv_fits). What the room needs held back stays
@@ -10601,12 +10601,15 @@ STS__PRIVATE sts_result sts__kv_row(sts_task_writer *w, const sts_value *row, st
         }
     }
     if ((r = sts__kv_append(w, row, &x, err)) != STS_OK) return r;
-    /* kv_layout = arrival: the shard starts going out once it is an eighth full (what its room
-       needs stays held back, so a task that ends early is sealed without a move); with or without
-       a thread, the same calls in one order */
+    /* kv_layout = arrival: the shard starts going out once it is an eighth full or holds two chunks
+       of data (what its room needs stays held back, so a task that ends early is sealed without a
+       move, and one that never sent a chunk is written compact); with or without a thread, the
+       same calls in one order. 64 MiB tasks at a 300 MiB target on the VM: 1.22-1.55 -> 1.94-2.18
+       GB/s (from half the target, moved back when short, to this) */
     if (w->c.arrival && !w->streaming) {
         uint64_t size = 8 + (1 + w->isum + 7) / 8 * 8 + w->shard_data;
-        if (size >= w->c.target / 8 && size <= w->c.target) return sts__kv_stream_start(w, err);
+        if ((size >= w->c.target / 8 || w->shard_data >= 2 * (uint64_t)STS__CHUNK) && size <= w->c.target)
+            return sts__kv_stream_start(w, err);
     } else if (w->streaming && w->shard_data >= w->held_at) sts__kv_send_held(w, w->chunk_at);
     return STS_OK;
 }
