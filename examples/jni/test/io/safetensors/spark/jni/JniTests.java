@@ -265,8 +265,8 @@ public final class JniTests {
         e.save(d);
     }
 
-    /** kv_layout=arrival from the options map: 40 rows of 2 MiB over a 50 MiB target, so the first
-     *  shard goes out from half of it and the second from an eighth, each behind its header's room. */
+    /** kv_layout=arrival from the options map: 40 rows of 2 MiB over a 50 MiB target, so each shard
+     *  goes out from an eighth of it, behind its header's room, its newest rows held for that room. */
     static void kvArrival() throws Exception {
         Path d = fresh("kv_arrival");
         Map<String, String> o = Rows.kvOptions(d.toString());
