@@ -50,12 +50,13 @@
    Files live in a fresh folder under $BENCH_DIR (default /tmp), emptied right before every
    measurement and removed at the end, on failure and on SIGINT/SIGTERM/SIGHUP.
 
-   usage: bench_dataset_write [--quick] [--runs N] [--mib N] [--kv-rows N] [--kv-dtype u8|f32]
+   usage: bench_dataset_write [--quick] [--runs N] [--mib N] [--kv-rows N] [--kv-bytes N] [--kv-dtype u8|f32]
                               [--only batch|kv|all] [--no-conv] [--no-io-thread] [--batch-case f32|bf16]
           --quick   sizes / 16 (256 MiB batch, 62,500 KV rows): a smoke run
           --runs    repetitions of every measurement (default 3); medians and spread are printed
           --mib     batch volume in MiB (a multiple of 64; default 4096)
           --kv-rows KV rows (default 1,000,000)
+          --kv-bytes each KV row's tensor in bytes, a multiple of 4 up to 16 MiB (default 1,024)
           --no-io-thread  the task writers run without their I/O thread (io_thread=false)
           --batch-case    only the F32 or only the BF16 batch cases */
 #define _GNU_SOURCE
@@ -69,7 +70,8 @@
 #define MIB ((uint64_t)1 << 20)
 #define ROW_ELEMS ((uint64_t)262144) /* 1 MiB of F32 */
 #define POOL_ROWS 16                 /* distinct input rows, reused round-robin */
-#define KV_BYTES 1024                /* one 1 KiB tensor per row */
+static uint64_t KV_BYTES = 1024;    /* one 1 KiB tensor per row (--kv-bytes) */
+static uint8_t *g_kv_data;          /* its bytes, KV_BYTES of them */
 #define MAX_SHARDS 1024
 
 /* ---- parameters (set in main, inherited by the children) ---- */
@@ -447,18 +449,17 @@ static int kv_lib(void *arg) {
     sts_error err;
     sts_result r;
     sts_value v[2];
-    union { uint8_t b[KV_BYTES]; float f[KV_BYTES / 4]; } data;  /* the same bytes as U8 [1024] or F32 [256] */
     uint64_t shape[1], i;
     char key[16], *msg = NULL;
     size_t msg_len = 0;
     double t0, t1, u0, s0, u1, s1;
     kv_config(&cfg, jb->durable, jb->c);  /* c: 1 = kv_layout arrival */
-    for (i = 0; i < KV_BYTES; i++) data.b[i] = kv_byte(i);
+    for (i = 0; i < KV_BYTES; i++) g_kv_data[i] = kv_byte(i);  /* the same bytes as U8 [n] or F32 [n / 4] */
     shape[0] = g_kv_f32 ? KV_BYTES / 4 : KV_BYTES;
     memset(v, 0, sizeof v);
     key_format(key, 0);
     v[0].data = key; v[0].size = 14;
-    v[1].data = data.b; v[1].size = KV_BYTES; v[1].dtype = g_kv_f32 ? STS_DTYPE_F32 : STS_DTYPE_U8; v[1].rank = 1; v[1].shape = shape;
+    v[1].data = g_kv_data; v[1].size = KV_BYTES; v[1].dtype = g_kv_f32 ? STS_DTYPE_F32 : STS_DTYPE_U8; v[1].rank = 1; v[1].shape = shape;
     if ((r = sts_dataset_prepare(g_out, &cfg, kv_schema, 2, NULL, &err)) != STS_OK) return fail_sts(m, "sts_dataset_prepare", r, &err);
     m->rss0_kib = bd_status_kib("VmRSS");
     bd_cpu_times(&u0, &s0);
@@ -466,7 +467,7 @@ static int kv_lib(void *arg) {
     if ((r = sts_task_open(g_out, 0, &cfg, kv_schema, 2, NULL, &w, &err)) != STS_OK) return fail_sts(m, "sts_task_open", r, &err);
     for (i = 0; i < g_kv_rows; i++) {
         uint32_t stamp = (uint32_t)i;
-        memcpy(data.b, &stamp, 4);  /* the row number in the first 4 bytes */
+        memcpy(g_kv_data, &stamp, 4);  /* the row number in the first 4 bytes */
         if ((r = sts_task_write(w, v, &err)) != STS_OK) return fail_sts(m, "sts_task_write", r, &err);
         key_next(key);
     }
@@ -745,8 +746,9 @@ static void bench_batch(void) {
 static void bench_kv(void) {
     int d;
     double payload = (double)g_kv_rows * KV_BYTES;
-    printf("\n== KV mode: %llu rows of one 1 KiB tensor (%s), keys sample-%%07d, shard target 300 MiB, generate_index; %d runs\n",
-           (unsigned long long)g_kv_rows, g_kv_f32 ? "F32 [256]" : "U8 [1024]", g_runs);
+    printf("\n== KV mode: %llu rows of one %llu-byte tensor (%s [%llu]), keys sample-%%07d, shard target 300 MiB, generate_index; "
+           "%d runs\n", (unsigned long long)g_kv_rows, (unsigned long long)KV_BYTES, g_kv_f32 ? "F32" : "U8",
+           (unsigned long long)(g_kv_f32 ? KV_BYTES / 4 : KV_BYTES), g_runs);
     {   /* warm-up, untimed: the first measurement should not be the first to touch this much memory */
         job jw;
         jw.durable = 0; jw.c = 0; jw.who = W_LIB; jw.m = &g_m[0]; jw.sizes = NULL;
@@ -844,7 +846,7 @@ static void bench_kv(void) {
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: bench_dataset_write [--quick] [--runs N] [--mib N] [--kv-rows N] [--kv-dtype u8|f32] [--only batch|kv|all] [--no-conv] [--no-io-thread] [--batch-case f32|bf16]\n");
+    fprintf(stderr, "usage: bench_dataset_write [--quick] [--runs N] [--mib N] [--kv-rows N] [--kv-bytes N] [--kv-dtype u8|f32] [--only batch|kv|all] [--no-conv] [--no-io-thread] [--batch-case f32|bf16]\n");
     exit(2);
 }
 int main(int argc, char **argv) {
@@ -857,6 +859,10 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[a], "--runs") == 0 && a + 1 < argc) g_runs = atoi(argv[++a]);
         else if (strcmp(argv[a], "--mib") == 0 && a + 1 < argc) mib = strtoull(argv[++a], NULL, 10);
         else if (strcmp(argv[a], "--kv-rows") == 0 && a + 1 < argc) kv_rows = strtoull(argv[++a], NULL, 10);
+        else if (strcmp(argv[a], "--kv-bytes") == 0 && a + 1 < argc) {
+            KV_BYTES = strtoull(argv[++a], NULL, 10);
+            if (!KV_BYTES || KV_BYTES % 4 || KV_BYTES > ((uint64_t)16 << 20)) usage();
+        }
         else if (strcmp(argv[a], "--only") == 0 && a + 1 < argc) only = argv[++a];
         else if (strcmp(argv[a], "--no-conv") == 0) g_conv = 0;
         else if (strcmp(argv[a], "--no-io-thread") == 0) g_no_io_thread = 1;
@@ -881,6 +887,7 @@ int main(int argc, char **argv) {
         g_batch_rows = mib;
     }
     if (kv_rows) g_kv_rows = kv_rows;
+    if (!(g_kv_data = (uint8_t *)malloc((size_t)KV_BYTES))) bd_die("out of memory");
     need = strcmp(only, "kv") == 0 ? (uint64_t)2 << 30 : g_batch_rows * MIB + ((uint64_t)1 << 30);
     bd_install_signals();
     bd_make_root("sts-bench-dataset-write", need);
