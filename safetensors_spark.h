@@ -10006,8 +10006,8 @@ STS__PRIVATE size_t sts__kv_front(const sts_task_writer *w, uint64_t held_from, 
         if (!best_f) break;
         js = sts__kv_json_front(w, best_j, best_f);
         if (best_f + js <= w->room) { *front = best_f; *json = js; return best_j; }
-        over = best_f + js - w->room;
-        gap = over < gap ? gap - over : 0;
+        over = best_f + js - w->room;  /* a run shorter by that much at least (its JSON moves by a few bytes) */
+        gap = over < best_f ? best_f - over : 0;
     }
     return w->nents;
 }

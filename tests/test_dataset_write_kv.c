@@ -1517,7 +1517,7 @@ static void test_arrival_layout(void **state) {
            target; then (not quick) 24,500 rows of 256 bytes and one of 2.5 MB at 16 MB: one shard
            whose room the cells after its header leave far larger than its last cell (none fits in
            front): written, then compacted */
-        size_t many = tu_quick() ? 9000 : 24500;
+        size_t many = tu_quick() ? 9000 : 24500;  /* and at least 9,000 */
         k1row *sm = (k1row *)calloc(many + 1, sizeof *sm);
         assert_non_null(sm);
         for (n = 0; n < many; n++) {
@@ -1527,6 +1527,25 @@ static void test_arrival_layout(void **state) {
             sm[n].shape[0] = 255 + n % 2;  /* 1,020 and 1,024 bytes: not every run of last rows keeps N % 8 */
         }
         k1_run("arrival, 1 KiB rows, 10 MB target", sm, n, 10000000, 0, &notes);
+        {   /* one shard of 1 KiB rows with a band of 2,000 rows of 8 bytes across offset 10^6 and
+               20 to 59 rows of 32 KiB last, at random targets of 11 to 14 MB: the run in front moves
+               the band's offsets past 10^6 (two more digits each) while the run's own lose fewer,
+               so the JSON outgrows the room left and the run must be found again, shorter */
+            int round, rounds = tu_quick() ? 2 : 6;
+            for (round = 0; round < rounds; round++) {
+                char label[96];
+                uint64_t target = 11000000 + tu_below(&rng, 3000000);
+                size_t m = 9000, big = 20 + tu_below(&rng, 40);
+                for (n = 0; n < m; n++) {
+                    sm[n].rank = 1;
+                    sm[n].shape[0] = n >= 950 && n < 2950 ? 2 : n >= m - big ? 8192 : 256;
+                }
+                long fronts = k1_front;
+                snprintf(label, sizeof label, "arrival, a run found again, %llu-byte target", (unsigned long long)target);
+                k1_run(label, sm, m, target, 0, &notes);
+                if (k1_front == fronts) tu_sb_printf(&notes, "\n  %s: no run in front", label);
+            }
+        }
         if (!tu_quick()) {
             for (n = 0; n < many; n++) sm[n].shape[0] = 64;
             snprintf(sm[n].key, sizeof sm[n].key, "t");
