@@ -9989,9 +9989,10 @@ STS__PRIVATE uint64_t sts__kv_json_front(const sts_task_writer *w, size_t wrap, 
 /* kv_layout = arrival, sealing a streaming shard whose bytes from `held_from` on are still in
    memory: the shard's last tensors whose data goes in front of the rest, into the room the header
    leaves. Returns the first one's index (nents: none), with their bytes in *front and the JSON's
-   length then in *json: the longest run of last tensors, all held, whose bytes are a multiple of 8
-   (N stays one) and leave N = room - front for a JSON whose offsets change with them (the run and
-   N settle in a try or two). */
+   length then in *json: a run of last tensors, all held, whose bytes are a multiple of 8 (N stays
+   one) and leave N = room - front for a JSON whose offsets change with them: the longest within
+   the room the JSON leaves now, then shorter by what the JSON outgrows (settled in a try or two;
+   four at most). */
 STS__PRIVATE size_t sts__kv_front(const sts_task_writer *w, uint64_t held_from, uint64_t *front, uint64_t *json) {
     uint64_t gap = w->room - *json, f, best_f, js, over;
     size_t j, best_j, tries;
