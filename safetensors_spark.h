@@ -4497,6 +4497,7 @@ typedef struct sts__wbitem {
                               SEAL: the hook hears that the file ends */
     int32_t token;         /* handed back once the item ran, or -1 */
     uint32_t shard;        /* the file, for messages */
+    uint64_t crc;          /* WRITE, PWRITE with digest: 0, or 1 + the bytes' CRC-32C, taken by the caller */
 } sts__wbitem;
 typedef struct sts__wb {
     const sts__mem *mem;
@@ -4508,9 +4509,10 @@ typedef struct sts__wb {
     const char *err_op;
     uint32_t err_shard;
     int threaded, started;
-    /* the digest hook, on the thread that writes (the caller's without one): (p, n, 0) for bytes in
-       the file's order, (NULL, 0, 0) at the file's end, (p, n, 1) for bytes that a later write of
-       this file may bring (a DIGEST item; known: its item's off); NULL: none */
+    /* the digest hook, on the thread that writes (the caller's without one): (p, n, 0, known) for
+       bytes in the file's order (known: their item's crc), (NULL, 0, 0) at the file's end, (p, n, 1)
+       for bytes that a later write of this file may bring (a DIGEST item; known: its item's off);
+       NULL: none */
     void (*digest)(void *user, const uint8_t *p, uint64_t n, int ahead, uint64_t known);
     void *digest_user;
 #ifdef STS__THREADS
@@ -4568,13 +4570,13 @@ STS__PRIVATE int sts__wb_run(sts__wb *q, sts__wbitem *it, size_t k, int failed, 
     }
     *op = "write";
     if (it[0].kind == STS__WB_PWRITE) {
-        if (it[0].digest && q->digest) q->digest(q->digest_user, it[0].p, it[0].len, 0, 0);
+        if (it[0].digest && q->digest) q->digest(q->digest_user, it[0].p, it[0].len, 0, it[0].crc);
         e = sts__pwrite_all(m, it[0].fd, it[0].p, it[0].len, it[0].off);
     } else {
         struct iovec iov[STS__IOV_MAX];
         size_t i;
         for (i = 0; i < k; i++) {
-            if (it[i].digest && q->digest) q->digest(q->digest_user, it[i].p, it[i].len, 0, 0);
+            if (it[i].digest && q->digest) q->digest(q->digest_user, it[i].p, it[i].len, 0, it[i].crc);
             iov[i].iov_base = (void *)(uintptr_t)it[i].p;
             iov[i].iov_len = (size_t)it[i].len;
         }
@@ -6436,6 +6438,13 @@ STS__PRIVATE uint32_t sts__crc32c_combine(uint32_t c1, uint32_t c2, uint64_t len
     for (; len2; len2 >>= 1, sq = sts__crc_mulmod(sq, sq))
         if (len2 & 1) xn = sts__crc_mulmod(xn, sq);
     return sts__crc_mulmod(xn, c1) ^ c2;
+}
+/* The CRC of `len` bytes whose n bytes at `at` held `was` and now hold `now`, from their CRC then:
+   the CRC is affine, so the two versions' CRCs differ by was ^ now's, carried past the rest. */
+STS__PRIVATE uint32_t sts__crc32c_patch(uint32_t crc, uint64_t len, uint64_t at, const void *was, const void *now,
+                                        size_t n) {
+    uint32_t d = sts__crc32c(0, was, n) ^ sts__crc32c(0, now, n);
+    return crc ^ sts__crc32c_combine(d, 0, len - at - n);
 }
 /* The CRC of crc's bytes followed by n zero bytes (a batch file's padding rows). */
 STS__PRIVATE uint32_t sts__crc32c_zeros(uint32_t crc, uint64_t n) {
@@ -8787,8 +8796,9 @@ STS__PRIVATE void sts__kv_digest(void *user, const uint8_t *p, uint64_t n, int a
         }
         return;
     }
-    if (p) {  /* the bytes of the oldest chunk made ahead (they have not changed since), or any others */
-        if (w->dig_n && w->dig_ahead[w->dig_head].p == p && w->dig_ahead[w->dig_head].n == n) {
+    if (p) {  /* bytes whose CRC the caller took; the oldest chunk made ahead (unchanged since); others */
+        if (known) w->dig_crc = sts__crc32c_combine(w->dig_crc, (uint32_t)(known - 1), n);
+        else if (w->dig_n && w->dig_ahead[w->dig_head].p == p && w->dig_ahead[w->dig_head].n == n) {
             w->dig_crc = sts__crc32c_combine(w->dig_crc, w->dig_ahead[w->dig_head].crc, n);
             w->dig_head = (w->dig_head + 1) % STS__DIG_AHEAD;
             w->dig_n--;
@@ -9352,9 +9362,11 @@ STS__PRIVATE uint64_t sts__shard_bound(uint64_t n, uint64_t fixed, uint64_t data
 }
 /* kv_layout = arrival, the open shard streaming: `len` bytes of chunk c from `p` lent to the I/O
    thread, to file offset `off`; the chunk comes back once its `last` piece is written. `digest`:
-   the bytes are the next of the data's CRC-32C, which the I/O thread takes in the file's order. */
+   the bytes are the next of the data's CRC-32C, which the I/O thread takes in the file's order (a
+   whole chunk's with the caller's CRC, which in-place replacements keep up to date). */
 STS__PRIVATE void sts__kv_piece(sts_task_writer *w, sts__dchunk *c, const uint8_t *p, uint64_t len, uint64_t off,
                                 int last, int digest) {
+    int whole = p == c->p && len == c->used;
     sts__wbitem it;
     memset(&it, 0, sizeof it);
     it.kind = STS__WB_PWRITE;
@@ -9365,6 +9377,7 @@ STS__PRIVATE void sts__kv_piece(sts_task_writer *w, sts__dchunk *c, const uint8_
     it.token = last ? (int32_t)(c - w->chunks) : -1;
     it.durable = w->c.durable;
     it.digest = digest;
+    it.crc = digest && whole && c->crc_on ? 1 + (uint64_t)c->crc : 0;  /* the caller's, where it has it */
     it.shard = (uint32_t)(w->nshards - 1);
     sts__wb_put(&w->wb, &it);
 }
@@ -9432,7 +9445,7 @@ STS__PRIVATE void *sts__kv_data(sts_task_writer *w, uint64_t bytes, sts_error *e
         /* the chunk is full, and no byte of it changes before it is written: in a shard in order, that
            write is the chunk whole, so the I/O thread may take its CRC now (sts__kv_digest), or
            keep the one the caller took */
-        if (!w->unsorted && w->wb.threaded && c->used)
+        if (!w->unsorted && w->wb.threaded && c->used && !w->c.arrival)  /* arrival: the CRC goes with the write */
             sts__wb_queue(w, STS__WB_DIGEST, -1, c->p, c->used, c->crc_on ? (uint64_t)c->crc + 1 : 0, -1);
         if (w->streaming) sts__kv_send_held(w, (size_t)-1);
     }
@@ -10149,6 +10162,7 @@ STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
         if (nbatch == STS__WB_BATCH) { sts__wb_put_n(&w->wb, batch, nbatch); nbatch = 0; } \
         it.len = 0; \
         it.token = -1; \
+        it.crc = 0; \
     } while (0)
     for (k = 0; k < w->nchunks; k++) w->chunks[k].last = (size_t)-1;
     if (!ord) {  /* in layout order: the data is the shard's chunks, each whole, in the order they opened */
@@ -10167,6 +10181,8 @@ STS__PRIVATE sts_result sts__kv_flush(sts_task_writer *w, sts_error *err) {
             it.p = w->chunks[best].p;
             it.len = w->chunks[best].used;
             it.token = (int32_t)best;
+            /* arrival queued no DIGEST item (a replacement in place may change a full chunk): its CRC here */
+            it.crc = w->c.arrival && w->chunks[best].crc_on ? 1 + (uint64_t)w->chunks[best].crc : 0;
         }
     } else {
         for (i = 0; i < w->nents; i++) {
