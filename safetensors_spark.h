@@ -6439,12 +6439,12 @@ STS__PRIVATE uint32_t sts__crc32c_combine(uint32_t c1, uint32_t c2, uint64_t len
         if (len2 & 1) xn = sts__crc_mulmod(xn, sq);
     return sts__crc_mulmod(xn, c1) ^ c2;
 }
-/* The CRC of `len` bytes whose n bytes at `at` held `was` and now hold `now`, from their CRC then:
-   the CRC is affine, so the two versions' CRCs differ by was ^ now's, carried past the rest. */
-STS__PRIVATE uint32_t sts__crc32c_patch(uint32_t crc, uint64_t len, uint64_t at, const void *was, const void *now,
-                                        size_t n) {
-    uint32_t d = sts__crc32c(0, was, n) ^ sts__crc32c(0, now, n);
-    return crc ^ sts__crc32c_combine(d, 0, len - at - n);
+/* The CRC of `len` bytes whose n bytes at `at`, of CRC `was`, now have CRC `now`, from the CRC then:
+   the CRC is affine, so the two versions differ by was ^ now (the change's own), carried past the
+   bytes after it. */
+STS__PRIVATE uint32_t sts__crc32c_patch(uint32_t crc, uint64_t len, uint64_t at, uint32_t was, uint32_t now,
+                                        uint64_t n) {
+    return crc ^ sts__crc32c_combine(was ^ now, 0, len - at - n);
 }
 /* The CRC of crc's bytes followed by n zero bytes (a batch file's padding rows). */
 STS__PRIVATE uint32_t sts__crc32c_zeros(uint32_t crc, uint64_t n) {
@@ -10250,6 +10250,7 @@ typedef struct sts__kvrow {
     uint32_t cur;                   /* the number the open shard will get */
     int fresh;                      /* the row adds a sample to the open shard */
     int ino;                        /* the row keeps the open shard in layout order (see unsorted) */
+    int inplace;                    /* then, kv_layout = arrival: it replaces its key's tensors where they are */
     int asc;                        /* its names ascend from the task's last (none hashed: w->kidx 0) */
     uint64_t add_sum;               /* then: what it adds to isum */
     uint32_t end_dig;               /* then: digits of shard_data with it */
@@ -10422,6 +10423,17 @@ again:
     x->fresh = w->rrep[0] == (size_t)-1;
     return STS_OK;
 }
+/* kv_layout = arrival, lastWin: whether t can replace entry `ent` of the open shard where it is:
+   the same dtype, shape and bytes, and its data still in a chunk not yet lent (the chunk that took
+   it, not opened again since). Then neither the header nor any offset changes. */
+STS__PRIVATE int sts__kv_in_place(const sts_task_writer *w, size_t ent, const sts_tensor_spec *t) {
+    const sts_tensor_spec *e = &w->ents[ent];
+    const sts__dchunk *c = &w->chunks[w->echk[ent]];
+    if (e->dtype != t->dtype || e->rank != t->rank || e->data_size != t->data_size ||
+        (t->rank && !sts__kv_dims_eq(e->shape, t->shape, t->rank)))
+        return 0;
+    return !t->data_size || (c->state == STS__CHUNK_OPEN && c->seq <= ent + 1);  /* seq: entries when it opened */
+}
 /* Whether the row keeps the open shard in layout order: each tensor sorts after the shard's last
    entry and the row's earlier tensors (any order does with kv_layout = arrival), and replaces none.
    Then x->add_sum is its exact share of the header without commas' neighbours: fixed bytes and the
@@ -10433,11 +10445,16 @@ STS__INLINE void sts__kv_inrow(sts_task_writer *w, sts__kvrow *x) {
     uint32_t dc = w->nents ? w->idig : 1, de;
     /* names already known to ascend from the task's last key, which is the shard's last entry */
     int named = x->asc && (!prev || (w->nkeys && prev->name == w->keys[w->nkeys - 1].name));
-    x->ino = 0;
+    x->ino = x->inplace = 0;
     if (w->unsorted) return;
     for (i = 0; i < nc; i++) {
         const sts_tensor_spec *t = &w->rspec[i];
-        if (w->rrep[i] != (size_t)-1 ||
+        if (w->rrep[i] != (size_t)-1) {  /* arrival: a replacement the same size, still in memory */
+            if (!w->c.arrival || !sts__kv_in_place(w, w->rrep[i], t) || (i && !x->inplace)) return;
+            x->inplace = 1;
+            continue;
+        }
+        if (x->inplace ||
             (prev && !w->c.arrival && (prev->dtype != t->dtype ? prev->dtype < t->dtype
                                               : !named && !sts__kv_name_less(prev->name, prev->name_len, t->name,
                                                                              t->name_len))))
@@ -10451,6 +10468,7 @@ STS__INLINE void sts__kv_inrow(sts_task_writer *w, sts__kvrow *x) {
     x->ino = 1;
     x->add_sum = sum;
     x->end_dig = dc;
+    if (x->inplace) x->add_data = x->add_fixed = 0;  /* nothing moves */
 }
 /* Row phase 3, the roll decision: 1 when the open shard (not empty) takes the row without passing
    the target or the header cap, on the real byte count; 0 when it must roll first; -1 when out of
@@ -10530,6 +10548,19 @@ STS__PRIVATE sts_result sts__kv_append(sts_task_writer *w, const sts_value *row,
             if (w->kidx) w->kindex.slots[pos] = (uint32_t)w->nkeys;
             w->nkeys++;
         } else k = &w->keys[w->kindex.slots[pos]];
+        if (k->shard == x->cur && x->inplace) {  /* arrival: the new bytes over the old (sts__kv_in_place) */
+            sts__dchunk *c = &w->chunks[w->echk[k->ent]];
+            uint8_t *at = (uint8_t *)(uintptr_t)w->ents[k->ent].data;
+            uint32_t was = b && c->crc_on ? sts__crc32c(0, at, (size_t)b) : 0;
+            if (o->kind == STS_VALUE_TENSOR) { if (b) memcpy(at, v->data, (size_t)b); }
+            else if (b && (r = sts__cell_encode(w, o, v, 0, (size_t)v->size, at, err)) != STS_OK)
+                return sts__task_fail(w, r);
+            if (b && c->crc_on) {
+                uint32_t now = sts__crc32c(0, at, (size_t)b);
+                c->crc = sts__crc32c_patch(c->crc, c->used, (uint64_t)(at - c->p), was, now, b);
+            }
+            continue;
+        }
         if (k->shard == x->cur) {  /* lastWin inside the open shard: replace the entry in its place */
             ent = k->ent;
             e = &w->ents[ent];

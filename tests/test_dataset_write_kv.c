@@ -1087,6 +1087,7 @@ static void k1_yz(uint8_t *y, uint8_t *z, size_t row) {  /* the row's y (I64 [2]
 }
 typedef struct k1row { char key[48]; size_t klen; uint32_t rank; uint64_t shape[3]; uint32_t shard; } k1row;
 static int k1_lw;  /* the run's duplicatesStrategy is lastWin: a later row's tensors replace (else the keys are distinct) */
+static int k1_sync;  /* k1_run without the I/O thread: chunks come back as they are written, in a fixed order */
 static uint32_t crc_bits(const uint8_t *p, size_t n) {  /* bit by bit, reflected 0x82F63B78 */
     uint32_t c = 0xffffffffu;
     size_t i;
@@ -1261,6 +1262,7 @@ static void k1_run(const char *label, k1row *rs, size_t n, uint64_t target, int 
     k1_config(&c, target, k1_arrival);
     if (last_win) c.duplicates = STS_DUPLICATES_LAST_WIN;
     k1_lw = last_win;
+    c.no_io_thread = k1_sync;
     memset(&o, 0, sizeof o);
     o.io_fault = k1_count;
     DU_OK("prepare", sts_dataset_prepare(root, &c, k1_schema, k1_cols, NULL, &e), e);
@@ -1496,6 +1498,38 @@ static void test_arrival_layout(void **state) {
     snprintf(rs[151].key, sizeof rs[151].key, "%s", rs[20].key);
     k1_run("arrival, lastWin", rs, n, 40000, 1, &notes);
     k1_run("arrival, lastWin, one shard", rs, n, 10000000, 1, &notes);
+    /* lastWin in place: ten keys again and again, the same shapes, their bytes still in memory: one
+       shard holding each key's last row where its first one was */
+    for (n = 0; n < 300; n++) {
+        snprintf(rs[n].key, sizeof rs[n].key, "rep-%u", (unsigned)(n % 10));
+        rs[n].klen = strlen(rs[n].key);
+        rs[n].rank = 1;
+        rs[n].shape[0] = 25;
+    }
+    k1_run("arrival, lastWin in place", rs, n, 10000000, 1, &notes);
+    if (rs[n - 1].shard != 0) tu_sb_printf(&notes, "\n  lastWin in place: %u shards for 10 keys", (unsigned)rs[n - 1].shard + 1);
+    k1_cols = 4;
+    k1_run("arrival, lastWin in place, three dtypes a row", rs, n, 10000000, 1, &notes);
+    k1_cols = 2;
+    if (rs[n - 1].shard != 0) tu_sb_printf(&notes, "\n  lastWin in place, 3 dtypes: %u shards for 10 keys", (unsigned)rs[n - 1].shard + 1);
+    /* a key whose bytes are still in memory is replaced in place; one whose bytes went out already
+       rolls the shard, and so does one of another shape */
+    for (n = 0; n < 153; n++) {  /* 64 rows a chunk: by row 151, row 0's chunk went out (and, without
+                                     the thread, came back and holds rows from 129 on) */
+        snprintf(rs[n].key, sizeof rs[n].key, "big-%03u", (unsigned)(n < 150 ? n : n == 150 ? 149 : 0));
+        rs[n].klen = strlen(rs[n].key);
+        rs[n].rank = 1;
+        rs[n].shape[0] = n == 152 ? 16383 : 16384;  /* 64 KiB */
+    }
+    for (k1_sync = 0; k1_sync < 2; k1_sync++) {  /* without the thread, row 0's chunk holds newer rows by row 201 */
+        k1_run(k1_sync ? "arrival, lastWin in place and not, no I/O thread" : "arrival, lastWin in place and not", rs, n,
+               40000000, 1, &notes);
+        if (rs[150].shard != rs[149].shard || rs[151].shard != rs[149].shard + 1 || rs[152].shard != rs[151].shard + 1)
+            tu_sb_printf(&notes, "\n  lastWin%s: rows 149-152 went to shards %u, %u, %u, %u (want s, s, s + 1, s + 2)",
+                         k1_sync ? " (no I/O thread)" : "", (unsigned)rs[149].shard, (unsigned)rs[150].shard,
+                         (unsigned)rs[151].shard, (unsigned)rs[152].shard);
+    }
+    k1_sync = 0;
     /* 4. cells over a chunk; then shards of several full 4 MiB chunks, going out as they fill */
     for (n = 0; n < 4; n++) {
         snprintf(rs[n].key, sizeof rs[n].key, "big-%u", (unsigned)(3 - n));
