@@ -1530,6 +1530,24 @@ static void test_arrival_layout(void **state) {
                          (unsigned)rs[151].shard, (unsigned)rs[152].shard);
     }
     k1_sync = 0;
+    {   /* random: 600 rows over 60 keys (repeats near and far), 1 KiB or 64 KiB by key, now and then
+           another shape, random targets of 3 to 12 MB: in place, rolls, held chunks and runs in
+           front together, every shard's bytes as k1_expect says (lastWin keeps an entry's place) */
+        int round, rounds = tu_quick() ? 2 : 6;
+        for (round = 0; round < rounds; round++) {
+            char label[96];
+            uint64_t target = 3000000 + tu_below(&rng, 9000000);
+            for (n = 0; n < 600; n++) {
+                uint32_t key = tu_below(&rng, 60);
+                snprintf(rs[n].key, sizeof rs[n].key, "p%02u", (unsigned)key);
+                rs[n].klen = strlen(rs[n].key);
+                rs[n].rank = 1;
+                rs[n].shape[0] = (key % 4 ? 256 : 16384) - (tu_below(&rng, 20) == 0);
+            }
+            snprintf(label, sizeof label, "arrival, lastWin at random, %llu-byte target", (unsigned long long)target);
+            k1_run(label, rs, n, target, 1, &notes);
+        }
+    }
     /* 4. cells over a chunk; then shards of several full 4 MiB chunks, going out as they fill */
     for (n = 0; n < 4; n++) {
         snprintf(rs[n].key, sizeof rs[n].key, "big-%u", (unsigned)(3 - n));
