@@ -10037,8 +10037,7 @@ STS__PRIVATE sts_result sts__kv_stream_seal(sts_task_writer *w, sts_error *err) 
     uint64_t json = 1 + w->isum, hlen = (json + 7) / 8 * 8, hl = w->room, held_from = w->shard_data, front = 0, cut;
     uint32_t hcrc = 0, fcrc = 0;
     sts_result r;
-    size_t k, wrap = (size_t)-1;
-    int pass;
+    size_t k, wrap = (size_t)-1, split = (size_t)-1;
     for (k = 0; k < w->nchunks; k++) {
         const sts__dchunk *c = &w->chunks[k];
         if (c->state == STS__CHUNK_OPEN && c->used && c->at < held_from) held_from = c->at;
@@ -10059,35 +10058,28 @@ STS__PRIVATE sts_result sts__kv_stream_seal(sts_task_writer *w, sts_error *err) 
             hl = hlen;
         }
     }
-    /* the held bytes before the cut to their place behind the front (the data's CRC-32C runs on
-       through them), then those from the cut to the front, 8 + N on (their CRC taken here) */
+    /* the held bytes before the cut to their place behind the room (the data's CRC-32C runs on
+       through them; the chunk astride the cut, its first part last), then those from the cut to
+       the front, 8 + N on (their CRC taken here unless they are the whole data) */
     cut = w->shard_data - front;
-    for (pass = 0; front && pass < 2; pass++) {
-        uint64_t from = 0;
-        for (;;) {
-            size_t best = (size_t)-1;
-            uint64_t lo, hi;
-            sts__dchunk *c;
-            for (k = 0; k < w->nchunks; k++) {
-                const sts__dchunk *d = &w->chunks[k];
-                if (d->state == STS__CHUNK_OPEN && d->used && d->at >= from &&
-                    (pass ? d->at + d->used > cut : d->at < cut) && (best == (size_t)-1 || d->at < w->chunks[best].at))
-                    best = k;
-            }
-            if (best == (size_t)-1) break;
-            c = &w->chunks[best];
-            from = c->at + 1;
-            lo = pass && cut > c->at ? cut : c->at;
-            hi = !pass && cut < c->at + c->used ? cut : c->at + c->used;
-            if (pass && held_from) {
-                uint32_t part = lo == c->at && c->crc_on ? c->crc
-                                                         : sts__crc32c(0, c->p + (lo - c->at), (size_t)(hi - lo));
-                fcrc = sts__crc32c_combine(fcrc, part, hi - lo);
-            }
-            sts__kv_piece(w, c, c->p + (lo - c->at), hi - lo, pass ? 8 + hl + (lo - cut) : 8 + hl + front + lo,
-                          pass || hi == c->at + c->used, !pass || !held_from);
-            if (pass || hi == c->at + c->used) c->state = STS__CHUNK_LENT;
+    for (k = 0; front && k < w->nchunks; k++) {
+        const sts__dchunk *c = &w->chunks[k];
+        if (c->state == STS__CHUNK_OPEN && c->at < cut && c->at + c->used > cut) split = k;
+    }
+    while (front && (k = sts__kv_oldest(w, split)) != (size_t)-1 && w->chunks[k].at < cut)
+        sts__kv_send(w, &w->chunks[k]);
+    if (split != (size_t)-1)
+        sts__kv_piece(w, &w->chunks[split], w->chunks[split].p, cut - w->chunks[split].at,
+                      8 + w->room + w->chunks[split].at, 0, 1);
+    while (front && (k = sts__kv_oldest(w, (size_t)-1)) != (size_t)-1) {
+        sts__dchunk *c = &w->chunks[k];
+        uint64_t lo = cut > c->at ? cut : c->at, n = c->at + c->used - lo;
+        if (held_from) {
+            uint32_t part = lo == c->at && c->crc_on ? c->crc : sts__crc32c(0, c->p + (lo - c->at), (size_t)n);
+            fcrc = sts__crc32c_combine(fcrc, part, n);
         }
+        c->state = STS__CHUNK_LENT;
+        sts__kv_piece(w, c, c->p + (lo - c->at), n, 8 + hl + (lo - cut), 1, !held_from);
     }
     for (k = 0; k < w->nchunks; k++)  /* an open chunk with no bytes (empty tensors only) */
         if (w->chunks[k].state == STS__CHUNK_OPEN) w->chunks[k].state = STS__CHUNK_FREE;
