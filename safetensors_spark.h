@@ -10441,26 +10441,27 @@ STS__INLINE void sts__kv_inrow(sts_task_writer *w, sts__kvrow *x) {
     if (w->unsorted) return;
     for (i = 0; i < nc; i++) {
         const sts_tensor_spec *t = &w->rspec[i];
-        if (w->rrep[i] != (size_t)-1) {  /* arrival: a replacement the same size, still in memory */
-            if (!w->c.arrival || !sts__kv_in_place(w, w->rrep[i], t) || (i && !x->inplace)) return;
-            x->inplace = 1;
-            continue;
-        }
-        if (x->inplace ||
+        if (w->rrep[i] != (size_t)-1 ||
             (prev && !w->c.arrival && (prev->dtype != t->dtype ? prev->dtype < t->dtype
                                               : !named && !sts__kv_name_less(prev->name, prev->name_len, t->name,
                                                                              t->name_len))))
-            return;
+            break;
         c += t->data_size;
         de = (uint32_t)sts__digits(c);
         sum += w->rfix[i] + dc + de;
         dc = de;
         prev = t;
     }
+    if (i < nc) {  /* arrival, lastWin: each tensor replaces one the same size still in memory, or none is */
+        if (i || !w->c.arrival) return;
+        for (; i < nc; i++)
+            if (w->rrep[i] == (size_t)-1 || !sts__kv_in_place(w, w->rrep[i], &w->rspec[i])) return;
+        x->inplace = 1;
+        x->add_data = x->add_fixed = 0;  /* nothing moves */
+    }
     x->ino = 1;
     x->add_sum = sum;
     x->end_dig = dc;
-    if (x->inplace) x->add_data = x->add_fixed = 0;  /* nothing moves */
 }
 /* Row phase 3, the roll decision: 1 when the open shard (not empty) takes the row without passing
    the target or the header cap, on the real byte count; 0 when it must roll first; -1 when out of
