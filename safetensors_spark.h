@@ -10038,13 +10038,14 @@ STS__PRIVATE sts_result sts__kv_stream_seal(sts_task_writer *w, sts_error *err) 
     uint32_t hcrc = 0, fcrc = 0;
     sts_result r;
     size_t k, wrap = (size_t)-1, split = (size_t)-1;
+    int lead;  /* a front before data already in the file: its CRC joins the header's */
     for (k = 0; k < w->nchunks; k++) {
         const sts__dchunk *c = &w->chunks[k];
         if (c->state == STS__CHUNK_OPEN && c->used && c->at < held_from) held_from = c->at;
     }
     w->streaming = 0;
     STS_ASSERT(hlen <= w->room);
-    if (!held_from) front = w->shard_data, hl = hlen;  /* nothing went out: compact */
+    if (!held_from) front = w->shard_data, hl = hlen, wrap = 0;  /* nothing went out: compact */
     else if ((wrap = sts__kv_front(w, held_from, &front, &json)) < w->nents) {
         hl = w->room - front;
         if ((hl - (json + 7) / 8 * 8) * 8 > 8 + hl + w->shard_data)  /* too coarse: as if none fitted */
@@ -10061,25 +10062,28 @@ STS__PRIVATE sts_result sts__kv_stream_seal(sts_task_writer *w, sts_error *err) 
     /* the held bytes before the cut to their place behind the room (the data's CRC-32C runs on
        through them; the chunk astride the cut, its first part last), then those from the cut to
        the front, 8 + N on (their CRC taken here unless they are the whole data) */
+    lead = front && held_from;
     cut = w->shard_data - front;
-    for (k = 0; front && k < w->nchunks; k++) {
-        const sts__dchunk *c = &w->chunks[k];
-        if (c->state == STS__CHUNK_OPEN && c->at < cut && c->at + c->used > cut) split = k;
-    }
-    while (front && (k = sts__kv_oldest(w, split)) != (size_t)-1 && w->chunks[k].at < cut)
-        sts__kv_send(w, &w->chunks[k]);
-    if (split != (size_t)-1)
-        sts__kv_piece(w, &w->chunks[split], w->chunks[split].p, cut - w->chunks[split].at,
-                      8 + w->room + w->chunks[split].at, 0, 1);
-    while (front && (k = sts__kv_oldest(w, (size_t)-1)) != (size_t)-1) {
-        sts__dchunk *c = &w->chunks[k];
-        uint64_t lo = cut > c->at ? cut : c->at, n = c->at + c->used - lo;
-        if (held_from) {
-            uint32_t part = lo == c->at && c->crc_on ? c->crc : sts__crc32c(0, c->p + (lo - c->at), (size_t)n);
-            fcrc = sts__crc32c_combine(fcrc, part, n);
+    if (front) {
+        for (k = 0; k < w->nchunks; k++) {
+            const sts__dchunk *c = &w->chunks[k];
+            if (c->state == STS__CHUNK_OPEN && c->at < cut && c->at + c->used > cut) split = k;
         }
-        c->state = STS__CHUNK_LENT;
-        sts__kv_piece(w, c, c->p + (lo - c->at), n, 8 + hl + (lo - cut), 1, !held_from);
+        while ((k = sts__kv_oldest(w, split)) != (size_t)-1 && w->chunks[k].at < cut) sts__kv_send(w, &w->chunks[k]);
+        if (split != (size_t)-1)
+            sts__kv_piece(w, &w->chunks[split], w->chunks[split].p, cut - w->chunks[split].at,
+                          8 + w->room + w->chunks[split].at, 0, 1);
+        while ((k = sts__kv_oldest(w, (size_t)-1)) != (size_t)-1) {
+            sts__dchunk *c = &w->chunks[k];
+            uint64_t lo = cut > c->at ? cut : c->at, n = c->at + c->used - lo;
+            if (lead) {
+                uint32_t part = lo == c->at && c->crc_on ? c->crc
+                                                         : sts__crc32c(0, c->p + (lo - c->at), (size_t)n);
+                fcrc = sts__crc32c_combine(fcrc, part, n);
+            }
+            c->state = STS__CHUNK_LENT;
+            sts__kv_piece(w, c, c->p + (lo - c->at), n, 8 + hl + (lo - cut), 1, !lead);
+        }
     }
     for (k = 0; k < w->nchunks; k++)  /* an open chunk with no bytes (empty tensors only) */
         if (w->chunks[k].state == STS__CHUNK_OPEN) w->chunks[k].state = STS__CHUNK_FREE;
@@ -10090,13 +10094,12 @@ STS__PRIVATE sts_result sts__kv_stream_seal(sts_task_writer *w, sts_error *err) 
             return sts__task_fail(w, sts__nomem(err, "the header"));
         w->hmem_cap = (size_t)(8 + hl + STS__KV_SLACK);
     }
-    if ((r = sts__kv_header(w, NULL, json, hl, w->hmem, &hcrc, held_from ? front : 0, held_from ? wrap : (size_t)-1,
-                            err)) != STS_OK)
+    if ((r = sts__kv_header(w, NULL, json, hl, w->hmem, &hcrc, front, wrap, err)) != STS_OK)
         return sts__task_fail(w, r);
     sts__wb_queue(w, STS__WB_PWRITE, s->a.fd, w->hmem, 8 + hl, 0, -1);
-    if (held_from && front) hcrc = sts__crc32c_combine(hcrc, fcrc, front);  /* the front joins the header */
+    if (lead) hcrc = sts__crc32c_combine(hcrc, fcrc, front);  /* the front joins the header */
     sts__kv_sealed(w, s, hl, hcrc);
-    if (held_from) w->dig_data -= front;
+    if (lead) w->dig_data -= front;
     return STS_OK;
 }
 /* Seals the open shard: its header (sorted as the reference writer does) goes into a fresh
