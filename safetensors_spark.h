@@ -72,6 +72,9 @@
                              (default: assert from <assert.h>)
       STS_CONVERT_NT_BYTES   output size from which sts_convert's SIMD kernels use non-temporal
                              stores (default 16 MiB; larger than the caches is what pays)
+      STS_KV_CHUNK_BYTES     the KV writer's buffer piece: a shard's data is held and written
+                             in chunks of this size (default 4 MiB; at least 4 KiB). The writer's
+                             fuzz target uses 16 KiB, to reach chunk edges with small rows
 
    QUICK START (this exact block is compiled and run by the tests)
    >>quickstart
@@ -7899,7 +7902,10 @@ STS__PRIVATE sts_result sts__list_shards(const sts__mem *m, const char *dir, sts
 #ifndef STS_NO_STDIO
 #define STS__STAGE ((size_t)STS__FOLIO)  /* batch mode: write-combining buffer per column, flushed at
                                                STS__FOLIO-aligned file offsets (see sts__pwrite_all) */
-#define STS__CHUNK ((size_t)4 << 20)  /* KV mode: data chunk */
+#ifndef STS_KV_CHUNK_BYTES
+#  define STS_KV_CHUNK_BYTES ((size_t)4 << 20)
+#endif
+#define STS__CHUNK ((size_t)(STS_KV_CHUNK_BYTES))  /* KV mode: data chunk */
 
 /* >>ds_options ---- small text helpers ---- */
 STS__PRIVATE int sts__lower(int c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; }
@@ -10311,7 +10317,13 @@ STS__PRIVATE sts_result sts__kv_check(sts_task_writer *w, const sts_value *row, 
         w->rspec = (sts_tensor_spec *)sts__alloc(&w->c.mem, nc * sizeof *w->rspec);
         w->rhash = (uint64_t *)sts__alloc(&w->c.mem, 6 * nc * sizeof *w->rhash);
         w->rrep = (size_t *)sts__alloc(&w->c.mem, 5 * nc * sizeof *w->rrep);
-        if (!w->rspec || !w->rhash || !w->rrep) return sts__nomem(err, "a row's tensors");
+        if (!w->rspec || !w->rhash || !w->rrep) {  /* none kept: the next row tries all three again */
+            sts__free(&w->c.mem, w->rspec, nc * sizeof *w->rspec);
+            sts__free(&w->c.mem, w->rhash, 6 * nc * sizeof *w->rhash);
+            sts__free(&w->c.mem, w->rrep, 5 * nc * sizeof *w->rrep);
+            w->rspec = NULL; w->rhash = NULL; w->rrep = NULL;
+            return sts__nomem(err, "a row's tensors");
+        }
         w->rfix = w->rhash + nc; w->rcount = w->rhash + 2 * nc; w->rslot = w->rhash + 3 * nc;
         w->cesc = w->rhash + 4 * nc; w->cpart = w->rhash + 5 * nc;
         for (i = 0; i < nc; i++) {
