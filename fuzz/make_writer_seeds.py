@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Writes the hand-made seeds of the dataset writer's fuzz target (fuzz/fuzz_writer.c, whose
+comment gives the input's layout) into fuzz/corpus/writer/s_*.job: each a job the target runs
+and checks against its model, chosen so the seeds together reach both KV layouts, both
+duplicate strategies, the I/O thread and its absence, shard rolls at several targets, batch
+tails, two tasks, an earlier dataset under overwrite, and each kind of fault.
+Run from the repository root: python3 fuzz/make_writer_seeds.py"""
+import os
+import random
+
+# byte 0
+KV, BATCH = 0, 3
+ARRIVAL, LASTWIN, NO_IO, INDEX, TWO, PREVIOUS = 0x04, 0x08, 0x10, 0x20, 0x40, 0x80
+# byte 1 (KV: target index in bits 0-3; batch: batch_size - 1 in bits 0-2, tail in bits 3-4)
+DURABLE, SLASH, BF16 = 0x20, 0x40, 0x80
+# byte 3
+NOMEM, ENOSPC, EIO = 1, 2, 3
+
+
+def row(key, size, dtype=0, shape=0):
+    return bytes([(dtype << 3 | shape << 5) & 0xF8, key, size])
+
+
+def bad(kind, size=0xC0):
+    return bytes([5, kind, size])
+
+
+SWITCH = bytes([6, 0, 0])
+
+
+def job(b0, b1, b2, fault, ops):
+    return bytes([b0, b1, b2, fault]) + b"".join(ops)
+
+
+def seeds():
+    rnd = random.Random(17)
+    s = {}
+    usual = [row(0x80, 0xC0) for _ in range(40)]                       # ascending new keys, usual sizes
+    s["kv_sorted_small"] = job(KV | INDEX, 3, 0, 0, usual)
+    s["kv_arrival_small"] = job(KV | INDEX | ARRIVAL, 3, 0, 0, usual)
+    big = [row(0x80, 0x80 | rnd.randrange(64)) for _ in range(60)]     # up to 8k elements: chunk edges
+    s["kv_arrival_rolls"] = job(KV | ARRIVAL | INDEX, 9, 0x05, 0, big)  # 200 kB target, an array column
+    s["kv_sorted_rolls"] = job(KV | INDEX, 9, 0x05, 0, big)
+    desc = [row(0xC0, rnd.randrange(256)) for _ in range(50)]          # descending keys: the index path
+    s["kv_descending"] = job(KV | INDEX, 6, 0x02, 0, desc)
+    pool = [row(rnd.randrange(8), 0xC0 | rnd.randrange(64), shape=rnd.randrange(4)) for _ in range(80)]
+    s["kv_lastwin_arrival"] = job(KV | ARRIVAL | LASTWIN | INDEX, 8, 0x01, 0, pool)
+    s["kv_lastwin_sorted"] = job(KV | LASTWIN | INDEX, 8, 0x01, 0, pool)
+    s["kv_fail_dups"] = job(KV | INDEX, 7, 0x00, 0, pool)
+    inplace = [row(0x40 | rnd.randrange(10), 0x80 | 20) for _ in range(120)]  # same size: replaced in place
+    s["kv_lastwin_inplace"] = job(KV | ARRIVAL | LASTWIN, 10, 0x00, 0, inplace)
+    odd = [row(0x08 | k, 0x10) for k in range(8)] + [row(0x80, 0x10)] * 4
+    s["kv_escaped_keys"] = job(KV | INDEX, 5, 0x02, 0, odd)
+    s["kv_escaped_keys_slash"] = job(KV | ARRIVAL, 5 | SLASH, 0x02, 0, odd)
+    s["kv_metadata_name"] = job(KV | ARRIVAL | INDEX, 5, 0x42, 0, odd)  # "__meta" + "data__": key "" refused
+    s["kv_separator_in_column"] = job(KV | PREVIOUS, 5, 0x82, 0, odd)   # prepare refuses the job
+    broken = [bad(k) for k in range(5)] + usual[:10] + [row(0x80, 0xC0, dtype=1)] + [bad(k) for k in range(5)]
+    s["kv_refused_rows"] = job(KV | INDEX, 4, 0x0A, 0, broken)
+    s["kv_no_io_thread"] = job(KV | ARRIVAL | NO_IO | INDEX, 7, 0x01, 0, big[:30])
+    s["kv_durable_bf16"] = job(KV | ARRIVAL | INDEX, 8 | DURABLE | BF16, 0x1E, 0, big[:30])
+    two = []
+    for i in range(40):
+        two.append(row(0x80, 0x40 | rnd.randrange(64)))
+        if i % 3 == 0:
+            two.append(SWITCH)
+    s["kv_two_tasks"] = job(KV | ARRIVAL | INDEX | TWO, 6, 0x01, 0, two)
+    s["kv_previous_overwrite"] = job(KV | INDEX | PREVIOUS, 7, 0x00, 0, usual[:12])
+    s["kv_tiny_target"] = job(KV | ARRIVAL | LASTWIN, 13, 0x00, 0, pool[:30])
+    s["kv_large_target"] = job(KV | ARRIVAL | INDEX, 12, 0x04, 0, big)
+    # faults: the k-th allocation, the k-th write-side call
+    for name, f in (("nomem", NOMEM), ("enospc", ENOSPC), ("eio", EIO)):
+        for k in (1, 9, 40):
+            s["kv_%s_%d" % (name, k)] = job(KV | ARRIVAL | INDEX | (PREVIOUS if k == 9 else 0), 8, 0x01, f | k << 2, big[:40])
+        s["kv_sorted_%s" % name] = job(KV | INDEX | LASTWIN, 8, 0x00, f | 20 << 2, pool)
+        s["batch_%s" % name] = job(BATCH | INDEX, 3 | 2 << 3, 0x06, f | 12 << 2, [row(0, 0xC0)] * 20)
+    # batch: tails, shapes
+    for tail in range(3):
+        s["batch_tail%d" % tail] = job(BATCH | INDEX, 3 | tail << 3, 0x06, 0, [row(0, 0xC0)] * 11 + [row(0, 0x3F)])
+    s["batch_two_tasks"] = job(BATCH | TWO, 1 | 2 << 3, 0x05, 0, ([row(0, 0xC0)] * 3 + [SWITCH]) * 5)
+    s["batch_previous"] = job(BATCH | PREVIOUS | INDEX, 2, 0x02, 0, [row(0, 0xC0)] * 7)
+    return s
+
+
+def main():
+    out = os.path.join("fuzz", "corpus", "writer")
+    os.makedirs(out, exist_ok=True)
+    for name, data in sorted(seeds().items()):
+        with open(os.path.join(out, "s_%s.job" % name), "wb") as f:
+            f.write(data)
+    print("wrote %d seeds to %s" % (len(seeds()), out))
+
+
+if __name__ == "__main__":
+    main()
