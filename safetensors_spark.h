@@ -3690,15 +3690,24 @@ STS__PRIVATE int sts__write_all(const sts__mem *m, int fd, const void *src, size
 #include <dirent.h>
 
 /* dir + "/" + name, allocated (*size bytes, NUL included); NULL when out of memory. */
-STS__PRIVATE char *sts__join(const sts__mem *m, const char *dir, const char *name, size_t *size) {
-    size_t dl = strlen(dir), nl = strlen(name);
-    char *p;
+/* dir + "/" + name into p, which holds sts__join_size(dir, name) bytes. */
+STS__PRIVATE size_t sts__join_size(const char *dir, const char *name) {
+    size_t dl = strlen(dir);
     while (dl > 1 && dir[dl - 1] == '/') dl--;
-    *size = dl + 1 + nl + 1;
-    if (!(p = (char *)sts__alloc(m, *size))) return NULL;
+    return dl + 1 + strlen(name) + 1;
+}
+STS__PRIVATE void sts__join_at(char *p, const char *dir, const char *name) {
+    size_t dl = strlen(dir);
+    while (dl > 1 && dir[dl - 1] == '/') dl--;
     memcpy(p, dir, dl);
     p[dl] = '/';
-    memcpy(p + dl + 1, name, nl + 1);
+    memcpy(p + dl + 1, name, strlen(name) + 1);
+}
+STS__PRIVATE char *sts__join(const sts__mem *m, const char *dir, const char *name, size_t *size) {
+    char *p;
+    *size = sts__join_size(dir, name);
+    if (!(p = (char *)sts__alloc(m, *size))) return NULL;
+    sts__join_at(p, dir, name);
     return p;
 }
 /* Python's os.path.abspath: path joined to the working folder when relative, then normalised
@@ -11917,7 +11926,9 @@ out:
 }
 /* overwrite: once the new manifest is published, the old dataset's files go: the shards its
    manifest named that the new one does not, and the old index when no new one was written.
-   Nothing else: other part-* files (another job's, a user's) and temporaries stay for sts clean. */
+   Nothing else: other part-* files (another job's, a user's) and temporaries stay for sts clean.
+   The one path buffer this needs is allocated before the publish (sts__commit_cleanup_ready), so
+   nothing after it can fail for memory and leave an old shard behind. */
 STS__PRIVATE int sts__shard_listed(const sts__commit *c, const char *n) {  /* in the new, sorted shard list */
     size_t lo = 0, hi = c->nshards;
     while (lo < hi) {
@@ -11928,19 +11939,24 @@ STS__PRIVATE int sts__shard_listed(const sts__commit *c, const char *n) {  /* in
     }
     return 0;
 }
-STS__PRIVATE void sts__commit_cleanup(sts__commit *c, int index) {
-    size_t i, sz;
-    char *p;
+STS__PRIVATE char *sts__commit_cleanup_ready(const sts__commit *c, size_t *size) {
+    size_t i;
+    *size = sts__join_size(c->dir, "_tensor_index.json");
+    for (i = 0; i < c->man.nshards; i++)
+        if (sts__join_size(c->dir, c->man.shards[i].name) > *size) *size = sts__join_size(c->dir, c->man.shards[i].name);
+    return (char *)sts__alloc(&c->mem, *size);
+}
+STS__PRIVATE void sts__commit_cleanup(sts__commit *c, int index, char *p) {
+    size_t i;
     for (i = 0; i < c->man.nshards; i++) {
         const char *n = c->man.shards[i].name;
-        if (sts__shard_listed(c, n) || !(p = sts__join(&c->mem, c->dir, n, &sz))) continue;
+        if (sts__shard_listed(c, n)) continue;
+        sts__join_at(p, c->dir, n);
         sts__remove_path(p);
-        sts__free(&c->mem, p, sz);
     }
     for (i = 0; i < 2 && !index; i++) {
-        if (!(p = sts__join(&c->mem, c->dir, i ? "_tensor_index.json" : "_tensor_index.csv", &sz))) continue;
+        sts__join_at(p, c->dir, i ? "_tensor_index.json" : "_tensor_index.csv");
         sts__remove_path(p);
-        sts__free(&c->mem, p, sz);
     }
 }
 
@@ -11950,8 +11966,8 @@ STSDEF sts_result sts_dataset_commit(const char *dir, const sts_write_config *cf
     sts__commit c;
     sts__atomic a[3];
     sts__unlock unlock;
-    char *paths[3] = { NULL, NULL, NULL };
-    size_t psize[3] = { 0, 0, 0 }, nfiles = 0, i;
+    char *paths[3] = { NULL, NULL, NULL }, *old_path = NULL;
+    size_t psize[3] = { 0, 0, 0 }, nfiles = 0, i, old_path_size = 0;
     sts_result r;
     int durable, index, overwrite, e;
     memset(&c, 0, sizeof c);
@@ -12010,9 +12026,13 @@ STSDEF sts_result sts_dataset_commit(const char *dir, const sts_write_config *cf
     if ((r = sts__commit_file(&c, "dataset_manifest.json", sts__commit_manifest, durable, &a[nfiles], &paths[nfiles],
                               &psize[nfiles], err)) != STS_OK) goto fail;
     nfiles++;
+    if (overwrite && !(old_path = sts__commit_cleanup_ready(&c, &old_path_size))) {
+        r = sts__nomem(err, "a file name");
+        goto fail;
+    }
     if ((r = sts__unlock_ready(&c.mem, dir, c.lock.job, c.lock.job_len, &unlock, err)) != STS_OK) goto fail;
     if ((r = sts__publish_all(&c, a, paths, nfiles - 1, err)) != STS_OK) goto fail;
-    if (overwrite) sts__commit_cleanup(&c, index);
+    if (overwrite) sts__commit_cleanup(&c, index, old_path);
     sts__unlock_run(&c.mem, &unlock);  /* the job ends: the folder is free */
     if (durable && (e = sts__fsync_dir(&c.mem, paths[nfiles - 1])) != 0) {
         r = sts__fail_errno(err, e, "fsync the folder of", paths[nfiles - 1]);  /* published, but not yet durable */
@@ -12035,6 +12055,7 @@ fail:  /* nothing is published; the tasks' shards stay for a corrected commit (o
     sts__unlock_drop(&c.mem, &unlock);
 out:
     for (i = 0; i < 3; i++) sts__free(&c.mem, paths[i], psize[i]);
+    sts__free(&c.mem, old_path, old_path_size);
     sts__commit_free(&c);
     return r;
 }

@@ -750,7 +750,15 @@ static void fw_run(const uint8_t *data, size_t size) {
         memset(&cc, 0, sizeof cc);
         cc.data = 1;
         r = sts_dataset_check(g_dir, &cc, &g_opts, &rep, &e);
-        if (r != STS_OK) fprintf(stderr, "check: %s\n", e.message);
+        if (r != STS_OK) {
+            fw_snap now;
+            size_t q;
+            fprintf(stderr, "check: %s\n", e.message);
+            fw_snap_take(&now);
+            for (q = 0; q < before.n; q++) fprintf(stderr, "  before the job: %s\n", before.name[q]);
+            for (q = 0; q < now.n; q++) fprintf(stderr, "  now: %s\n", now.name[q]);
+            fw_snap_free(&now);
+        }
         FZ_CHECK(r == STS_OK && rep.problems == 0);
         if (J.kv) fw_check_kv();
         else fw_check_batch();
