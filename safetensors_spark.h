@@ -11942,8 +11942,10 @@ STS__PRIVATE int sts__shard_listed(const sts__commit *c, const char *n) {  /* in
 STS__PRIVATE char *sts__commit_cleanup_ready(const sts__commit *c, size_t *size) {
     size_t i;
     *size = sts__join_size(c->dir, "_tensor_index.json");
-    for (i = 0; i < c->man.nshards; i++)
-        if (sts__join_size(c->dir, c->man.shards[i].name) > *size) *size = sts__join_size(c->dir, c->man.shards[i].name);
+    for (i = 0; i < c->man.nshards; i++) {
+        size_t n = sts__join_size(c->dir, c->man.shards[i].name);
+        if (n > *size) *size = n;
+    }
     return (char *)sts__alloc(&c->mem, *size);
 }
 STS__PRIVATE void sts__commit_cleanup(sts__commit *c, int index, char *p) {
