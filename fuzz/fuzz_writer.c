@@ -28,7 +28,8 @@
           shape (rank 1, rank 2, a scalar, rank 3); op % 8 == 5 breaks the row instead, by a % 5:
           a key that is not UTF-8, a key with NUL, a cell with bytes but no data, a tensor whose
           bytes disagree with its shape, an unknown dtype.
-          op % 8 == 6: the next rows go to the other task writer (two tasks); 7: nothing.
+          op % 8 == 6: the next rows go to the other task writer (two tasks); 7: once the job has
+          committed and been checked, sts_dataset_reindex rebuilds the index from the shards.
 
    Checked (a failed check aborts: a finding):
      - every refused row is refused under the rule the model expects (the key first, then the
@@ -41,7 +42,9 @@
        shards' headers (no_index), has the model's dtype, shape and bytes (lastWin: the last row's);
        a long scan names no tensor the model lacks, and (duplicates=fail) each exactly once; a KV
        shard is over the target only when it holds one sample; batch files hold the rows in
-       order, stacked, with the tail as tail_strategy says;
+       order, stacked, with the tail as tail_strategy says; after sts_dataset_reindex (op 7) the
+       folder checks clean again and every key still reads the model's value (the same winner
+       for a key that lastWin left in two shards);
      - when a fault fires: the failing call returns NOMEM or IO (only then), a task writer that
        failed refuses what follows, and after the writers' close and sts_dataset_abort the folder
        is byte for byte what it was before the job (empty, or the earlier dataset);
@@ -649,7 +652,7 @@ static void fw_run(const uint8_t *data, size_t size) {
     uint32_t fresh[2] = { 0, 0 }, seq[2] = { 0, 0 }, cur = 0;
     uint64_t budget = FW_MAX_BYTES;
     size_t at, i, ntasks;
-    int stop = 0, committed = 0;
+    int stop = 0, committed = 0, reindex = 0;
     const char *msgs[2];
     size_t lens[2], nmsgs = 0;
 
@@ -698,7 +701,7 @@ static void fw_run(const uint8_t *data, size_t size) {
     for (at = 4; !stop && at + 3 <= size && seq[0] + seq[1] < 2 * FW_MAX_ROWS; at += 3) {
         uint8_t op = data[at], a = data[at + 1], b = data[at + 2];
         if (op % 8 == 6) { if (J.two) cur ^= 1; continue; }
-        if (op % 8 == 7) continue;
+        if (op % 8 == 7) { reindex = 1; continue; }
         if (seq[cur] >= FW_MAX_ROWS) continue;
         if (!fw_row(&tasks[cur], cur, op, a, b, &fresh[cur], &budget, seq[cur]++)) stop = 1;
 
@@ -762,6 +765,17 @@ static void fw_run(const uint8_t *data, size_t size) {
         FZ_CHECK(r == STS_OK && rep.problems == 0);
         if (J.kv) fw_check_kv();
         else fw_check_batch();
+        if (reindex) {
+            sts_dataset_summary sum;
+            r = sts_dataset_reindex(g_dir, &g_opts, &sum, &e);
+            if (r != STS_OK) fprintf(stderr, "reindex: %s\n", e.message);
+            FZ_CHECK(r == STS_OK && sum.shards == g_files);
+            r = sts_dataset_check(g_dir, &cc, &g_opts, &rep, &e);
+            if (r != STS_OK) fprintf(stderr, "check after reindex: %s\n", e.message);
+            FZ_CHECK(r == STS_OK && rep.problems == 0);
+            if (J.kv) { J.index = 1; fw_check_kv(); }
+            else fw_check_batch();
+        }
     } else {
         r = sts_dataset_abort(g_dir, msgs, lens, nmsgs, &g_opts, &e);
         if (r != STS_OK) fprintf(stderr, "abort: %s\n", e.message);

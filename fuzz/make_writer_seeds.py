@@ -26,6 +26,7 @@ def bad(kind, size=0xC0):
 
 
 SWITCH = bytes([6, 0, 0])
+REINDEX = bytes([7, 0, 0])   # after the commit and its checks: sts_dataset_reindex, then check again
 
 
 def job(b0, b1, b2, fault, ops):
@@ -78,12 +79,17 @@ def seeds():
         s["batch_tail%d" % tail] = job(BATCH | INDEX, 3 | tail << 3, 0x06, 0, [row(0, 0xC0)] * 11 + [row(0, 0x3F)])
     s["batch_two_tasks"] = job(BATCH | TWO, 1 | 2 << 3, 0x05, 0, ([row(0, 0xC0)] * 3 + [SWITCH]) * 5)
     s["batch_previous"] = job(BATCH | PREVIOUS | INDEX, 2, 0x02, 0, [row(0, 0xC0)] * 7)
+    for name in ("kv_lastwin_arrival", "kv_lastwin_sorted", "batch_tail2", "kv_two_tasks", "kv_previous_overwrite"):
+        s[name + "_reindex"] = s[name] + REINDEX
     return s
 
 
 def main():
     out = os.path.join("fuzz", "corpus", "writer")
     os.makedirs(out, exist_ok=True)
+    for old in os.listdir(out):  # the hand-made seeds only: r_* are inputs the fuzzer found
+        if old.startswith("s_"):
+            os.remove(os.path.join(out, old))
     for name, data in sorted(seeds().items()):
         with open(os.path.join(out, "s_%s.job" % name), "wb") as f:
             f.write(data)
