@@ -24,8 +24,11 @@
      ops: op % 8 in 0..5: a row; a = its key (bits 6-7: one of 8 keys, one of 64, a new key in
           ascending order, a new key in descending order; some keys need JSON escapes, some are
           multibyte UTF-8), b = its cells' size (bits 6-7: b & 63 elements, times 17, times 129,
-          the column's usual size); op bits 3-4 a tensor's dtype (0: its column's), bits 5-6 its
-          shape (rank 1, rank 2, a scalar, rank 3); op % 8 == 5 breaks the row instead, by a % 5:
+          the column's usual size; batch mode: the usual size unless b & 63 is 63, then as in KV,
+          or 62, a cell of 540,000 elements, whose F32 bytes pass the 2 MiB stage and go out from
+          the caller's buffer); op bits 3-4 a tensor's dtype (0: its column's; KV only), bits 5-6
+          its shape (rank 1, rank 2, a scalar, rank 3; KV only); op % 8 == 5 breaks the row
+          instead, by a % 5:
           a key that is not UTF-8, a key with NUL, a cell with bytes but no data, a tensor whose
           bytes disagree with its shape, an unknown dtype.
           op % 8 == 6: the next rows go to the other task writer (two tasks); 7: once the job has
@@ -66,7 +69,10 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define FW_MAX_ROWS 320
-#define FW_MAX_BYTES ((uint64_t)3 << 20)   /* the rows' bytes an input may ask for */
+#define FW_MAX_BYTES ((uint64_t)6 << 20)   /* the rows' bytes an input may ask for */
+#define FW_BIG 540000                        /* batch: elements of a large cell (F32: over the 2 MiB stage,
+                                                written from the caller's bytes) */
+#define FW_CELL_MAX (8 * 63 * 129 > 4 * (FW_BIG + 32) ? 8 * 63 * 129 : 4 * (FW_BIG + 32))
 #define FW_MAX_NAMES 1024
 #define FW_MAX_FILES 64
 
@@ -313,7 +319,7 @@ static int fw_sticky(sts_task_writer *w) {
    the job stops (a fault). */
 static int fw_row(fw_task *t, uint32_t task, uint8_t op, uint8_t a, uint8_t b, uint32_t *fresh, uint64_t *budget,
                   uint32_t seq) {
-    static uint8_t buf[3][8 * 63 * 129 + 64];
+    static uint8_t buf[3][FW_CELL_MAX];
     static uint64_t shapes[3][3];
     sts_value row[4];
     fw_cell cells[3];
@@ -341,8 +347,9 @@ static int fw_row(fw_task *t, uint32_t task, uint8_t op, uint8_t a, uint8_t b, u
         sts_rule cell = STS_RULE_NONE;  /* this cell's verdict, in sts__cell_check's order */
         memset(c, 0, sizeof *c);
         c->task = task; c->row = seq; c->col = (uint32_t)i;
-        if (!J.kv) { dv = 0; rv = 0; if ((b & 63) != 63) cls = 3; }  /* batch: the usual row, mostly */
+        if (!J.kv) { dv = 0; rv = 0; if ((b & 63) < 62) cls = 3; }  /* batch: the usual row, mostly */
         n = cls == 0 ? (uint64_t)(b & 63) : cls == 1 ? (uint64_t)(b & 63) * 17 : cls == 2 ? (uint64_t)(b & 63) * 129 : 48 + 16 * i;
+        if (!J.kv && (b & 63) == 62) n = FW_BIG + 16 * i;  /* batch: a large cell */
         if (J.array[i]) {
             c->dtype = STS_DTYPE_F32;
             c->rank = 1; c->shape[0] = n; c->n = n;
@@ -448,7 +455,7 @@ static int fw_row(fw_task *t, uint32_t task, uint8_t op, uint8_t a, uint8_t b, u
 }
 
 /* ---- the checks of a committed dataset ---- */
-static uint8_t g_want[8 * 63 * 129 + 64], g_tmp[8 * 63 * 129 + 64];
+static uint8_t g_want[FW_CELL_MAX], g_tmp[FW_CELL_MAX];
 static void fw_same_tensor(const fw_cell *c, int array, sts_dtype dtype, uint32_t rank, const uint64_t *shape,
                            const void *data, uint64_t nbytes) {
     uint64_t n = fw_file_bytes(c, array);

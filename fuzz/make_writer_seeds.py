@@ -78,6 +78,7 @@ def seeds():
     for tail in range(3):
         s["batch_tail%d" % tail] = job(BATCH | INDEX, 3 | tail << 3, 0x06, 0, [row(0, 0xC0)] * 11 + [row(0, 0x3F)])
     s["batch_two_tasks"] = job(BATCH | TWO, 1 | 2 << 3, 0x05, 0, ([row(0, 0xC0)] * 3 + [SWITCH]) * 5)
+    s["batch_large_cells"] = job(BATCH | INDEX, 1 | 1 << 3, 0x04, 0, [row(0, 0x3E)] * 3 + [row(0, 0xC0)])
     s["batch_previous"] = job(BATCH | PREVIOUS | INDEX, 2, 0x02, 0, [row(0, 0xC0)] * 7)
     for name in ("kv_lastwin_arrival", "kv_lastwin_sorted", "batch_tail2", "kv_two_tasks", "kv_previous_overwrite"):
         s[name + "_reindex"] = s[name] + REINDEX
