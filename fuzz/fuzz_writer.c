@@ -31,8 +31,10 @@
           instead, by a % 5:
           a key that is not UTF-8, a key with NUL, a cell with bytes but no data, a tensor whose
           bytes disagree with its shape, an unknown dtype.
-          op % 8 == 6: the next rows go to the other task writer (two tasks); 7: once the job has
-          committed and been checked, sts_dataset_reindex rebuilds the index from the shards.
+          op % 8 == 6: the next rows go to the other task writer (two tasks); 7, by a % 4: once the
+          job has committed and been checked, sts_dataset_reindex rebuilds the index from the
+          shards (0); before the dataset commit, a wrong one: a task's message twice (1), the earlier
+          job's message added (2, with 0x80 in byte 0), a task's message cut short (3).
 
    Checked (a failed check aborts: a finding):
      - every refused row is refused under the rule the model expects (the key first, then the
@@ -48,6 +50,8 @@
        order, stacked, with the tail as tail_strategy says; after sts_dataset_reindex (op 7) the
        folder checks clean again and every key still reads the model's value (the same winner
        for a key that lastWin left in two shards);
+     - a wrong dataset commit (op 7) is refused with a complete error and changes nothing in
+       the folder (the tasks' shards and the lock stay, for the right commit, which follows);
      - when a fault fires: the failing call returns NOMEM or IO (only then), a task writer that
        failed refuses what follows, and after the writers' close and sts_dataset_abort the folder
        is byte for byte what it was before the job (empty, or the earlier dataset);
@@ -120,6 +124,8 @@ static tu_alloc g_alloc;
 static sts_options g_opts;
 static long g_calls, g_fired;              /* write-side calls, faults injected */
 static char g_dir[64];
+static char *g_prev_msg;                   /* the earlier job's commit message (0x80) */
+static size_t g_prev_len;
 
 static int fw_io_fault(void *user, const char *op) {
     long k = __atomic_add_fetch(&g_calls, 1, __ATOMIC_SEQ_CST);
@@ -620,6 +626,9 @@ static void fw_previous(void) {
     sts_task_close(w);
     msgs = (const char *const *)&msg;
     FZ_CHECK(sts_dataset_commit(g_dir, &c, msgs, &len, 1, &g_opts, NULL, &e) == STS_OK);
+    FZ_CHECK((g_prev_msg = (char *)malloc(len + 1)) != NULL);
+    memcpy(g_prev_msg, msg, len + 1);
+    g_prev_len = len;
     sts_free(&g_opts, msg, len + 1);
     J.fault = fault;
 }
@@ -659,7 +668,7 @@ static void fw_run(const uint8_t *data, size_t size) {
     uint32_t fresh[2] = { 0, 0 }, seq[2] = { 0, 0 }, cur = 0;
     uint64_t budget = FW_MAX_BYTES;
     size_t at, i, ntasks;
-    int stop = 0, committed = 0, reindex = 0;
+    int stop = 0, committed = 0, reindex = 0, wrong = 0;
     const char *msgs[2];
     size_t lens[2], nmsgs = 0;
 
@@ -708,7 +717,7 @@ static void fw_run(const uint8_t *data, size_t size) {
     for (at = 4; !stop && at + 3 <= size && seq[0] + seq[1] < 2 * FW_MAX_ROWS; at += 3) {
         uint8_t op = data[at], a = data[at + 1], b = data[at + 2];
         if (op % 8 == 6) { if (J.two) cur ^= 1; continue; }
-        if (op % 8 == 7) { reindex = 1; continue; }
+        if (op % 8 == 7) { if (a % 4 == 0) reindex = 1; else wrong = a % 4; continue; }
         if (seq[cur] >= FW_MAX_ROWS) continue;
         if (!fw_row(&tasks[cur], cur, op, a, b, &fresh[cur], &budget, seq[cur]++)) stop = 1;
 
@@ -738,6 +747,26 @@ static void fw_run(const uint8_t *data, size_t size) {
                 disagree |= x->dtype != y->dtype;
                 if (!J.kv) disagree |= x->rank != y->rank || memcmp(x->shape, y->shape, x->rank * sizeof x->shape[0]) != 0;
             }
+        if (wrong && nmsgs && (wrong != 2 || g_prev_msg)) {  /* a wrong commit first: refused, nothing changes */
+            const char *bad[3];
+            size_t bad_lens[3], nbad = nmsgs;
+            fw_snap then, now;
+            for (i = 0; i < nmsgs; i++) { bad[i] = msgs[i]; bad_lens[i] = lens[i]; }
+            if (wrong == 1) { bad[nbad] = msgs[0]; bad_lens[nbad++] = lens[0]; }
+            else if (wrong == 2) { bad[nbad] = g_prev_msg; bad_lens[nbad++] = g_prev_len; }
+            else bad_lens[0] = lens[0] / 2;
+            fw_snap_take(&then);
+            r = sts_dataset_commit(g_dir, &c, bad, bad_lens, nbad, &g_opts, NULL, &e);
+            if (r == STS_OK) fprintf(stderr, "a wrong dataset commit (%d) was taken\n", wrong);
+            else if (getenv("FZ_WR_TRACE")) fprintf(stderr, "  wrong commit (%d) refused: %s\n", wrong, e.message);
+            FZ_CHECK(r != STS_OK);
+            fz_check_error(r, &e, UINT64_MAX);
+            if (r == STS_ERR_NOMEM || r == STS_ERR_IO) FZ_CHECK(fw_fired());
+            fw_snap_take(&now);
+            fw_snap_same(&then, &now);
+            fw_snap_free(&then);
+            fw_snap_free(&now);
+        }
         r = sts_dataset_commit(g_dir, &c, msgs, lens, nmsgs, &g_opts, NULL, &e);
         if (disagree && !(r == STS_ERR_NOMEM || r == STS_ERR_IO)) {
             if (r == STS_OK) fprintf(stderr, "dataset commit: tasks disagree on a column, but it committed\n");
@@ -801,6 +830,8 @@ static void fw_run(const uint8_t *data, size_t size) {
                 g_calls, g_alloc.calls);
     for (i = 0; i < ntasks; i++) if (tasks[i].msg) sts_free(&g_opts, tasks[i].msg, tasks[i].msg_len + 1);
     fw_snap_free(&before);
+    free(g_prev_msg);
+    g_prev_msg = NULL;
     FZ_CHECK(g_alloc.bad == 0);
     if (g_alloc.bytes || g_alloc.blocks)
         fprintf(stderr, "%lld bytes in %ld blocks still allocated\n", (long long)g_alloc.bytes, g_alloc.blocks);

@@ -80,6 +80,11 @@ def seeds():
     s["batch_two_tasks"] = job(BATCH | TWO, 1 | 2 << 3, 0x05, 0, ([row(0, 0xC0)] * 3 + [SWITCH]) * 5)
     s["batch_large_cells"] = job(BATCH | INDEX, 1 | 1 << 3, 0x04, 0, [row(0, 0x3E)] * 3 + [row(0, 0xC0)])
     s["batch_previous"] = job(BATCH | PREVIOUS | INDEX, 2, 0x02, 0, [row(0, 0xC0)] * 7)
+    for k, what in ((1, "twice"), (2, "stale"), (3, "cut")):  # a wrong dataset commit first
+        s["kv_commit_%s" % what] = job(KV | ARRIVAL | INDEX | TWO | PREVIOUS, 6, 0x01, 0, two + [bytes([7, k, 0])])
+        s["kv_lastwin_commit_%s" % what] = job(KV | LASTWIN | INDEX | PREVIOUS, 8, 0x01, 0, pool + [bytes([7, k, 0])])
+        s["batch_commit_%s" % what] = job(BATCH | INDEX | TWO | PREVIOUS, 1 | 2 << 3, 0x05, 0,
+                                          ([row(0, 0xC0)] * 3 + [SWITCH]) * 5 + [bytes([7, k, 0])])
     for name in ("kv_lastwin_arrival", "kv_lastwin_sorted", "batch_tail2", "kv_two_tasks", "kv_previous_overwrite"):
         s[name + "_reindex"] = s[name] + REINDEX
     return s
