@@ -15,8 +15,9 @@
    library and raw; figures are medians of --runs, the ratio a median of per-run ratios.
 
    bench_tasks [--n 1,2,4,8,16] [--mib M (per task, default 64)] [--runs R (3)] [--only batch|kv]
-               [--kind threads|processes|both] [--durable] [--kv-layout sorted|arrival] [--quick (M = 8, N up to 4)]
-               [--svg FILE]
+               [--kind threads|processes|both] [--durable] [--kv-layout sorted|arrival] [--no-io-thread]
+               [--quick (M = 8, N up to 4)] [--svg FILE]
+   --no-io-thread: io_thread = false (each task writes on its own thread: no hand-over, no overlap).
    --svg writes the scaling curves as a plot (GB/s and the ratio against N). Files go to a fresh folder under BENCH_DIR (default /tmp), removed at the end. */
 #define _GNU_SOURCE
 #define STS_IMPLEMENTATION
@@ -40,7 +41,7 @@ typedef struct slot {           /* one task's outcome (shared with the parent wh
     char msg[MSG_CAP];
 } slot;
 
-static int g_kv, g_durable, g_runs = 3, g_arrival;
+static int g_kv, g_durable, g_runs = 3, g_arrival, g_no_io;
 static uint64_t g_mib = 64;
 static char g_dir[4096];
 static slot *g_slots;           /* MAXN slots, in shared memory */
@@ -59,6 +60,7 @@ static void config(sts_write_config *c) {
     else c->batch_size = 64;
     c->kv_layout = g_arrival ? STS_KV_ARRIVAL : STS_KV_SORTED;
     c->no_fsync = !g_durable;
+    c->no_io_thread = g_no_io;
 }
 
 /* The next key after k ("tTTT-" and 10 digits): the digits counted up in place. Formatting each
@@ -385,11 +387,12 @@ int main(int argc, char **argv) {
             kinds = !strcmp(argv[a], "threads") ? 1 : !strcmp(argv[a], "processes") ? 2 : 3;
         } else if (!strcmp(argv[a], "--durable")) g_durable = 1;
         else if (!strcmp(argv[a], "--kv-layout") && a + 1 < argc) g_arrival = !strcmp(argv[++a], "arrival");
+        else if (!strcmp(argv[a], "--no-io-thread")) g_no_io = 1;
         else if (!strcmp(argv[a], "--quick")) { g_mib = 8; nn = 3; }
         else if (!strcmp(argv[a], "--svg") && a + 1 < argc) svg = argv[++a];
         else {
             fprintf(stderr, "usage: bench_tasks [--n 1,2,4,8,16] [--mib M] [--runs R] [--only batch|kv] "
-                            "[--kind threads|processes|both] [--durable] [--kv-layout sorted|arrival] [--quick] [--svg FILE]\n");
+                            "[--kind threads|processes|both] [--durable] [--kv-layout sorted|arrival] [--no-io-thread] [--quick] [--svg FILE]\n");
             return 2;
         }
     }
@@ -404,9 +407,10 @@ int main(int argc, char **argv) {
     if (mkdir(g_dir, 0755) != 0) bd_die("mkdir %s: %s", g_dir, strerror(errno));
     if (!(g_slots = (slot *)bd_shared(MAXN * sizeof *g_slots))) bd_die("shared memory");
     bd_print_machine(stdout, bd_root);
-    printf("bench_tasks: %llu MiB per task (batch: 64 KiB F32 rows, 64 a file; KV: 1 KiB F32 rows, kv_layout %s), %s, "
+    printf("bench_tasks: %llu MiB per task (batch: 64 KiB F32 rows, 64 a file; KV: 1 KiB F32 rows, kv_layout %s), %s%s, "
            "median of %d runs, library and raw alternating; %ld CPUs\n", (unsigned long long)g_mib,
-           g_arrival ? "arrival" : "sorted", g_durable ? "durable (fsync)" : "non-durable", g_runs, sysconf(_SC_NPROCESSORS_ONLN));
+           g_arrival ? "arrival" : "sorted", g_durable ? "durable (fsync)" : "non-durable",
+           g_no_io ? ", io_thread false" : "", g_runs, sysconf(_SC_NPROCESSORS_ONLN));
     printf("mode  kind        N   sts GB/s   raw GB/s    ratio\n");
     for (g_kv = 0; g_kv < 2; g_kv++) {
         int pk;

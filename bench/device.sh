@@ -24,7 +24,8 @@
 #   write-batch.txt   bench_dataset_write --only batch, 2 GiB: batch F32 and F32 -> BF16
 #   tasks.txt/.svg    bench_tasks: N = 1..16 task writers at once, threads and processes, batch
 #                     and KV, against N raw writers; the plot; then KV tasks of 64 MiB in the
-#                     arrival layout and of 512 MiB in both (N = 1, 4, 16 threads)
+#                     arrival layout and of 512 MiB in both (N = 1, 4, 16 threads); batch
+#                     processes at N = 8 and 16 with io_thread false
 #   parse.txt         bench_parse: 10k and 100k tensors against jsmn and simdjson On-Demand
 #   read.txt          bench_dataset_read: index load, lookups, the wide scan against open + pread
 #   loader.txt        examples/python/bench_loader.py: the PyTorch DataLoader over batch shards
@@ -95,9 +96,11 @@ run() {
     grep -qw avx512_vbmi2 /proc/cpuinfo && parse=bench_parse-icelake-server
     step 150 write-kv.txt "$DEV/bin/bench_dataset_write" --only kv --runs 5
     # the default curves, KV tasks of 64 MiB (one shard each) in the arrival layout, then KV tasks
-    # of 512 MiB (a shard and more each) in both layouts
+    # of 512 MiB (a shard and more each) in both layouts, then batch processes at N = 8 and 16
+    # without an I/O thread each (0.73x at 16 with one)
     step 150 tasks.txt bash -c '"$0" --svg "$1" && "$0" --only kv --kind threads --n 1,4,16 --runs 3 --kv-layout arrival &&
-        for l in sorted arrival; do "$0" --only kv --kind threads --n 1,4,16 --mib 512 --runs 3 --kv-layout $l; done' \
+        for l in sorted arrival; do "$0" --only kv --kind threads --n 1,4,16 --mib 512 --runs 3 --kv-layout $l; done &&
+        "$0" --only batch --kind processes --n 8,16 --runs 3 --no-io-thread' \
         "$DEV/bin/bench_tasks" "$out/tasks.svg"
     step 50 parse.txt "$DEV/bin/$parse"
     step 50 read.txt "$DEV/bin/bench_dataset_read"
