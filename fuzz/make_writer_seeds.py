@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Writes the hand-made seeds of the dataset writer's fuzz target (fuzz/fuzz_writer.c, whose
-comment gives the input's layout) into fuzz/corpus/writer/s_*.job: each a job the target runs
+"""Writes the hand-made seeds of the dataset writer's fuzz targets (each file's comment gives the
+input's layout): fuzz/corpus/writer/s_*.job for fuzz/fuzz_writer.c, each a job the target runs
 and checks against its model, chosen so the seeds together reach both KV layouts, both
 duplicate strategies, the I/O thread and its absence, shard rolls at several targets, batch
-tails, two tasks, an earlier dataset under overwrite, and each kind of fault.
+tails, two tasks, an earlier dataset under overwrite, and each kind of fault; and
+fuzz/corpus/options/s_*.opt for fuzz/fuzz_options.c, option maps as a Spark job passes them
+(valid ones of both modes, every option, refused values, a failed allocation).
 Run from the repository root: python3 fuzz/make_writer_seeds.py"""
 import os
 import random
@@ -90,16 +92,58 @@ def seeds():
     return s
 
 
-def main():
-    out = os.path.join("fuzz", "corpus", "writer")
+def opts(flags, pairs):
+    """fuzz_options: a flags byte (bits 0-5 the failing allocation, 0x40 F64 cells, 0x80 an earlier
+    dataset), then NUL-separated key, value pairs."""
+    return bytes([flags]) + b"".join(k.encode() + b"\0" + v.encode() + b"\0" for k, v in pairs)
+
+
+def option_seeds():
+    kv = [("name_col", "id"), ("columns", "t,a,b"), ("dtype", "F32")]
+    batch = [("batch_size", "2"), ("columns", "t,a,b"), ("dtype", "F32")]
+    return {
+        "kv": opts(0, kv),
+        "kv_every_option": opts(0x80, [("name_col", "id"), ("columns", "t,a,b"), ("kv_separator", "::"),
+                                       ("duplicatesStrategy", "lastWin"), ("generate_index", "true"),
+                                       ("target_shard_size_mb", "50"), ("dtype", "BF16"), ("rounding", "nearest_even"),
+                                       ("mode", "overwrite"), ("durable", "false"), ("io_thread", "false"),
+                                       ("commit_threads", "4"), ("kv_layout", "arrival"), ("path", "/x")]),
+        "kv_shapes_f64": opts(0x40, [("name_col", "id"), ("columns", "a,b"), ("shapes", '{"a":[2,3],"b":[4]}'),
+                                     ("dtype", "F16")]),
+        "kv_string_column": opts(0, [("name_col", "id"), ("dtype", "F32")]),
+        "kv_separator_in_column": opts(0, kv + [("kv_separator", "a")]),
+        "kv_shapes_refused": opts(0, kv + [("shapes", '{"a":[2,-1],"zz":[1]}')]),
+        "kv_columns_twice": opts(0, [("name_col", "id"), ("columns", " t , a ,,b,t"), ("dtype", "F32")]),
+        "kv_earlier_dataset": opts(0x80, kv),
+        "kv_earlier_overwrite": opts(0x80, kv + [("mode", "overwrite"), ("generate_index", "true")]),
+        "batch_pad": opts(0, batch + [("tail_strategy", "pad")]),
+        "batch_shapes_drop": opts(0, [("batch_size", "3"), ("columns", "t,a"), ("shapes", '{"a": [2, 2]}'),
+                                      ("tail_strategy", "drop"), ("generate_index", "true"), ("dtype", "U8")]),
+        "batch_i8_f64": opts(0x40, [("batch_size", "1"), ("columns", "a,b"), ("dtype", "I8")]),
+        "both_modes": opts(0, [("batch_size", "2"), ("name_col", "id"), ("dtype", "F32")]),
+        "values_refused": opts(0, [("batch_size", "0"), ("target_shard_size_mb", "49"), ("dtype", "F8_E4M3"),
+                                   ("tail_strategy", "x"), ("mode", "append"), ("kv_separator", ""),
+                                   ("commit_threads", "65"), ("unknown", "1")] + kv),
+        "nomem_3": opts(3, kv),
+        "nomem_40": opts(40, batch + [("generate_index", "true")]),
+        "nomem_60": opts(60, kv + [("kv_layout", "arrival")]),
+    }
+
+
+def write(out, ext, seeds_of):
     os.makedirs(out, exist_ok=True)
     for old in os.listdir(out):  # the hand-made seeds only: r_* are inputs the fuzzer found
         if old.startswith("s_"):
             os.remove(os.path.join(out, old))
-    for name, data in sorted(seeds().items()):
-        with open(os.path.join(out, "s_%s.job" % name), "wb") as f:
+    for name, data in sorted(seeds_of.items()):
+        with open(os.path.join(out, "s_%s.%s" % (name, ext)), "wb") as f:
             f.write(data)
-    print("wrote %d seeds to %s" % (len(seeds()), out))
+    print("wrote %d seeds to %s" % (len(seeds_of), out))
+
+
+def main():
+    write(os.path.join("fuzz", "corpus", "writer"), "job", seeds())
+    write(os.path.join("fuzz", "corpus", "options"), "opt", option_seeds())
 
 
 if __name__ == "__main__":
