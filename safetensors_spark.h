@@ -859,10 +859,11 @@ typedef struct sts_task_progress {
 } sts_task_progress;
 /* Where a task writer stands; all zero for NULL. */
 STSDEF sts_task_progress sts_task_get_progress(const sts_task_writer *w);
-/* Merges the messages of every task: checks them and their shards (existence, size, header),
-   cross-task duplicates, then writes the index (when asked) and dataset_manifest.json last. On
-   failure nothing is published; the tasks' shards and the job's lock stay, for a corrected commit
-   or for sts_dataset_abort, which removes them. */
+/* Merges the messages of every task (one a task id: a second attempt's, or a message given twice,
+   is refused): checks them and their shards (existence, size, header), cross-task duplicates, then
+   writes the index (when asked) and dataset_manifest.json last. On failure nothing is published;
+   the tasks' shards and the job's lock stay, for a corrected commit or for sts_dataset_abort,
+   which removes them. */
 STSDEF sts_result sts_dataset_commit(const char *dir, const sts_write_config *cfg, const char *const *messages,
                                      const size_t *lens, size_t n, const sts_options *opts,
                                      sts_dataset_summary *summary,
@@ -10873,6 +10874,7 @@ typedef struct sts__commit {
     const char *dir;
     sts__jdoc *docs;
     size_t ndocs, docs_cap;
+    uint64_t *tasks;                /* each message's task id (docs_cap of them) */
     sts__cshard *shards;
     size_t nshards, shards_cap;
     sts__scol *cols;
@@ -10985,6 +10987,9 @@ STS__PRIVATE sts_result sts__msg_read(sts__commit *c, size_t m, size_t *nshards_
     t = sts__jdoc_get(d, 0, "sts_task_commit");
     if (!t || !sts__jdoc_u64(d, t, &v) || v != 1)
         return sts__msg_fail(err, m, "not a commit message of sts_task_commit (version 1)");
+    t = sts__jdoc_get(d, 0, "task");
+    if (!t || !sts__jdoc_u64(d, t, &v) || v > 0xffffffffu) return sts__msg_fail(err, m, "task must be a task id");
+    if (count_only) c->tasks[m] = v;
     t = sts__jdoc_get(d, 0, "mode");
     if (sts__jdoc_is(d, t, "kv")) kv = 1;
     else if (sts__jdoc_is(d, t, "batch")) kv = 0;
@@ -11039,6 +11044,10 @@ STS__PRIVATE sts_result sts__msg_read(sts__commit *c, size_t m, size_t *nshards_
     if (!sh || d->tok[sh].type != '{') return sts__msg_fail(err, m, "schema must be an object");
     return sts__msg_schema(c, m, sh, err);
 }
+STS__PRIVATE int sts__by_task(const void *ctx, size_t a, size_t b) {
+    const uint64_t *t = (const uint64_t *)ctx;
+    return t[a] < t[b];
+}
 STS__PRIVATE int sts__by_shard_name(const void *ctx, size_t a, size_t b) {  /* path order, for listings */
     const sts__cshard *s = (const sts__cshard *)ctx;
     return strcmp(s[a].name, s[b].name) < 0;
@@ -11047,6 +11056,7 @@ STS__PRIVATE void sts__commit_free(sts__commit *c) {
     size_t i;
     for (i = 0; i < c->ndocs; i++) sts__jdoc_free(&c->docs[i]);
     sts__free(&c->mem, c->docs, c->docs_cap * sizeof *c->docs);
+    sts__free(&c->mem, c->tasks, c->docs_cap * sizeof *c->tasks);
     for (i = 0; i < c->nshards; i++) {
         sts_close(c->shards[i].f);
         sts__free(&c->mem, c->shards[i].name, c->shards[i].name_len + 1);
@@ -11149,6 +11159,8 @@ STS__PRIVATE sts_result sts__commit_load(sts__commit *c, const char *const *mess
         return sts__nomem(err, "the commit messages");
     c->docs_cap = n ? n : 1;
     memset(c->docs, 0, (n ? n : 1) * sizeof *c->docs);
+    if (!(c->tasks = (uint64_t *)sts__alloc(&c->mem, (n ? n : 1) * sizeof *c->tasks)))
+        return sts__nomem(err, "the commit messages");
     for (i = 0; i < n; i++) {
         size_t len = lens ? lens[i] : (messages[i] ? strlen(messages[i]) : 0);
         if (!messages[i]) return sts__msg_fail(err, i, "is NULL");
@@ -11156,6 +11168,21 @@ STS__PRIVATE sts_result sts__commit_load(sts__commit *c, const char *const *mess
         if ((r = sts__jdoc_parse(&c->docs[i], messages[i], len, &c->mem, "a commit message", STS_RULE_MESSAGE,
                                  err)) != STS_OK) return r;
         if ((r = sts__msg_read(c, i, &total, 1, err)) != STS_OK) return r;
+    }
+    if (n > 1) {  /* one message a task: two attempts of a task (or one message twice) would both count */
+        size_t *idx = (size_t *)sts__alloc(&c->mem, 2 * n * sizeof *idx), *ord;
+        if (!idx) return sts__nomem(err, "the commit messages");
+        for (i = 0; i < n; i++) idx[i] = i;
+        ord = sts__msort(idx, idx + n, n, sts__by_task, c->tasks);
+        for (i = 1; i < n && c->tasks[ord[i - 1]] != c->tasks[ord[i]]; i++) {}
+        if (i < n) {
+            size_t a = ord[i - 1] < ord[i] ? ord[i - 1] : ord[i], b = ord[i - 1] < ord[i] ? ord[i] : ord[i - 1];
+            r = sts__failx(err, STS_RULE_MESSAGE, "commit messages %z and %z are both of task %U: commit one "
+                           "message a task (the winning attempt's; sts_dataset_discard removes the other's shards)",
+                           a, b, c->tasks[a]);
+        }
+        sts__free(&c->mem, idx, 2 * n * sizeof *idx);
+        if (i < n) return r;
     }
     if (!(c->shards = (sts__cshard *)sts__alloc(&c->mem, (total ? total : 1) * sizeof *c->shards)))
         return sts__nomem(err, "the shard list");

@@ -45,7 +45,9 @@
        (headers strictly, CRC-32C of every shard, the index both ways, no orphan, temporary or
        lock) finds no problem; every key read back through the index, and again through the
        shards' headers (no_index), has the model's dtype, shape and bytes (lastWin: the last row's);
-       a long scan names no tensor the model lacks, and (duplicates=fail) each exactly once; a KV
+       every shard of the sorted layout and every batch file is the reference writer's bytes
+       (sts_write_memory of its tensors and metadata gives the file again); a long scan names no
+       tensor the model lacks, and (duplicates=fail) each exactly once; a KV
        shard is over the target only when it holds one sample; batch files hold the rows in
        order, stacked, with the tail as tail_strategy says; after sts_dataset_reindex (op 7) the
        folder checks clean again and every key still reads the model's value (the same winner
@@ -78,7 +80,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
                                                 written from the caller's bytes) */
 #define FW_CELL_MAX (8 * 63 * 129 > 4 * (FW_BIG + 32) ? 8 * 63 * 129 : 4 * (FW_BIG + 32))
 #define FW_MAX_NAMES 1024
-#define FW_MAX_FILES 64
 
 static const uint64_t FW_TARGETS[16] = { 256,   700,   2048,   5000,   12000,   16384,   30000,     65536,
                                          100000, 200000, 400000, 1 << 20, 3 << 20, 100, 50000, 8192 };
@@ -208,7 +209,7 @@ static size_t fw_name_of(char *out, const char *key, size_t klen, size_t col) {
 }
 
 /* ---- folder snapshots (the job must leave the folder as it found it when it fails) ---- */
-typedef struct fw_snap { char *name[FW_MAX_FILES + 8]; uint8_t *bytes[FW_MAX_FILES + 8]; size_t len[FW_MAX_FILES + 8]; size_t n; } fw_snap;
+typedef struct fw_snap { char **name; uint8_t **bytes; size_t *len, n, cap; } fw_snap;
 static void fw_snap_take(fw_snap *s) {
     DIR *d;
     struct dirent *e;
@@ -218,7 +219,12 @@ static void fw_snap_take(fw_snap *s) {
     while ((e = readdir(d)) != NULL) {  /* hidden files too */
         char p[256];
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        FZ_CHECK(s->n < FW_MAX_FILES + 8);
+        if (s->n == s->cap) {
+            s->cap = s->cap ? 2 * s->cap : 64;
+            FZ_CHECK((s->name = (char **)realloc(s->name, s->cap * sizeof *s->name)) != NULL);
+            FZ_CHECK((s->bytes = (uint8_t **)realloc(s->bytes, s->cap * sizeof *s->bytes)) != NULL);
+            FZ_CHECK((s->len = (size_t *)realloc(s->len, s->cap * sizeof *s->len)) != NULL);
+        }
         tf_join(p, sizeof p, g_dir, e->d_name);
         s->name[s->n] = strdup(e->d_name);
         s->bytes[s->n] = tf_read(p, &s->len[s->n]);
@@ -238,6 +244,7 @@ static void fw_snap_take(fw_snap *s) {
 static void fw_snap_free(fw_snap *s) {
     size_t i;
     for (i = 0; i < s->n; i++) { free(s->name[i]); free(s->bytes[i]); }
+    free(s->name); free(s->bytes); free(s->len);
     memset(s, 0, sizeof *s);
 }
 static void fw_snap_same(const fw_snap *a, const fw_snap *b) {
@@ -472,6 +479,47 @@ static void fw_same_tensor(const fw_cell *c, int array, sts_dtype dtype, uint32_
     fw_expect(c, array, g_want, g_tmp);
     FZ_CHECK(n == 0 || (data && memcmp(data, g_want, (size_t)n) == 0));
 }
+/* A shard of the sorted layout (and a batch file) is the reference writer's bytes: sts_write_memory
+   of its own tensors and metadata gives the file again, byte for byte. */
+static void fw_same_as_writer(const char *name) {
+    char p[256];
+    size_t n, i, k;
+    uint8_t *bytes;
+    sts_file *f = NULL;
+    sts_error e;
+    sts_tensor_spec *specs;
+    int same = 0;
+    tf_join(p, sizeof p, g_dir, name);
+    bytes = tf_read(p, &n);
+    FZ_CHECK(sts_parse(bytes, n, &g_opts, &f, &e) == STS_OK);
+    FZ_CHECK((specs = (sts_tensor_spec *)calloc(sts_count(f) + 1, sizeof *specs)) != NULL);
+    for (i = 0; i < sts_count(f); i++) {
+        const sts_tensor *t = sts_at(f, i);
+        specs[i].name = t->name; specs[i].name_len = t->name_len; specs[i].dtype = t->dtype;
+        specs[i].rank = t->rank; specs[i].shape = t->shape;
+        specs[i].data = sts_data(f, t); specs[i].data_size = t->end - t->begin;
+    }
+    for (k = 0; k < 2 && !same; k++) {  /* no metadata: without the key, or "__metadata__":{} */
+        size_t nm = sts_metadata_count(f);
+        sts_kv *meta = NULL;
+        void *out = NULL;
+        size_t out_size = 0;
+        if (nm || k) {
+            FZ_CHECK((meta = (sts_kv *)calloc(nm + 1, sizeof *meta)) != NULL);
+            for (i = 0; i < nm; i++) meta[i] = *sts_metadata_at(f, i);
+        }
+        FZ_CHECK(sts_write_memory(specs, sts_count(f), meta, nm, &g_opts, &out, &out_size, &e) == STS_OK);
+        same = out_size == n && memcmp(out, bytes, n) == 0;
+        sts_free(&g_opts, out, out_size);
+        free(meta);
+        if (nm) break;
+    }
+    if (!same) fprintf(stderr, "%s: not the reference writer's bytes\n", name);
+    FZ_CHECK(same);
+    free(specs);
+    sts_close(f);
+    free(bytes);
+}
 static void fw_check_kv(void) {
     sts_read_config rc;
     size_t i, pass;
@@ -510,6 +558,7 @@ static void fw_check_kv(void) {
                 fprintf(stderr, "%s: %lld bytes over the target %llu with %llu samples\n", sts_dataset_file(ds, f),
                         (long long)sz, (unsigned long long)J.target, (unsigned long long)sts_dataset_file_samples(ds, f));
             FZ_CHECK((uint64_t)sz <= J.target || sts_dataset_file_samples(ds, f) <= 1);
+            if (!pass && !J.arrival) fw_same_as_writer(sts_dataset_file(ds, f));
         }
         /* a long scan: names the model has, each once unless lastWin left older copies */
         memset(&sp, 0, sizeof sp);
@@ -562,6 +611,7 @@ static void fw_check_batch(void) {
         slots = rows < J.batch && J.tail == STS_TAIL_PAD ? J.batch : rows;
         FZ_CHECK(sts_dataset_file_samples(ds, f) == rows);
         tf_join(p, sizeof p, g_dir, name);
+        fw_same_as_writer(name);
         FZ_CHECK(sts_open(p, &g_opts, &sf, &e) == STS_OK);
         FZ_CHECK(sts_count(sf) == J.ncols);
         for (i = 0; i < J.ncols; i++) {

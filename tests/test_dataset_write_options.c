@@ -803,9 +803,13 @@ static void test_forged_messages(void **state) {
         case 23: label = "no samples_count"; forge(forged, sizeof forged, m.m[1], "\"samples_count\"", "\"samples\""); must = "samples_count"; break;
         case 24: label = "schema dtype unknown"; forge(forged, sizeof forged, m.m[1], "\"dtype\":\"U8\"", "\"dtype\":\"U9\""); must = "dtype"; break;
         case 25: label = "schema dtype differs from the other task"; forge(forged, sizeof forged, m.m[1], "\"dtype\":\"U8\"", "\"dtype\":\"I8\""); must = "\"img\""; break;
-        case 26: label = "the same message twice"; strcpy(forged, m.m[0]); must = "two commit messages"; break;
+        case 26: label = "the same message twice"; strcpy(forged, m.m[0]); must = "both of task 0"; break;
         case 27: label = "a NULL message"; forged[0] = 0; must = "NULL"; break;
         case 28: label = "schema dim below -1"; forge(forged, sizeof forged, m.m[1], "\"shape\":[2,3]", "\"shape\":[-2,3]"); must = "dim"; break;
+        /* another attempt of task 0 (its own shards): one message a task */
+        case 29: label = "two messages of task 0"; forge(forged, sizeof forged, m.m[1], "\"task\":1,", "\"task\":0,"); must = "both of task 0"; break;
+        case 30: label = "no task"; forge(forged, sizeof forged, m.m[1], "\"task\":1,", ""); must = "task id"; break;
+        case 31: label = "task over 32 bits"; forge(forged, sizeof forged, m.m[1], "\"task\":1,", "\"task\":4294967296,"); must = "task id"; break;
         default: break;
         }
         if (!label) { du_msgs_free(&m); du_snap_free(&before); break; }
@@ -851,7 +855,7 @@ static void test_forged_messages(void **state) {
         du_snap_free(&after);
         du_msgs_free(&m);
     }
-    assert_true(k >= 28);
+    assert_true(k >= 31);
     tf_rmtree(root);
     tu_notes_done(&left, "forged messages");
 }

@@ -411,6 +411,11 @@ public final class JniTests {
         check(!loser.isEmpty() && list(d).containsAll(loser) && list(d).containsAll(shards(first)),
                 "both attempts published");
         check(!shards(first).equals(loser), "attempts of one partition never share a file name");
+        // a driver that passes both attempts: refused (each row would count twice), nothing published
+        SafetensorsException both = expect(SafetensorsException.class,
+                () -> job.commit(new byte[][] { m0, first, second, m2 }));
+        check(both.rule().equals("dataset.message") && both.getMessage().contains("both of task 1"), both.toString());
+        check(!list(d).contains("dataset_manifest.json") && list(d).containsAll(loser), "the refused commit changed nothing");
         job.discard(new byte[][] { second }); // the driver's OutputCommitCoordinator let the first one win
         for (String n : loser) check(!list(d).contains(n), "the discarded attempt's shard " + n + " is gone");
         check(list(d).containsAll(shards(first)), "the winner's shards are untouched");
