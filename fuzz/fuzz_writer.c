@@ -79,7 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define FW_BIG 540000                        /* batch: elements of a large cell (F32: over the 2 MiB stage,
                                                 written from the caller's bytes) */
 #define FW_CELL_MAX (8 * 63 * 129 > 4 * (FW_BIG + 32) ? 8 * 63 * 129 : 4 * (FW_BIG + 32))
-#define FW_MAX_NAMES 1024
+#define FW_MAX_NAMES (2 * FW_MAX_ROWS * 3)
 
 static const uint64_t FW_TARGETS[16] = { 256,   700,   2048,   5000,   12000,   16384,   30000,     65536,
                                          100000, 200000, 400000, 1 << 20, 3 << 20, 100, 50000, 8192 };
@@ -128,16 +128,18 @@ static char g_dir[64];
 static char *g_prev_msg;                   /* the earlier job's commit message (0x80) */
 static size_t g_prev_len;
 
+/* The hook runs on the I/O threads too: the fault kind and the counters are atomics. */
 static int fw_io_fault(void *user, const char *op) {
     long k = __atomic_add_fetch(&g_calls, 1, __ATOMIC_SEQ_CST);
+    int f = __atomic_load_n(&J.fault, __ATOMIC_SEQ_CST);
     (void)user; (void)op;
-    if ((J.fault == 2 || J.fault == 3) && k == J.fault_at) {
+    if ((f == 2 || f == 3) && k == J.fault_at) {
         __atomic_add_fetch(&g_fired, 1, __ATOMIC_SEQ_CST);
-        return J.fault == 2 ? ENOSPC : EIO;
+        return f == 2 ? ENOSPC : EIO;
     }
     return 0;
 }
-static void fw_faults_off(void) { J.fault = 0; g_alloc.fail_at = 0; }
+static void fw_faults_off(void) { __atomic_store_n(&J.fault, 0, __ATOMIC_SEQ_CST); g_alloc.fail_at = 0; }
 static uint64_t g_files;  /* files of the committed dataset (the trace) */
 static int fw_fired(void) { return g_alloc.failed > 0 || __atomic_load_n(&g_fired, __ATOMIC_SEQ_CST) > 0; }
 
@@ -653,7 +655,7 @@ static void fw_previous(void) {
     static float arr[3][64];
     static uint64_t shape[3][1];
     int fault = J.fault;
-    J.fault = 0;  /* the earlier job runs without faults */
+    __atomic_store_n(&J.fault, 0, __ATOMIC_SEQ_CST);  /* the earlier job runs without faults */
     fw_config(&c, 0);
     c.duplicates = STS_DUPLICATES_FAIL;
     FZ_CHECK(sts_dataset_prepare(g_dir, &c, g_schema, g_nschema, &g_opts, &e) == STS_OK);
@@ -680,7 +682,7 @@ static void fw_previous(void) {
     memcpy(g_prev_msg, msg, len + 1);
     g_prev_len = len;
     sts_free(&g_opts, msg, len + 1);
-    J.fault = fault;
+    __atomic_store_n(&J.fault, fault, __ATOMIC_SEQ_CST);
 }
 
 static void fw_setup(const uint8_t *d) {
