@@ -33,8 +33,10 @@
           bytes disagree with its shape, an unknown dtype.
           op % 8 == 6: the next rows go to the other task writer (two tasks); 7, by a % 4: once the
           job has committed and been checked, sts_dataset_reindex rebuilds the index from the
-          shards (0); before the dataset commit, a wrong one: a task's message twice (1), the earlier
-          job's message added (2, with 0x80 in byte 0), a task's message cut short (3).
+          shards (0), or the driver calls sts_dataset_discard and sts_dataset_abort with the
+          job's messages (4); before the dataset commit, a wrong one: a task's message twice (1,
+          5), the earlier job's message added (2, 6; with 0x80 in byte 0), a task's message cut
+          short (3, 7).
 
    Checked (a failed check aborts: a finding):
      - every refused row is refused under the rule the model expects (the key first, then the
@@ -54,6 +56,7 @@
        for a key that lastWin left in two shards);
      - a wrong dataset commit (op 7) is refused with a complete error and changes nothing in
        the folder (the tasks' shards and the lock stay, for the right commit, which follows);
+       discard and abort after the commit change nothing in the folder either;
      - when a fault fires: the failing call returns NOMEM or IO (only then), a task writer that
        failed refuses what follows, and after the writers' close and sts_dataset_abort the folder
        is byte for byte what it was before the job (empty, or the earlier dataset);
@@ -720,7 +723,7 @@ static void fw_run(const uint8_t *data, size_t size) {
     uint32_t fresh[2] = { 0, 0 }, seq[2] = { 0, 0 }, cur = 0;
     uint64_t budget = FW_MAX_BYTES;
     size_t at, i, ntasks;
-    int stop = 0, committed = 0, reindex = 0, wrong = 0;
+    int stop = 0, committed = 0, reindex = 0, wrong = 0, late = 0;
     const char *msgs[2];
     size_t lens[2], nmsgs = 0;
 
@@ -769,7 +772,12 @@ static void fw_run(const uint8_t *data, size_t size) {
     for (at = 4; !stop && at + 3 <= size && seq[0] + seq[1] < 2 * FW_MAX_ROWS; at += 3) {
         uint8_t op = data[at], a = data[at + 1], b = data[at + 2];
         if (op % 8 == 6) { if (J.two) cur ^= 1; continue; }
-        if (op % 8 == 7) { if (a % 4 == 0) reindex = 1; else wrong = a % 4; continue; }
+        if (op % 8 == 7) {
+            if (a % 8 == 0) reindex = 1;
+            else if (a % 8 == 4) late = 1;
+            else wrong = a % 4;
+            continue;
+        }
         if (seq[cur] >= FW_MAX_ROWS) continue;
         if (!fw_row(&tasks[cur], cur, op, a, b, &fresh[cur], &budget, seq[cur]++)) stop = 1;
 
@@ -853,6 +861,20 @@ static void fw_run(const uint8_t *data, size_t size) {
         FZ_CHECK(r == STS_OK && rep.problems == 0);
         if (J.kv) fw_check_kv();
         else fw_check_batch();
+        if (late) {  /* a driver that discards or aborts after the commit: the published dataset stays */
+            fw_snap then, now;
+            fw_snap_take(&then);
+            r = sts_dataset_discard(g_dir, msgs, lens, nmsgs, &g_opts, &e);
+            if (r != STS_OK) fz_check_error(r, &e, UINT64_MAX);
+            if (getenv("FZ_WR_TRACE")) fprintf(stderr, "  discard after the commit: %s\n", r == STS_OK ? "OK" : e.message);
+            r = sts_dataset_abort(g_dir, msgs, lens, nmsgs, &g_opts, &e);
+            if (r != STS_OK) fz_check_error(r, &e, UINT64_MAX);
+            if (getenv("FZ_WR_TRACE")) fprintf(stderr, "  abort after the commit: %s\n", r == STS_OK ? "OK" : e.message);
+            fw_snap_take(&now);
+            fw_snap_same(&then, &now);
+            fw_snap_free(&then);
+            fw_snap_free(&now);
+        }
         if (reindex) {
             sts_dataset_summary sum;
             r = sts_dataset_reindex(g_dir, &g_opts, &sum, &e);
