@@ -34,7 +34,7 @@
           op % 8 == 6: the next rows go to the other task writer (two tasks); 7, by a % 4: once the
           job has committed and been checked, sts_dataset_reindex rebuilds the index from the
           shards (0), or the driver calls sts_dataset_discard and sts_dataset_abort with the
-          job's messages (4); before the dataset commit, a wrong one: a task's message twice (1,
+          job's messages (4; b % 33: 0, or the allocation in them that fails); before the dataset commit, a wrong one: a task's message twice (1,
           5), the earlier job's message added (2, 6; with 0x80 in byte 0), a task's message cut
           short (3, 7).
 
@@ -774,7 +774,7 @@ static void fw_run(const uint8_t *data, size_t size) {
         if (op % 8 == 6) { if (J.two) cur ^= 1; continue; }
         if (op % 8 == 7) {
             if (a % 8 == 0) reindex = 1;
-            else if (a % 8 == 4) late = 1;
+            else if (a % 8 == 4) late = 1 + b % 33;
             else wrong = a % 4;
             continue;
         }
@@ -861,15 +861,19 @@ static void fw_run(const uint8_t *data, size_t size) {
         FZ_CHECK(r == STS_OK && rep.problems == 0);
         if (J.kv) fw_check_kv();
         else fw_check_batch();
-        if (late) {  /* a driver that discards or aborts after the commit: the published dataset stays */
+        if (late) {  /* a driver that discards or aborts after the commit: the published dataset stays,
+                        even when an allocation fails in them (late - 1: which one; 0 none) */
             fw_snap then, now;
             fw_snap_take(&then);
+            g_alloc.calls = 0;
+            g_alloc.fail_at = late - 1;
             r = sts_dataset_discard(g_dir, msgs, lens, nmsgs, &g_opts, &e);
             if (r != STS_OK) fz_check_error(r, &e, UINT64_MAX);
             if (getenv("FZ_WR_TRACE")) fprintf(stderr, "  discard after the commit: %s\n", r == STS_OK ? "OK" : e.message);
             r = sts_dataset_abort(g_dir, msgs, lens, nmsgs, &g_opts, &e);
             if (r != STS_OK) fz_check_error(r, &e, UINT64_MAX);
             if (getenv("FZ_WR_TRACE")) fprintf(stderr, "  abort after the commit: %s\n", r == STS_OK ? "OK" : e.message);
+            g_alloc.fail_at = 0;
             fw_snap_take(&now);
             fw_snap_same(&then, &now);
             fw_snap_free(&then);

@@ -87,9 +87,9 @@ def seeds():
         s["kv_lastwin_commit_%s" % what] = job(KV | LASTWIN | INDEX | PREVIOUS, 8, 0x01, 0, pool + [bytes([7, k, 0])])
         s["batch_commit_%s" % what] = job(BATCH | INDEX | TWO | PREVIOUS, 1 | 2 << 3, 0x05, 0,
                                           ([row(0, 0xC0)] * 3 + [SWITCH]) * 5 + [bytes([7, k, 0])])
-    LATE = bytes([7, 4, 0])      # after the commit: discard and abort with the job's messages
-    for name in ("kv_two_tasks", "batch_two_tasks", "kv_previous_overwrite", "kv_lastwin_sorted"):
-        s[name + "_late_abort"] = s[name] + LATE
+    for k, name in enumerate(("kv_two_tasks", "batch_two_tasks", "kv_previous_overwrite", "kv_lastwin_sorted")):
+        # after the commit: discard and abort with the job's messages, the (3k)-th allocation failing
+        s[name + "_late_abort"] = s[name] + bytes([7, 4, 3 * k])
     for name in ("kv_lastwin_arrival", "kv_lastwin_sorted", "batch_tail2", "kv_two_tasks", "kv_previous_overwrite"):
         s[name + "_reindex"] = s[name] + REINDEX
     return s
