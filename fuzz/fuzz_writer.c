@@ -33,7 +33,7 @@
           bytes disagree with its shape, an unknown dtype.
           op % 8 == 6: the next rows go to the other task writer (two tasks); 7, by a % 4: once the
           job has committed and been checked, sts_dataset_reindex rebuilds the index from the
-          shards (0), or the driver calls sts_dataset_discard and sts_dataset_abort with the
+          shards (0; b: 0, or odd: allocation 1 + b / 2 fails, even: write-side call b / 2 fails), or the driver calls sts_dataset_discard and sts_dataset_abort with the
           job's messages (4; b % 33: 0, or the allocation in them that fails); before the dataset commit, a wrong one: a task's message twice (1,
           5), the earlier job's message added (2, 6; with 0x80 in byte 0), a task's message cut
           short (3, 7).
@@ -773,7 +773,7 @@ static void fw_run(const uint8_t *data, size_t size) {
         uint8_t op = data[at], a = data[at + 1], b = data[at + 2];
         if (op % 8 == 6) { if (J.two) cur ^= 1; continue; }
         if (op % 8 == 7) {
-            if (a % 8 == 0) reindex = 1;
+            if (a % 8 == 0) reindex = 1 + b;
             else if (a % 8 == 4) late = 1 + b % 33;
             else wrong = a % 4;
             continue;
@@ -879,15 +879,34 @@ static void fw_run(const uint8_t *data, size_t size) {
             fw_snap_free(&then);
             fw_snap_free(&now);
         }
-        if (reindex) {
+        if (reindex) {  /* reindex - 1: 0 no fault, odd: an allocation fails, even: a write-side call (ENOSPC) */
             sts_dataset_summary sum;
+            int rf = reindex - 1;
+            fw_snap then, now;
+            fw_snap_take(&then);
+            g_alloc.calls = g_alloc.failed = 0;
+            g_calls = g_fired = 0;
+            if (rf & 1) g_alloc.fail_at = 1 + (rf >> 1);
+            else if (rf) { J.fault_at = rf >> 1; __atomic_store_n(&J.fault, 2, __ATOMIC_SEQ_CST); }
             r = sts_dataset_reindex(g_dir, &g_opts, &sum, &e);
-            if (r != STS_OK) fprintf(stderr, "reindex: %s\n", e.message);
-            FZ_CHECK(r == STS_OK && sum.shards == g_files);
+            fw_faults_off();
+            if (getenv("FZ_WR_TRACE")) fprintf(stderr, "  reindex (fault %d): %s\n", rf, r == STS_OK ? "OK" : e.message);
+            if (r != STS_OK) {  /* refused for the fault alone, and the folder as it was */
+                fz_check_error(r, &e, UINT64_MAX);
+                if (!((r == STS_ERR_NOMEM || r == STS_ERR_IO) && fw_fired())) fprintf(stderr, "reindex: %s\n", e.message);
+                FZ_CHECK((r == STS_ERR_NOMEM || r == STS_ERR_IO) && fw_fired());
+                fw_snap_take(&now);
+                fw_snap_same(&then, &now);
+                fw_snap_free(&now);
+            } else {
+                FZ_CHECK(sum.shards == g_files);
+                if (J.kv) J.index = 1;  /* the index files are there now */
+            }
+            fw_snap_free(&then);
             r = sts_dataset_check(g_dir, &cc, &g_opts, &rep, &e);
             if (r != STS_OK) fprintf(stderr, "check after reindex: %s\n", e.message);
             FZ_CHECK(r == STS_OK && rep.problems == 0);
-            if (J.kv) { J.index = 1; fw_check_kv(); }
+            if (J.kv) fw_check_kv();
             else fw_check_batch();
         }
     } else {

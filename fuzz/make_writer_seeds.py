@@ -92,6 +92,9 @@ def seeds():
         s[name + "_late_abort"] = s[name] + bytes([7, 4, 3 * k])
     for name in ("kv_lastwin_arrival", "kv_lastwin_sorted", "batch_tail2", "kv_two_tasks", "kv_previous_overwrite"):
         s[name + "_reindex"] = s[name] + REINDEX
+    for b in (1, 7, 20, 4, 10):  # reindex with an allocation (odd b) or a write-side call (even b) failing
+        s["kv_reindex_fault_%d" % b] = s["kv_lastwin_arrival"] + bytes([7, 0, b])
+        s["batch_reindex_fault_%d" % b] = s["batch_tail2"] + bytes([7, 0, b])
     return s
 
 
