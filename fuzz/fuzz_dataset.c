@@ -12,7 +12,8 @@
           0x08 no index record: write one from the shards' headers (the later shard wins a key)
           0x10 open the first shard as a single file    0x20 fail one allocation (checked allocator)
           0x40 the written manifest says mode kv        0x80 ... and duplicates lastWin
-   The seeds are real datasets from the writer (batch, KV, lastWin, with and without an index),
+   The seeds are real datasets from the writer (batch, KV in both layouts, lastWin, with and
+   without an index),
    hand-made folders and damaged ones; `clang -std=c99 -DFZ_DATASET_SEEDS -o /tmp/mk
    fuzz/fuzz_dataset.c -lm && /tmp/mk fuzz/corpus/dataset` rewrites them.
 
@@ -33,6 +34,9 @@
        in MLflow's field order with an 8-digit hex digest, the same bytes on a second call.
    Under the replay build the same checks run over fuzz/corpus/dataset/. */
 #define _POSIX_C_SOURCE 200809L
+#ifdef FZ_DATASET_SEEDS
+#define STS_KV_CHUNK_BYTES ((size_t)4 << 10)  /* small chunks: the arrival seeds' shards stream */
+#endif
 #define STS_IMPLEMENTATION
 #include "../safetensors_spark.h"
 #define FZ_NO_HEADER_MUTATOR   /* fuzz_common.h's mutator knows single files; this target has its own */
@@ -649,7 +653,9 @@ static void seed_write(const char *out, const char *name, const fz_seed *s) {
     printf("%s: %zu bytes\n", name, s->n);
 }
 #define SEED_OK(call) do { sts_result r_ = (call); if (r_ != STS_OK) { fprintf(stderr, "%s: %s\n", #call, e.message); exit(1); } } while (0)
-static void seed_kv(const char *dir, uint32_t tasks, uint32_t rows, int index, int lastwin) {
+/* arrival: kv_layout arrival at a 12,000-byte target with 600-byte images; the generator's KV
+   chunks are 4 KiB (STS_KV_CHUNK_BYTES below), so its shards stream and end with rows in front */
+static void seed_kv_as(const char *dir, uint32_t tasks, uint32_t rows, int index, int lastwin, int arrival) {
     static const sts_column kvs[3] = { { "id", STS_VALUE_STRING, STS_DTYPE_U8 }, { "img", STS_VALUE_TENSOR, STS_DTYPE_U8 }, { "emb", STS_VALUE_ARRAY, STS_DTYPE_F32 } };
     sts_write_config c;
     sts_error e;
@@ -660,20 +666,21 @@ static void seed_kv(const char *dir, uint32_t tasks, uint32_t rows, int index, i
     memset(&c, 0, sizeof c);
     c.name_col = "id"; c.generate_index = index; c.duplicates = lastwin ? STS_DUPLICATES_LAST_WIN : STS_DUPLICATES_FAIL;
     c.has_dtype = 1; c.dtype = STS_DTYPE_BF16; c.no_fsync = 1;
+    if (arrival) { c.kv_layout = STS_KV_ARRIVAL; c.target_shard_bytes = 12000; }
     SEED_OK(sts_dataset_prepare(dir, &c, kvs, 3, NULL, &e));
     for (t = 0; t < tasks; t++) {
         sts_task_writer *w;
         SEED_OK(sts_task_open(dir, t, &c, kvs, 3, NULL, &w, &e));
         for (r = 0; r < rows + (lastwin && t ? 1 : 0); r++) {
             char key[32];
-            uint8_t img[6];
+            uint8_t img[600];
             float emb[2] = { (float)t, (float)r + 0.5f };
-            uint64_t shape[2] = { 2, 1 + (t + r) % 3 };
+            uint64_t shape[2] = { 2, arrival ? 300 : 1 + (t + r) % 3 };
             sts_value v[3];
             size_t i;
             if (r == rows) snprintf(key, sizeof key, "dup");
             else snprintf(key, sizeof key, "k%03u_%03u", t, r);
-            for (i = 0; i < 6; i++) img[i] = (uint8_t)(t * 16 + r * 4 + i);
+            for (i = 0; i < sizeof img; i++) img[i] = (uint8_t)(t * 16 + r * 4 + i);
             memset(v, 0, sizeof v);
             v[0].data = key; v[0].size = strlen(key);
             v[1].data = img; v[1].size = 2 * shape[1]; v[1].dtype = STS_DTYPE_U8; v[1].rank = 2; v[1].shape = shape;
@@ -685,6 +692,9 @@ static void seed_kv(const char *dir, uint32_t tasks, uint32_t rows, int index, i
     }
     SEED_OK(sts_dataset_commit(dir, &c, (const char *const *)msgs, lens, tasks, NULL, &sum, &e));
     for (t = 0; t < tasks; t++) sts_free(NULL, msgs[t], lens[t] + 1);
+}
+static void seed_kv(const char *dir, uint32_t tasks, uint32_t rows, int index, int lastwin) {
+    seed_kv_as(dir, tasks, rows, index, lastwin, 0);
 }
 static void seed_batch(const char *dir, sts_tail tail, int index) {
     static const sts_column bs[2] = { { "a", STS_VALUE_ARRAY, STS_DTYPE_F32 }, { "b", STS_VALUE_TENSOR, STS_DTYPE_I16 } };
@@ -748,6 +758,12 @@ int main(int argc, char **argv) {
     seed_kv(dir, 3, 1, 1, 1); seed_folder(&s, dir, 1, 1, 0x01); seed_write(out, "s_kv_lastwin_index", &s);
     seed_folder(&s, dir, 1, 0, 0x01); seed_write(out, "s_kv_lastwin", &s);
     seed_folder(&s, dir, 0, 0, 0x0d | 0x40 | 0x80); seed_write(out, "s_kv_lastwin_auto", &s);
+    seed_clear(dir);
+    /* KV in the arrival layout: shards with rows in front of the data written first, padded headers */
+    seed_kv_as(dir, 2, 40, 1, 0, 1); seed_folder(&s, dir, 1, 1, 0x01); seed_write(out, "s_kv_arrival_index", &s);
+    seed_folder(&s, dir, 1, 0, 0x01); seed_write(out, "s_kv_arrival", &s);
+    seed_clear(dir);
+    seed_kv_as(dir, 2, 30, 1, 1, 1); seed_folder(&s, dir, 1, 1, 0x01); seed_write(out, "s_kv_arrival_lastwin", &s);
     seed_clear(dir);
     /* batch, each tail */
     seed_batch(dir, STS_TAIL_WRITE, 1); seed_folder(&s, dir, 1, 1, 0x01); seed_write(out, "s_batch_write_index", &s);
