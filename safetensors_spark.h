@@ -871,7 +871,8 @@ STSDEF sts_result sts_dataset_commit(const char *dir, const sts_write_config *cf
 /* Rebuilds _tensor_index.csv and _tensor_index.json from the shards' headers: the manifest's
    shards (keeping its dataset_id, mode and duplicates strategy), or every *.safetensors in name
    order when there is no manifest (keys are then tensor names; a repeated name keeps the last
-   file's). Shards are checked as the dataset commit checks them. */
+   file's). Shards are checked as the dataset commit checks them. Both files are replaced or
+   neither: on a failure the old index (or none) is back in place. */
 STSDEF sts_result sts_dataset_reindex(const char *dir, const sts_options *opts, sts_dataset_summary *summary,
                                       sts_error *err);
 /* Ends a job without publishing: removes the shards its committed task messages name (never a
@@ -12134,6 +12135,44 @@ STS__PRIVATE sts_result sts__reindex_shards(sts__commit *c, sts_error *err) {
     }
     return STS_OK;
 }
+/* reindex: both new index files or neither. Old ones move aside to hidden backups first, the new
+   ones arrive, and a failure puts the old ones back (the shards do not change, so either pair
+   describes them; in between, readers find no index and read the headers). */
+STS__PRIVATE sts_result sts__reindex_publish(sts__commit *c, sts__atomic *a, int durable, sts_error *err) {
+    static const char *const bak_names[2] = { "._tensor_index.csv.tmp-backup", "._tensor_index.json.tmp-backup" };
+    char *bak[2] = { NULL, NULL };
+    size_t bsz[2] = { 0, 0 }, i, placed = 0;
+    int moved[2] = { 0, 0 }, e;
+    sts_result r = STS_OK;
+    for (i = 0; i < 2; i++)
+        if (!(bak[i] = sts__join(&c->mem, c->dir, bak_names[i], &bsz[i]))) {
+            r = sts__nomem(err, "a backup name");
+            goto done;
+        }
+    for (i = 0; i < 2; i++) {
+        if (sts__path_kind(a[i].path) == STS__FT_NONE) continue;
+        sts__remove_path(bak[i]);
+        if ((e = sts__rename_path(&c->mem, a[i].path, bak[i])) != 0) {
+            r = sts__fail_errno(err, e, "move aside", a[i].path);
+            goto undo;
+        }
+        moved[i] = 1;
+    }
+    for (i = 0; i < 2; i++) {
+        if ((r = sts__atomic_publish(&a[i], 0, err)) != STS_OK) goto undo;
+        placed = i + 1;
+    }
+    for (i = 0; i < 2; i++) if (moved[i]) sts__remove_path(bak[i]);
+    if (durable && (e = sts__fsync_dir(&c->mem, a[1].path)) != 0)
+        r = sts__fail_errno(err, e, "fsync the folder of", a[1].path);  /* in place, not yet durable */
+    goto done;
+undo:
+    for (i = 0; i < placed; i++) sts__remove_path(a[i].path);
+    for (i = 0; i < 2; i++) if (moved[i]) (void)sts__rename_path(NULL, bak[i], a[i].path);
+done:
+    for (i = 0; i < 2; i++) sts__free(&c->mem, bak[i], bsz[i]);
+    return r;
+}
 STSDEF sts_result sts_dataset_reindex(const char *dir, const sts_options *opts, sts_dataset_summary *summary,
                                       sts_error *err) {
     sts__commit c;
@@ -12164,8 +12203,7 @@ STSDEF sts_result sts_dataset_reindex(const char *dir, const sts_options *opts, 
                               &psize[0], err)) != STS_OK) goto out;
     if ((r = sts__commit_file(&c, "_tensor_index.json", sts__commit_json_index, sts__durable(NULL, opts), &a[1],
                               &paths[1], &psize[1], err)) != STS_OK) goto out;
-    for (i = 0; i < 2; i++)  /* the shards do not change: both files describe them at every moment */
-        if ((r = sts__atomic_publish(&a[i], i == 1 && sts__durable(NULL, opts), err)) != STS_OK) goto out;
+    if ((r = sts__reindex_publish(&c, a, sts__durable(NULL, opts), err)) != STS_OK) goto out;
     if (summary) {
         memset(summary, 0, sizeof *summary);
         summary->shards = c.nshards;
