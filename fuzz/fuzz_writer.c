@@ -63,7 +63,10 @@
      - the checking allocator: no misuse, nothing left allocated.
    Under the replay build the same checks run over fuzz/corpus/writer/. */
 #define _POSIX_C_SOURCE 200809L
-#define STS_KV_CHUNK_BYTES ((size_t)16 << 10)
+#ifndef FW_CHUNK_KIB
+#define FW_CHUNK_KIB 16  /* a campaign may build with another: -DFW_CHUNK_KIB=4 */
+#endif
+#define STS_KV_CHUNK_BYTES ((size_t)FW_CHUNK_KIB << 10)
 #define STS_IMPLEMENTATION
 #include "../safetensors_spark.h"
 #define FZ_NO_HEADER_MUTATOR
