@@ -3691,8 +3691,7 @@ STS__PRIVATE int sts__write_all(const sts__mem *m, int fd, const void *src, size
    a device among a dataset's files is refused with a message, never waited on. */
 #include <dirent.h>
 
-/* dir + "/" + name, allocated (*size bytes, NUL included); NULL when out of memory. */
-/* dir + "/" + name into p, which holds sts__join_size(dir, name) bytes. */
+/* dir + "/" + name into p, which holds sts__join_size(dir, name) bytes (NUL included). */
 STS__PRIVATE size_t sts__join_size(const char *dir, const char *name) {
     size_t dl = strlen(dir);
     while (dl > 1 && dir[dl - 1] == '/') dl--;
@@ -3705,6 +3704,7 @@ STS__PRIVATE void sts__join_at(char *p, const char *dir, const char *name) {
     p[dl] = '/';
     memcpy(p + dl + 1, name, strlen(name) + 1);
 }
+/* dir + "/" + name, allocated (*size bytes, NUL included); NULL when out of memory. */
 STS__PRIVATE char *sts__join(const sts__mem *m, const char *dir, const char *name, size_t *size) {
     char *p;
     *size = sts__join_size(dir, name);
