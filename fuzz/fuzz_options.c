@@ -34,49 +34,14 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define FO_MAX_FILES 32
 static char fo_dir[64];
 static tu_alloc fo_alloc;
 
-typedef struct fo_snap { char *name[FO_MAX_FILES]; uint8_t *bytes[FO_MAX_FILES]; size_t len[FO_MAX_FILES]; size_t n; } fo_snap;
-static void fo_snap_take(fo_snap *s) {
-    DIR *d;
-    struct dirent *e;
-    size_t i, j;
-    memset(s, 0, sizeof *s);
-    FZ_CHECK((d = opendir(fo_dir)) != NULL);
-    while ((e = readdir(d)) != NULL) {
-        char p[256];
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        FZ_CHECK(s->n < FO_MAX_FILES);
-        tf_join(p, sizeof p, fo_dir, e->d_name);
-        s->name[s->n] = strdup(e->d_name);
-        s->bytes[s->n] = tf_read(p, &s->len[s->n]);
-        s->n++;
-    }
-    closedir(d);
-    for (i = 0; i + 1 < s->n; i++)
-        for (j = i + 1; j < s->n; j++)
-            if (strcmp(s->name[j], s->name[i]) < 0) {
-                char *tn = s->name[i]; uint8_t *tb = s->bytes[i]; size_t tl = s->len[i];
-                s->name[i] = s->name[j]; s->bytes[i] = s->bytes[j]; s->len[i] = s->len[j];
-                s->name[j] = tn; s->bytes[j] = tb; s->len[j] = tl;
-            }
-}
-static void fo_snap_free(fo_snap *s) {
-    size_t i;
-    for (i = 0; i < s->n; i++) { free(s->name[i]); free(s->bytes[i]); }
-    memset(s, 0, sizeof *s);
-}
-static void fo_snap_same(const fo_snap *a, const fo_snap *b) {
-    size_t i;
-    if (a->n != b->n)
-        for (i = 0; i < b->n; i++) fprintf(stderr, "  after: %s\n", b->name[i]);
-    FZ_CHECK(a->n == b->n);
-    for (i = 0; i < a->n; i++) {
-        FZ_CHECK(strcmp(a->name[i], b->name[i]) == 0);
-        FZ_CHECK(a->len[i] == b->len[i] && memcmp(a->bytes[i], b->bytes[i], a->len[i]) == 0);
-    }
+/* The folder as it was (tests/fs_util.h's snapshot): names and bytes. */
+static void fo_snap_same(const tf_snap *a, const tf_snap *b) {
+    tu_sb why = { NULL, 0, 0 };
+    if (!tf_snap_same(a, b, &why)) fprintf(stderr, "the folder changed:%s\n", why.p);
+    FZ_CHECK(why.n == 0);
 }
 
 /* A refusal: complete, and NOMEM only when the allocator said no. */
@@ -132,7 +97,7 @@ static void fo_run(const uint8_t *data, size_t size) {
     sts_error e;
     sts_result r;
     sts_task_writer *w = NULL;
-    fo_snap before, after;
+    tf_snap before, after;
     char *msg = NULL;
     size_t msg_len = 0, at, k, taken = 0;
     uint8_t flags = data[0];
@@ -145,7 +110,7 @@ static void fo_run(const uint8_t *data, size_t size) {
     fz_use_alloc(&o, &fo_alloc, 0);
     tf_clear(fo_dir);
     if (flags & 0x80) fo_previous(&o);
-    fo_snap_take(&before);
+    before = tf_snap_take(fo_dir);
     fo_schema[2].elem = (flags & 0x40) ? STS_DTYPE_F64 : STS_DTYPE_F32;
 
     memset(&c, 0, sizeof c);
@@ -234,16 +199,16 @@ static void fo_run(const uint8_t *data, size_t size) {
         r = sts_dataset_abort(fo_dir, msgs, &msg_len, msg ? 1 : 0, &o, &e);
         if (r != STS_OK) fprintf(stderr, "abort: %s\n", e.message);
         FZ_CHECK(r == STS_OK);
-        fo_snap_take(&after);
+        after = tf_snap_take(fo_dir);
         fo_snap_same(&before, &after);
-        fo_snap_free(&after);
+        tf_snap_free(&after);
     }
     if (getenv("FZ_OPT_TRACE"))
         fprintf(stderr, "  %s mode, rows taken %zu, %s; allocation %ld of %ld %s\n", c.batch_size ? "batch" : "KV", taken,
                 committed ? "committed" : "not committed", (long)(flags & 63), fo_alloc.calls,
                 fo_alloc.failed ? "failed" : "-");
     if (msg) sts_free(&o, msg, msg_len + 1);
-    fo_snap_free(&before);
+    tf_snap_free(&before);
     FZ_CHECK(fo_alloc.bad == 0);
     if (fo_alloc.bytes || fo_alloc.blocks)
         fprintf(stderr, "%lld bytes in %ld blocks still allocated\n", (long long)fo_alloc.bytes, fo_alloc.blocks);

@@ -216,56 +216,11 @@ static size_t fw_name_of(char *out, const char *key, size_t klen, size_t col) {
     return klen + sl + cl;
 }
 
-/* ---- folder snapshots (the job must leave the folder as it found it when it fails) ---- */
-typedef struct fw_snap { char **name; uint8_t **bytes; size_t *len, n, cap; } fw_snap;
-static void fw_snap_take(fw_snap *s) {
-    DIR *d;
-    struct dirent *e;
-    size_t i;
-    memset(s, 0, sizeof *s);
-    FZ_CHECK((d = opendir(g_dir)) != NULL);
-    while ((e = readdir(d)) != NULL) {  /* hidden files too */
-        char p[256];
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        if (s->n == s->cap) {
-            s->cap = s->cap ? 2 * s->cap : 64;
-            FZ_CHECK((s->name = (char **)realloc(s->name, s->cap * sizeof *s->name)) != NULL);
-            FZ_CHECK((s->bytes = (uint8_t **)realloc(s->bytes, s->cap * sizeof *s->bytes)) != NULL);
-            FZ_CHECK((s->len = (size_t *)realloc(s->len, s->cap * sizeof *s->len)) != NULL);
-        }
-        tf_join(p, sizeof p, g_dir, e->d_name);
-        s->name[s->n] = strdup(e->d_name);
-        s->bytes[s->n] = tf_read(p, &s->len[s->n]);
-        s->n++;
-    }
-    closedir(d);
-    for (i = 0; i + 1 < s->n; i++) {  /* name order */
-        size_t j, m = i;
-        for (j = i + 1; j < s->n; j++) if (strcmp(s->name[j], s->name[m]) < 0) m = j;
-        if (m != i) {
-            char *tn = s->name[i]; uint8_t *tb = s->bytes[i]; size_t tl = s->len[i];
-            s->name[i] = s->name[m]; s->bytes[i] = s->bytes[m]; s->len[i] = s->len[m];
-            s->name[m] = tn; s->bytes[m] = tb; s->len[m] = tl;
-        }
-    }
-}
-static void fw_snap_free(fw_snap *s) {
-    size_t i;
-    for (i = 0; i < s->n; i++) { free(s->name[i]); free(s->bytes[i]); }
-    free(s->name); free(s->bytes); free(s->len);
-    memset(s, 0, sizeof *s);
-}
-static void fw_snap_same(const fw_snap *a, const fw_snap *b) {
-    size_t i;
-    if (a->n != b->n) {
-        for (i = 0; i < a->n; i++) fprintf(stderr, "  before: %s\n", a->name[i]);
-        for (i = 0; i < b->n; i++) fprintf(stderr, "  after:  %s\n", b->name[i]);
-    }
-    FZ_CHECK(a->n == b->n);
-    for (i = 0; i < a->n; i++) {
-        FZ_CHECK(strcmp(a->name[i], b->name[i]) == 0);
-        FZ_CHECK(a->len[i] == b->len[i] && memcmp(a->bytes[i], b->bytes[i], a->len[i]) == 0);
-    }
+/* ---- folder snapshots (tests/fs_util.h): a failed job leaves the folder as it found it ---- */
+static void fw_snap_same(const tf_snap *a, const tf_snap *b) {
+    tu_sb why = { NULL, 0, 0 };
+    if (!tf_snap_same(a, b, &why)) fprintf(stderr, "the folder changed:%s\n", why.p);
+    FZ_CHECK(why.n == 0);
 }
 
 /* ---- the schema and the config ---- */
@@ -719,7 +674,7 @@ static void fw_setup(const uint8_t *d) {
 
 static void fw_run(const uint8_t *data, size_t size) {
     fw_task tasks[2];
-    fw_snap before, after;
+    tf_snap before, after;
     sts_write_config c;
     sts_error e;
     sts_result r;
@@ -744,7 +699,7 @@ static void fw_run(const uint8_t *data, size_t size) {
     g_opts.io_fault = fw_io_fault;
     tf_clear(g_dir);
     if (J.previous && !(J.sep_in_col && J.ncols == 3)) fw_previous();
-    fw_snap_take(&before);
+    before = tf_snap_take(g_dir);
     /* the job: allocations counted from here */
     g_alloc.calls = 0;
     g_calls = 0;
@@ -813,22 +768,22 @@ static void fw_run(const uint8_t *data, size_t size) {
         if (wrong && nmsgs && (wrong != 2 || g_prev_msg)) {  /* a wrong commit first: refused, nothing changes */
             const char *bad[3];
             size_t bad_lens[3], nbad = nmsgs;
-            fw_snap then, now;
+            tf_snap then, now;
             for (i = 0; i < nmsgs; i++) { bad[i] = msgs[i]; bad_lens[i] = lens[i]; }
             if (wrong == 1) { bad[nbad] = msgs[0]; bad_lens[nbad++] = lens[0]; }
             else if (wrong == 2) { bad[nbad] = g_prev_msg; bad_lens[nbad++] = g_prev_len; }
             else bad_lens[0] = lens[0] / 2;
-            fw_snap_take(&then);
+            then = tf_snap_take(g_dir);
             r = sts_dataset_commit(g_dir, &c, bad, bad_lens, nbad, &g_opts, NULL, &e);
             if (r == STS_OK) fprintf(stderr, "a wrong dataset commit (%d) was taken\n", wrong);
             else if (getenv("FZ_WR_TRACE")) fprintf(stderr, "  wrong commit (%d) refused: %s\n", wrong, e.message);
             FZ_CHECK(r != STS_OK);
             fz_check_error(r, &e, UINT64_MAX);
             if (r == STS_ERR_NOMEM || r == STS_ERR_IO) FZ_CHECK(fw_fired());
-            fw_snap_take(&now);
+            now = tf_snap_take(g_dir);
             fw_snap_same(&then, &now);
-            fw_snap_free(&then);
-            fw_snap_free(&now);
+            tf_snap_free(&then);
+            tf_snap_free(&now);
         }
         r = sts_dataset_commit(g_dir, &c, msgs, lens, nmsgs, &g_opts, NULL, &e);
         if (disagree && !(r == STS_ERR_NOMEM || r == STS_ERR_IO)) {
@@ -853,21 +808,21 @@ static void fw_run(const uint8_t *data, size_t size) {
         cc.data = 1;
         r = sts_dataset_check(g_dir, &cc, &g_opts, &rep, &e);
         if (r != STS_OK) {
-            fw_snap now;
+            tf_snap now;
             size_t q;
             fprintf(stderr, "check: %s\n", e.message);
-            fw_snap_take(&now);
+            now = tf_snap_take(g_dir);
             for (q = 0; q < before.n; q++) fprintf(stderr, "  before the job: %s\n", before.name[q]);
             for (q = 0; q < now.n; q++) fprintf(stderr, "  now: %s\n", now.name[q]);
-            fw_snap_free(&now);
+            tf_snap_free(&now);
         }
         FZ_CHECK(r == STS_OK && rep.problems == 0);
         if (J.kv) fw_check_kv();
         else fw_check_batch();
         if (late) {  /* a driver that discards or aborts after the commit: the published dataset stays,
                         even when an allocation fails in them (late - 1: which one; 0 none) */
-            fw_snap then, now;
-            fw_snap_take(&then);
+            tf_snap then, now;
+            then = tf_snap_take(g_dir);
             g_alloc.calls = 0;
             g_alloc.fail_at = late - 1;
             r = sts_dataset_discard(g_dir, msgs, lens, nmsgs, &g_opts, &e);
@@ -877,16 +832,16 @@ static void fw_run(const uint8_t *data, size_t size) {
             if (r != STS_OK) fz_check_error(r, &e, UINT64_MAX);
             if (getenv("FZ_WR_TRACE")) fprintf(stderr, "  abort after the commit: %s\n", r == STS_OK ? "OK" : e.message);
             g_alloc.fail_at = 0;
-            fw_snap_take(&now);
+            now = tf_snap_take(g_dir);
             fw_snap_same(&then, &now);
-            fw_snap_free(&then);
-            fw_snap_free(&now);
+            tf_snap_free(&then);
+            tf_snap_free(&now);
         }
         if (reindex) {  /* reindex - 1: 0 no fault, odd: an allocation fails, even: a write-side call (ENOSPC) */
             sts_dataset_summary sum;
             int rf = reindex - 1;
-            fw_snap then, now;
-            fw_snap_take(&then);
+            tf_snap then, now;
+            then = tf_snap_take(g_dir);
             g_alloc.calls = g_alloc.failed = 0;
             g_calls = g_fired = 0;
             if (rf & 1) g_alloc.fail_at = 1 + (rf >> 1);
@@ -898,14 +853,14 @@ static void fw_run(const uint8_t *data, size_t size) {
                 fz_check_error(r, &e, UINT64_MAX);
                 if (!((r == STS_ERR_NOMEM || r == STS_ERR_IO) && fw_fired())) fprintf(stderr, "reindex: %s\n", e.message);
                 FZ_CHECK((r == STS_ERR_NOMEM || r == STS_ERR_IO) && fw_fired());
-                fw_snap_take(&now);
+                now = tf_snap_take(g_dir);
                 fw_snap_same(&then, &now);
-                fw_snap_free(&now);
+                tf_snap_free(&now);
             } else {
                 FZ_CHECK(sum.shards == g_files);
                 if (J.kv) J.index = 1;  /* the index files are there now */
             }
-            fw_snap_free(&then);
+            tf_snap_free(&then);
             r = sts_dataset_check(g_dir, &cc, &g_opts, &rep, &e);
             if (r != STS_OK) fprintf(stderr, "check after reindex: %s\n", e.message);
             FZ_CHECK(r == STS_OK && rep.problems == 0);
@@ -916,9 +871,9 @@ static void fw_run(const uint8_t *data, size_t size) {
         r = sts_dataset_abort(g_dir, msgs, lens, nmsgs, &g_opts, &e);
         if (r != STS_OK) fprintf(stderr, "abort: %s\n", e.message);
         FZ_CHECK(r == STS_OK);
-        fw_snap_take(&after);
+        after = tf_snap_take(g_dir);
         fw_snap_same(&before, &after);
-        fw_snap_free(&after);
+        tf_snap_free(&after);
     }
     if (getenv("FZ_WR_TRACE"))
         fprintf(stderr, "  %s%s%s, %zu column(s), target %llu: rows taken %llu + %llu, %zu name(s); %s, %llu file(s); "
@@ -929,7 +884,7 @@ static void fw_run(const uint8_t *data, size_t size) {
                 (unsigned long long)g_files, J.fault_kind, J.fault_at, fw_fired() ? "fired" : "not reached",
                 g_calls, g_alloc.calls);
     for (i = 0; i < ntasks; i++) if (tasks[i].msg) sts_free(&g_opts, tasks[i].msg, tasks[i].msg_len + 1);
-    fw_snap_free(&before);
+    tf_snap_free(&before);
     free(g_prev_msg);
     g_prev_msg = NULL;
     FZ_CHECK(g_alloc.bad == 0);

@@ -115,6 +115,69 @@ TF_FN tf_names tf_list(const char *dir, const char *prefix, const char *suffix) 
     if (r.n) qsort(r.v, r.n, sizeof *r.v, tf__strp_cmp);
     return r;
 }
+/* Every entry of a folder, hidden ones too, with the bytes of each file, in name order: what a
+   failed call must leave exactly as it was. */
+typedef struct tf_snap { char **name; uint8_t **bytes; size_t *len, n, cap; } tf_snap;
+TF_FN int tf__snap_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+TF_FN tf_snap tf_snap_take(const char *dir) {
+    tf_snap s;
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char **order;
+    size_t i;
+    memset(&s, 0, sizeof s);
+    if (!d) TU_FAIL("open folder %s: %s", dir, strerror(errno));
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        if (s.n == s.cap) {
+            s.cap = s.cap ? 2 * s.cap : 32;
+            s.name = (char **)realloc(s.name, s.cap * sizeof *s.name);
+            TU_CHECK(s.name != NULL);
+        }
+        s.name[s.n] = (char *)malloc(strlen(e->d_name) + 1);
+        TU_CHECK(s.name[s.n] != NULL);
+        strcpy(s.name[s.n++], e->d_name);
+    }
+    closedir(d);
+    if (s.n) qsort(s.name, s.n, sizeof *s.name, tf__snap_cmp);
+    order = s.name;
+    s.bytes = (uint8_t **)calloc(s.n + 1, sizeof *s.bytes);
+    s.len = (size_t *)calloc(s.n + 1, sizeof *s.len);
+    TU_CHECK(s.bytes != NULL && s.len != NULL);
+    for (i = 0; i < s.n; i++) {  /* a folder reads as no bytes */
+        char p[4096];
+        struct stat st;
+        tf_join(p, sizeof p, dir, order[i]);
+        if (lstat(p, &st) == 0 && S_ISREG(st.st_mode)) s.bytes[i] = tf_read(p, &s.len[i]);
+    }
+    return s;
+}
+/* 1 when a and b hold the same names and bytes; else 0, with what differs appended to why. */
+TF_FN int tf_snap_same(const tf_snap *a, const tf_snap *b, tu_sb *why) {
+    size_t i = 0, j = 0;
+    int same = 1;
+    while (i < a->n || j < b->n) {
+        int c = i == a->n ? 1 : j == b->n ? -1 : strcmp(a->name[i], b->name[j]);
+        if (c < 0) { tu_sb_printf(why, " %s is gone;", a->name[i++]); same = 0; }
+        else if (c > 0) { tu_sb_printf(why, " %s appeared;", b->name[j++]); same = 0; }
+        else {
+            if (a->len[i] != b->len[j] || (a->len[i] && memcmp(a->bytes[i], b->bytes[j], a->len[i]) != 0)) {
+                tu_sb_printf(why, " %s changed;", a->name[i]);
+                same = 0;
+            }
+            i++, j++;
+        }
+    }
+    return same;
+}
+TF_FN void tf_snap_free(tf_snap *s) {
+    size_t i;
+    for (i = 0; i < s->n; i++) { free(s->name[i]); if (s->bytes) free(s->bytes[i]); }
+    free(s->name);
+    free(s->bytes);
+    free(s->len);
+    memset(s, 0, sizeof *s);
+}
 TF_FN void tf_names_free(tf_names *r) {
     size_t i;
     for (i = 0; i < r->n; i++) free(r->v[i]);

@@ -368,36 +368,6 @@ static void test_checksums_written(void **state) {
     }
 }
 
-/* Every file of dir, hidden ones too, with its bytes: "name\0bytes..." records, in name order. */
-static tu_sb folder_bytes(const char *dir) {
-    tu_sb out = { NULL, 0, 0 };
-    char *names[64];
-    size_t n = 0, i, j;
-    DIR *d = opendir(dir);
-    struct dirent *ent;
-    assert_non_null(d);
-    while ((ent = readdir(d)) != NULL) {
-        if (!strcmp(ent->d_name, ".") || !strcmp(ent->d_name, "..")) continue;
-        assert_true(n < 64);
-        names[n++] = strdup(ent->d_name);
-    }
-    closedir(d);
-    for (i = 0; i < n; i++)
-        for (j = i + 1; j < n; j++)
-            if (strcmp(names[j], names[i]) < 0) { char *t = names[i]; names[i] = names[j]; names[j] = t; }
-    for (i = 0; i < n; i++) {
-        char p[1024];
-        size_t len;
-        uint8_t *b;
-        tf_join(p, sizeof p, dir, names[i]);
-        b = tf_read(p, &len);
-        tu_sb_put(&out, names[i], strlen(names[i]) + 1);
-        tu_sb_put(&out, b, len);
-        free(b);
-        free(names[i]);
-    }
-    return out;
-}
 typedef struct fault_at { long calls, at, fired; } fault_at;
 static int fail_kth(void *user, const char *op) {
     fault_at *f = (fault_at *)user;
@@ -420,7 +390,8 @@ static void test_reindex_faults(void **state) {
         fresh(dir, sizeof dir, "reindex_faults");
         dr_write_kv(dir, &k);
         for (at = 1;; at++) {
-            tu_sb before = folder_bytes(dir), after;
+            tf_snap before = tf_snap_take(dir), after;
+            tu_sb why = { NULL, 0, 0 };
             fault_at f;
             sts_options o;
             sts_error e;
@@ -434,15 +405,15 @@ static void test_reindex_faults(void **state) {
             calls = f.calls;
             if (!f.fired) {  /* past the last call: the reindex went through */
                 if (r != STS_OK) fail_msg("index %d: reindex without a fault: %s", index, e.message);
-                free(before.p);
+                tf_snap_free(&before);
                 break;
             }
             if (r != STS_ERR_IO) fail_msg("index %d, call %ld failing: %s, want IO", index, at, sts_result_name(r));
-            after = folder_bytes(dir);
-            if (after.n != before.n || memcmp(after.p, before.p, before.n) != 0)
-                fail_msg("index %d: reindex with call %ld failing (%s) changed the folder", index, at, e.message);
-            free(before.p);
-            free(after.p);
+            after = tf_snap_take(dir);
+            if (!tf_snap_same(&before, &after, &why))
+                fail_msg("index %d: reindex with call %ld failing (%s) changed the folder:%s", index, at, e.message, why.p);
+            tf_snap_free(&before);
+            tf_snap_free(&after);
         }
         if (calls < 4) fail_msg("index %d: only %ld write-side calls in a reindex", index, calls);
         expect_key_both_ways(dir, "k000_000__img", 1);
