@@ -219,12 +219,7 @@ static void fo_cleanup(void) { if (fo_dir[0]) tf_rmtree(fo_dir); }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!fo_dir[0]) {
-        struct stat st;
-        if (stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) && access("/dev/shm", W_OK) == 0) {
-            strcpy(fo_dir, "/dev/shm/fzo.XXXXXX");
-            if (!mkdtemp(fo_dir)) fo_dir[0] = 0;
-        }
-        if (!fo_dir[0]) tf_tmpdir(fo_dir, sizeof fo_dir);
+        tf_fast_tmpdir(fo_dir, sizeof fo_dir);
         atexit(fo_cleanup);
     }
     if (size < 1) return 0;

@@ -897,12 +897,7 @@ static void fw_cleanup(void) { if (g_dir[0]) tf_rmtree(g_dir); }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!g_dir[0]) {
-        struct stat st;
-        if (stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) && access("/dev/shm", W_OK) == 0) {
-            strcpy(g_dir, "/dev/shm/fzw.XXXXXX");
-            if (!mkdtemp(g_dir)) g_dir[0] = 0;
-        }
-        if (!g_dir[0]) tf_tmpdir(g_dir, sizeof g_dir);
+        tf_fast_tmpdir(g_dir, sizeof g_dir);
         atexit(fw_cleanup);
     }
     if (size < 4) return 0;

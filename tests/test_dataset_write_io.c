@@ -46,16 +46,6 @@ static void cfg_batch(sts_write_config *c) {
     memset(c, 0, sizeof *c);
     c->batch_size = 3; c->columns = "img,emb"; c->has_dtype = 1; c->dtype = STS_DTYPE_F16; c->generate_index = 1;
 }
-/* tmpfs when there is one: fsync is free there, and the hook sees the same calls */
-static void fast_tmpdir(char *buf, size_t cap) {
-    struct stat st;
-    if (stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) && access("/dev/shm", W_OK) == 0) {
-        assert_true(cap >= 32);
-        strcpy(buf, "/dev/shm/dsw.XXXXXX");
-        if (mkdtemp(buf)) return;
-    }
-    tf_tmpdir(buf, cap);
-}
 static const char *errno_name(int e) { return e == ENOSPC ? "ENOSPC" : e == EIO ? "EIO" : "?"; }
 
 /* Verifies every value of a KV dataset through its index: tensor t<task>-<i>__img / __emb. */
@@ -281,7 +271,7 @@ static void commit_faults(int kv, int over_old) {
     long n, k;
     int ei;
     du_snap before;
-    fast_tmpdir(root, sizeof root);
+    tf_fast_tmpdir(root, sizeof root);
     if (kv) cfg_kv(&c); else cfg_batch(&c);
     memset(&m, 0, sizeof m);
     memset(&o, 0, sizeof o);
@@ -376,7 +366,7 @@ static void test_overwrite(void **state) {
     size_t i, j;
     (void)state;
     memset(&m, 0, sizeof m);
-    fast_tmpdir(root, sizeof root);
+    tf_fast_tmpdir(root, sizeof root);
     cfg_kv(&c);
     DU_OK("prepare old", sts_dataset_prepare(root, &c, SCH, 3, NULL, &e), e);
     two_tasks(root, &c, 1, 0, &m);
@@ -429,7 +419,7 @@ static void test_overwrite_stale_message(void **state) {
     (void)state;
     memset(&old, 0, sizeof old);
     memset(&m, 0, sizeof m);
-    fast_tmpdir(root, sizeof root);
+    tf_fast_tmpdir(root, sizeof root);
     cfg_kv(&c);
     DU_OK("prepare old", sts_dataset_prepare(root, &c, SCH, 3, NULL, &e), e);
     two_tasks(root, &c, 1, 0, &old);
@@ -494,7 +484,7 @@ static void test_threads(void **state) {
     sts_dataset_summary sum;
     (void)state;
     memset(&m, 0, sizeof m);
-    fast_tmpdir(root, sizeof root);
+    tf_fast_tmpdir(root, sizeof root);
     cfg_kv(&c);
     c.no_fsync = 1;
     DU_OK("prepare", sts_dataset_prepare(root, &c, SCH, 3, NULL, &e), e);
@@ -566,7 +556,7 @@ static void processes(int kv) {
     int fds[3];
     uint64_t want_samples = 0;
     memset(&m, 0, sizeof m);
-    fast_tmpdir(root, sizeof root);
+    tf_fast_tmpdir(root, sizeof root);
     if (kv) cfg_kv(&c); else cfg_batch(&c);
     c.no_fsync = 1;
     DU_OK("prepare", sts_dataset_prepare(root, &c, SCH, 3, NULL, &e), e);
