@@ -110,7 +110,7 @@ static void fo_run(const uint8_t *data, size_t size) {
     fz_use_alloc(&o, &fo_alloc, 0);
     tf_clear(fo_dir);
     if (flags & 0x80) fo_previous(&o);
-    before = tf_snap_take(fo_dir);
+    before = tf_snapshot(fo_dir, 1);
     fo_schema[2].elem = (flags & 0x40) ? STS_DTYPE_F64 : STS_DTYPE_F32;
 
     memset(&c, 0, sizeof c);
@@ -199,7 +199,7 @@ static void fo_run(const uint8_t *data, size_t size) {
         r = sts_dataset_abort(fo_dir, msgs, &msg_len, msg ? 1 : 0, &o, &e);
         if (r != STS_OK) fprintf(stderr, "abort: %s\n", e.message);
         FZ_CHECK(r == STS_OK);
-        after = tf_snap_take(fo_dir);
+        after = tf_snapshot(fo_dir, 1);
         fo_snap_same(&before, &after);
         tf_snap_free(&after);
     }

@@ -699,7 +699,7 @@ static void fw_run(const uint8_t *data, size_t size) {
     g_opts.io_fault = fw_io_fault;
     tf_clear(g_dir);
     if (J.previous && !(J.sep_in_col && J.ncols == 3)) fw_previous();
-    before = tf_snap_take(g_dir);
+    before = tf_snapshot(g_dir, 1);
     /* the job: allocations counted from here */
     g_alloc.calls = 0;
     g_calls = 0;
@@ -773,14 +773,14 @@ static void fw_run(const uint8_t *data, size_t size) {
             if (wrong == 1) { bad[nbad] = msgs[0]; bad_lens[nbad++] = lens[0]; }
             else if (wrong == 2) { bad[nbad] = g_prev_msg; bad_lens[nbad++] = g_prev_len; }
             else bad_lens[0] = lens[0] / 2;
-            then = tf_snap_take(g_dir);
+            then = tf_snapshot(g_dir, 1);
             r = sts_dataset_commit(g_dir, &c, bad, bad_lens, nbad, &g_opts, NULL, &e);
             if (r == STS_OK) fprintf(stderr, "a wrong dataset commit (%d) was taken\n", wrong);
             else if (getenv("FZ_WR_TRACE")) fprintf(stderr, "  wrong commit (%d) refused: %s\n", wrong, e.message);
             FZ_CHECK(r != STS_OK);
             fz_check_error(r, &e, UINT64_MAX);
             if (r == STS_ERR_NOMEM || r == STS_ERR_IO) FZ_CHECK(fw_fired());
-            now = tf_snap_take(g_dir);
+            now = tf_snapshot(g_dir, 1);
             fw_snap_same(&then, &now);
             tf_snap_free(&then);
             tf_snap_free(&now);
@@ -809,11 +809,14 @@ static void fw_run(const uint8_t *data, size_t size) {
         r = sts_dataset_check(g_dir, &cc, &g_opts, &rep, &e);
         if (r != STS_OK) {
             tf_snap now;
-            size_t q;
+            tu_sb t = { NULL, 0, 0 };
             fprintf(stderr, "check: %s\n", e.message);
-            now = tf_snap_take(g_dir);
-            for (q = 0; q < before.n; q++) fprintf(stderr, "  before the job: %s\n", before.name[q]);
-            for (q = 0; q < now.n; q++) fprintf(stderr, "  now: %s\n", now.name[q]);
+            now = tf_snapshot(g_dir, 0);
+            tf_snap_text(&before, &t);
+            tu_sb_printf(&t, " | now: ");
+            tf_snap_text(&now, &t);
+            fprintf(stderr, "  before the job: %s\n", t.p);
+            free(t.p);
             tf_snap_free(&now);
         }
         FZ_CHECK(r == STS_OK && rep.problems == 0);
@@ -822,7 +825,7 @@ static void fw_run(const uint8_t *data, size_t size) {
         if (late) {  /* a driver that discards or aborts after the commit: the published dataset stays,
                         even when an allocation fails in them (late - 1: which one; 0 none) */
             tf_snap then, now;
-            then = tf_snap_take(g_dir);
+            then = tf_snapshot(g_dir, 1);
             g_alloc.calls = 0;
             g_alloc.fail_at = late - 1;
             r = sts_dataset_discard(g_dir, msgs, lens, nmsgs, &g_opts, &e);
@@ -832,7 +835,7 @@ static void fw_run(const uint8_t *data, size_t size) {
             if (r != STS_OK) fz_check_error(r, &e, UINT64_MAX);
             if (getenv("FZ_WR_TRACE")) fprintf(stderr, "  abort after the commit: %s\n", r == STS_OK ? "OK" : e.message);
             g_alloc.fail_at = 0;
-            now = tf_snap_take(g_dir);
+            now = tf_snapshot(g_dir, 1);
             fw_snap_same(&then, &now);
             tf_snap_free(&then);
             tf_snap_free(&now);
@@ -841,7 +844,7 @@ static void fw_run(const uint8_t *data, size_t size) {
             sts_dataset_summary sum;
             int rf = reindex - 1;
             tf_snap then, now;
-            then = tf_snap_take(g_dir);
+            then = tf_snapshot(g_dir, 1);
             g_alloc.calls = g_alloc.failed = 0;
             g_calls = g_fired = 0;
             if (rf & 1) g_alloc.fail_at = 1 + (rf >> 1);
@@ -853,7 +856,7 @@ static void fw_run(const uint8_t *data, size_t size) {
                 fz_check_error(r, &e, UINT64_MAX);
                 if (!((r == STS_ERR_NOMEM || r == STS_ERR_IO) && fw_fired())) fprintf(stderr, "reindex: %s\n", e.message);
                 FZ_CHECK((r == STS_ERR_NOMEM || r == STS_ERR_IO) && fw_fired());
-                now = tf_snap_take(g_dir);
+                now = tf_snapshot(g_dir, 1);
                 fw_snap_same(&then, &now);
                 tf_snap_free(&now);
             } else {
@@ -871,7 +874,7 @@ static void fw_run(const uint8_t *data, size_t size) {
         r = sts_dataset_abort(g_dir, msgs, lens, nmsgs, &g_opts, &e);
         if (r != STS_OK) fprintf(stderr, "abort: %s\n", e.message);
         FZ_CHECK(r == STS_OK);
-        after = tf_snap_take(g_dir);
+        after = tf_snapshot(g_dir, 1);
         fw_snap_same(&before, &after);
         tf_snap_free(&after);
     }

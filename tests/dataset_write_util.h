@@ -9,9 +9,8 @@
    checks in a parent process after a child was killed).
 
    What is here (the level, clock, PRNG, text builder, checking allocator and the sts_error check
-   are in test_util.h; files and folders in fs_util.h):
+   are in test_util.h; files, folders and folder snapshots in fs_util.h):
      - a sleep in microseconds
-     - folder snapshots (names, sizes, bytes) and their comparison
      - DU_OK: a call that must succeed
      - forked children that park until their parent kills them
      - the io_fault hook: count write-side calls, fail the k-th with an errno, or die there
@@ -46,73 +45,6 @@ DU_FN void du_sleep_us(long us) {
     ts.tv_nsec = (us % 1000000) * 1000;
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
-
-/* ---- folder snapshots: every entry (hidden ones too), sorted, with size and bytes ---- */
-typedef struct du_entry { char name[256]; int64_t size; uint8_t *bytes; } du_entry;
-typedef struct du_snap { du_entry *e; size_t n; int missing; } du_snap;
-
-DU_FN int du_entry_cmp(const void *a, const void *b) { return strcmp(((const du_entry *)a)->name, ((const du_entry *)b)->name); }
-DU_FN du_snap du_snapshot(const char *dir, int with_bytes) {
-    du_snap s;
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    size_t cap = 0;
-    memset(&s, 0, sizeof s);
-    if (!d) { s.missing = 1; return s; }
-    while ((e = readdir(d)) != NULL) {
-        char p[4096];
-        du_entry *x;
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        if (s.n == cap) { cap = cap ? cap * 2 : 16; s.e = (du_entry *)realloc(s.e, cap * sizeof *s.e); assert_non_null(s.e); }
-        x = &s.e[s.n++];
-        memset(x, 0, sizeof *x);
-        assert_true(strlen(e->d_name) < sizeof x->name);
-        strcpy(x->name, e->d_name);
-        tf_join(p, sizeof p, dir, e->d_name);
-        x->size = tf_file_size(p);
-        {
-            struct stat st;
-            if (with_bytes && lstat(p, &st) == 0 && S_ISREG(st.st_mode)) { size_t n; x->bytes = tf_read_opt(p, &n); }
-            if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) x->size = -2;  /* folders: no size */
-        }
-    }
-    closedir(d);
-    if (s.n) qsort(s.e, s.n, sizeof *s.e, du_entry_cmp);
-    return s;
-}
-DU_FN void du_snap_free(du_snap *s) {
-    size_t i;
-    for (i = 0; i < s->n; i++) free(s->e[i].bytes);
-    free(s->e);
-    memset(s, 0, sizeof *s);
-}
-DU_FN void du_snap_text(const du_snap *s, tu_sb *b) {
-    size_t i;
-    if (s->missing) { tu_sb_printf(b, "(no folder)"); return; }
-    for (i = 0; i < s->n; i++) tu_sb_printf(b, "%s%s:%lld", i ? " " : "", s->e[i].name, (long long)s->e[i].size);
-    if (!s->n) tu_sb_printf(b, "(empty)");
-}
-/* 1 when equal (names, sizes, and bytes when both have them); else fills why. */
-DU_FN int du_snap_same(const du_snap *a, const du_snap *b, tu_sb *why) {
-    size_t i;
-    int same = a->missing == b->missing && a->n == b->n;
-    for (i = 0; same && i < a->n; i++) {
-        if (strcmp(a->e[i].name, b->e[i].name) != 0 || a->e[i].size != b->e[i].size) same = 0;
-        else if (a->e[i].bytes && b->e[i].bytes && memcmp(a->e[i].bytes, b->e[i].bytes, (size_t)a->e[i].size) != 0) {
-            same = 0;
-            if (why) tu_sb_printf(why, "bytes of %s differ; ", a->e[i].name);
-        }
-    }
-    if (!same && why) {
-        tu_sb_printf(why, "before: ");
-        du_snap_text(a, why);
-        tu_sb_printf(why, " | after: ");
-        du_snap_text(b, why);
-    }
-    return same;
-}
-#define du_snap_equal(a, b, label) do { tu_sb why_ = {0, 0, 0}; \
-    if (!du_snap_same((a), (b), &why_)) fail_msg("%s: folder changed: %s", (label), why_.p); } while (0)
 
 /* ---- a call that must succeed ---- */
 #define DU_OK(label, call, e) do { sts_result r_ = (call); \
@@ -638,7 +570,7 @@ DU_FN int du_check_dataset_ex(const char *dir, du_ds *out, char *why, size_t why
     char p[4096], buf[512];
     uint32_t t, sh, s, i;
     uint64_t sum_samples = 0, sum_bytes = 0;
-    du_snap snap;
+    tf_snap snap;
     sts_file **files = NULL;
     du_ixent *ents = NULL, *wmap = NULL;
     size_t nents = 0, k;
@@ -716,7 +648,7 @@ DU_FN int du_check_dataset_ex(const char *dir, du_ds *out, char *why, size_t why
     if (sum_samples != d.total_samples) DU_BAD("total_samples %llu is not the sum %llu", (unsigned long long)d.total_samples, (unsigned long long)sum_samples);
     if (sum_bytes != d.total_bytes) DU_BAD("total_bytes %llu is not the sum %llu", (unsigned long long)d.total_bytes, (unsigned long long)sum_bytes);
     /* the folder */
-    snap = du_snapshot(dir, 0);
+    snap = tf_snapshot(dir, 0);
     if (!after_crash) {
         size_t nparts = 0;
         for (k = 0; k < snap.n; k++) {
@@ -875,7 +807,7 @@ DU_FN int du_check_dataset_ex(const char *dir, du_ds *out, char *why, size_t why
     free(ents);
     free(wmap);
     free(csv);
-    du_snap_free(&snap);
+    tf_snap_free(&snap);
     if (out) *out = d;
     else du_ds_free(&d);
     return 1;
@@ -885,7 +817,7 @@ bad:
     free(ents);
     free(wmap);
     free(csv);
-    du_snap_free(&snap);
+    tf_snap_free(&snap);
     du_ds_free(&d);
     return 0;
 }

@@ -125,69 +125,73 @@ TF_FN tf_names tf_list(const char *dir, const char *prefix, const char *suffix) 
     if (r.n) qsort(r.v, r.n, sizeof *r.v, tf__strp_cmp);
     return r;
 }
-/* Every entry of a folder, hidden ones too, with the bytes of each file, in name order: what a
-   failed call must leave exactly as it was. */
-typedef struct tf_snap { char **name; uint8_t **bytes; size_t *len, n, cap; } tf_snap;
-TF_FN int tf__snap_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-TF_FN tf_snap tf_snap_take(const char *dir) {
+/* ---- folder snapshots: every entry (hidden ones too), sorted, with size and, when asked, bytes:
+   what a failed call must leave exactly as it was ---- */
+typedef struct tf_entry { char name[256]; int64_t size; uint8_t *bytes; } tf_entry;
+typedef struct tf_snap { tf_entry *e; size_t n; int missing; } tf_snap;
+
+TF_FN int tf_entry_cmp(const void *a, const void *b) { return strcmp(((const tf_entry *)a)->name, ((const tf_entry *)b)->name); }
+TF_FN tf_snap tf_snapshot(const char *dir, int with_bytes) {
     tf_snap s;
     DIR *d = opendir(dir);
     struct dirent *e;
-    char **order;
-    size_t i;
+    size_t cap = 0;
     memset(&s, 0, sizeof s);
-    if (!d) TU_FAIL("open folder %s: %s", dir, strerror(errno));
+    if (!d) { s.missing = 1; return s; }
     while ((e = readdir(d)) != NULL) {
+        char p[4096];
+        tf_entry *x;
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        if (s.n == s.cap) {
-            s.cap = s.cap ? 2 * s.cap : 32;
-            s.name = (char **)realloc(s.name, s.cap * sizeof *s.name);
-            TU_CHECK(s.name != NULL);
+        if (s.n == cap) { cap = cap ? cap * 2 : 16; s.e = (tf_entry *)realloc(s.e, cap * sizeof *s.e); TU_CHECK(s.e != NULL); }
+        x = &s.e[s.n++];
+        memset(x, 0, sizeof *x);
+        TU_CHECK(strlen(e->d_name) < sizeof x->name);
+        strcpy(x->name, e->d_name);
+        tf_join(p, sizeof p, dir, e->d_name);
+        x->size = tf_file_size(p);
+        {
+            struct stat st;
+            if (with_bytes && lstat(p, &st) == 0 && S_ISREG(st.st_mode)) { size_t n; x->bytes = tf_read_opt(p, &n); }
+            if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) x->size = -2;  /* folders: no size */
         }
-        s.name[s.n] = (char *)malloc(strlen(e->d_name) + 1);
-        TU_CHECK(s.name[s.n] != NULL);
-        strcpy(s.name[s.n++], e->d_name);
     }
     closedir(d);
-    if (s.n) qsort(s.name, s.n, sizeof *s.name, tf__snap_cmp);
-    order = s.name;
-    s.bytes = (uint8_t **)calloc(s.n + 1, sizeof *s.bytes);
-    s.len = (size_t *)calloc(s.n + 1, sizeof *s.len);
-    TU_CHECK(s.bytes != NULL && s.len != NULL);
-    for (i = 0; i < s.n; i++) {  /* a folder reads as no bytes */
-        char p[4096];
-        struct stat st;
-        tf_join(p, sizeof p, dir, order[i]);
-        if (lstat(p, &st) == 0 && S_ISREG(st.st_mode)) s.bytes[i] = tf_read(p, &s.len[i]);
-    }
+    if (s.n) qsort(s.e, s.n, sizeof *s.e, tf_entry_cmp);
     return s;
-}
-/* 1 when a and b hold the same names and bytes; else 0, with what differs appended to why. */
-TF_FN int tf_snap_same(const tf_snap *a, const tf_snap *b, tu_sb *why) {
-    size_t i = 0, j = 0;
-    int same = 1;
-    while (i < a->n || j < b->n) {
-        int c = i == a->n ? 1 : j == b->n ? -1 : strcmp(a->name[i], b->name[j]);
-        if (c < 0) { tu_sb_printf(why, " %s is gone;", a->name[i++]); same = 0; }
-        else if (c > 0) { tu_sb_printf(why, " %s appeared;", b->name[j++]); same = 0; }
-        else {
-            if (a->len[i] != b->len[j] || (a->len[i] && memcmp(a->bytes[i], b->bytes[j], a->len[i]) != 0)) {
-                tu_sb_printf(why, " %s changed;", a->name[i]);
-                same = 0;
-            }
-            i++, j++;
-        }
-    }
-    return same;
 }
 TF_FN void tf_snap_free(tf_snap *s) {
     size_t i;
-    for (i = 0; i < s->n; i++) { free(s->name[i]); if (s->bytes) free(s->bytes[i]); }
-    free(s->name);
-    free(s->bytes);
-    free(s->len);
+    for (i = 0; i < s->n; i++) free(s->e[i].bytes);
+    free(s->e);
     memset(s, 0, sizeof *s);
 }
+TF_FN void tf_snap_text(const tf_snap *s, tu_sb *b) {
+    size_t i;
+    if (s->missing) { tu_sb_printf(b, "(no folder)"); return; }
+    for (i = 0; i < s->n; i++) tu_sb_printf(b, "%s%s:%lld", i ? " " : "", s->e[i].name, (long long)s->e[i].size);
+    if (!s->n) tu_sb_printf(b, "(empty)");
+}
+/* 1 when equal (names, sizes, and bytes when both have them); else fills why. */
+TF_FN int tf_snap_same(const tf_snap *a, const tf_snap *b, tu_sb *why) {
+    size_t i;
+    int same = a->missing == b->missing && a->n == b->n;
+    for (i = 0; same && i < a->n; i++) {
+        if (strcmp(a->e[i].name, b->e[i].name) != 0 || a->e[i].size != b->e[i].size) same = 0;
+        else if (a->e[i].bytes && b->e[i].bytes && memcmp(a->e[i].bytes, b->e[i].bytes, (size_t)a->e[i].size) != 0) {
+            same = 0;
+            if (why) tu_sb_printf(why, "bytes of %s differ; ", a->e[i].name);
+        }
+    }
+    if (!same && why) {
+        tu_sb_printf(why, "before: ");
+        tf_snap_text(a, why);
+        tu_sb_printf(why, " | after: ");
+        tf_snap_text(b, why);
+    }
+    return same;
+}
+#define tf_snap_equal(a, b, label) do { tu_sb why_ = {0, 0, 0}; \
+    if (!tf_snap_same((a), (b), &why_)) TU_FAIL("%s: folder changed: %s", (label), why_.p); } while (0)
 TF_FN void tf_names_free(tf_names *r) {
     size_t i;
     for (i = 0; i < r->n; i++) free(r->v[i]);

@@ -390,7 +390,7 @@ static void test_reindex_faults(void **state) {
         fresh(dir, sizeof dir, "reindex_faults");
         dr_write_kv(dir, &k);
         for (at = 1;; at++) {
-            tf_snap before = tf_snap_take(dir), after;
+            tf_snap before = tf_snapshot(dir, 1), after;
             tu_sb why = { NULL, 0, 0 };
             fault_at f;
             sts_options o;
@@ -409,7 +409,7 @@ static void test_reindex_faults(void **state) {
                 break;
             }
             if (r != STS_ERR_IO) fail_msg("index %d, call %ld failing: %s, want IO", index, at, sts_result_name(r));
-            after = tf_snap_take(dir);
+            after = tf_snapshot(dir, 1);
             if (!tf_snap_same(&before, &after, &why))
                 fail_msg("index %d: reindex with call %ld failing (%s) changed the folder:%s", index, at, e.message, why.p);
             tf_snap_free(&before);

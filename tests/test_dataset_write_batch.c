@@ -208,12 +208,12 @@ static void golden(sts_tail tail, int index) {
     }
     /* after the task commits: final names, the job's lock, no temporaries, nothing else yet */
     {
-        du_snap s = du_snapshot(root, 0);
+        tf_snap s = tf_snapshot(root, 0);
         size_t i;
         assert_int_equal(s.n, expect_files + 1);
         for (i = 0; i < s.n; i++)
             assert_true(du_shard_name(s.e[i].name, NULL, NULL, NULL) || strcmp(s.e[i].name, ".sts_job.lock") == 0);
-        du_snap_free(&s);
+        tf_snap_free(&s);
     }
     DU_OK(label, du_commit_all(root, &c, &m, NULL, &sum, &e), e);
     du_check_dataset(label, root, &ds);
@@ -879,9 +879,9 @@ static void test_corners(void **state) {
     m.n++;
     sts_task_close(w);
     {   /* only the job's lock */
-        du_snap s = du_snapshot(root, 0);
+        tf_snap s = tf_snapshot(root, 0);
         assert_int_equal(s.n, 1);
-        du_snap_free(&s);
+        tf_snap_free(&s);
     }
     DU_OK("dataset commit", du_commit_all(root, &c, &m, NULL, NULL, &e), e);
     du_check_dataset("dropped only batch", root, &ds);

@@ -28,7 +28,7 @@ static void copy_file(const char *from, const char *to) {
 }
 /* Every entry of a flat folder (hidden ones included) into another, new folder. */
 static void copy_folder(const char *from, const char *to) {
-    du_snap s = du_snapshot(from, 0);
+    tf_snap s = tf_snapshot(from, 0);
     size_t i;
     assert_int_equal(mkdir(to, 0755), 0);
     for (i = 0; i < s.n; i++) {
@@ -38,7 +38,7 @@ static void copy_folder(const char *from, const char *to) {
         tf_join(b, sizeof b, to, s.e[i].name);
         copy_file(a, b);
     }
-    du_snap_free(&s);
+    tf_snap_free(&s);
 }
 /* A file's bytes with every dataset_id value ("dataset_id":"<36>" or "dataset_id": "<36>") blanked. */
 static uint8_t *read_blanked(const char *dir, const char *name, size_t *n) {

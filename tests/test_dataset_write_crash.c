@@ -166,7 +166,7 @@ static void run_trial(const char *dir, const trial *t) {
     char why[1024], p[256];
     pid_t pid;
     int pfd[2];
-    du_snap s;
+    tf_snap s;
     size_t i;
     int has_final = 0;
     sts_write_config c;
@@ -250,7 +250,7 @@ static void run_trial(const char *dir, const trial *t) {
         note(t, "the old dataset's manifest is gone and no new one was published");
     }
     /* 2. every final-named shard is complete */
-    s = du_snapshot(dir, 0);
+    s = tf_snapshot(dir, 0);
     for (i = 0; i < s.n; i++) {
         const char *n = s.e[i].name;
         if (n[0] != '.') has_final = 1;
@@ -268,7 +268,7 @@ static void run_trial(const char *dir, const trial *t) {
         } else if (strcmp(n, "dataset_manifest.json") != 0 && strcmp(n, "_tensor_index.csv") != 0 && strcmp(n, "_tensor_index.json") != 0)
             note(t, "an unexpected file %s", n);
     }
-    du_snap_free(&s);
+    tf_snap_free(&s);
     /* 2b. the recovery after a crash: clean clears the killed job's lock, its temporaries and (next
        to a manifest) its shards; what a manifest names stays */
     {
@@ -276,10 +276,10 @@ static void run_trial(const char *dir, const trial *t) {
         size_t removed = 0;
         memset(&cl, 0, sizeof cl);
         if (sts_dataset_clean(dir, &cl, NULL, &removed, &e) != STS_OK) note(t, "clean after the kill failed: %s", e.message);
-        s = du_snapshot(dir, 0);
+        s = tf_snapshot(dir, 0);
         for (i = 0; i < s.n; i++)
             if (s.e[i].name[0] == '.') note(t, "clean left the hidden file %s", s.e[i].name);
-        du_snap_free(&s);
+        tf_snap_free(&s);
         tf_join(p, sizeof p, dir, "dataset_manifest.json");
         if (tf_exists(p)) {
             sts_check_config cc;
@@ -294,11 +294,11 @@ static void run_trial(const char *dir, const trial *t) {
     r = sts_dataset_prepare(dir, &c, SCH, 3, NULL, &e);
     if (has_final && r != STS_ERR_EXISTS) note(t, "prepare in default mode over leftovers gave %s", sts_result_name(r));
     if (!has_final && r != STS_OK) note(t, "prepare in default mode over temporaries only gave %s: %s", sts_result_name(r), e.message);
-    s = du_snapshot(dir, 0);
+    s = tf_snapshot(dir, 0);
     for (i = 0; i < s.n; i++)  /* the job that prepare started holds the folder: its lock, nothing else hidden */
         if (s.e[i].name[0] == '.' && !(r == STS_OK && strcmp(s.e[i].name, ".sts_job.lock") == 0))
             note(t, "prepare left the temporary %s", s.e[i].name);
-    du_snap_free(&s);
+    tf_snap_free(&s);
     if (r == STS_OK && sts_dataset_abort(dir, NULL, NULL, 0, NULL, &e) != STS_OK)  /* that job ends unused */
         note(t, "ending the default-mode job failed: %s", e.message);
     /* 4. a rerun with mode=overwrite succeeds and reads back; shards a job killed before any

@@ -145,7 +145,7 @@ static void task_faults(int kv, int sync) {
     long n, k;
     int ei;
     task_run tr;
-    du_snap before;
+    tf_snap before;
     char ops_seen[256] = "";
     tf_tmpdir(root, sizeof root);  /* real files and real fsyncs: the crash-relevant paths */
     if (kv) cfg_kv(&c); else cfg_batch(&c);
@@ -211,10 +211,10 @@ static void task_faults(int kv, int sync) {
     }
     sts_free(NULL, msg, len + 1);
     tf_clear(root);
-    before = du_snapshot(root, 0);
+    before = tf_snapshot(root, 0);
     for (k = 1; k <= n; k++)
         for (ei = 0; ei < 2; ei++) {
-            du_snap after;
+            tf_snap after;
             int err = ei ? EIO : ENOSPC;
             memset(&f, 0, sizeof f);
             f.fail_at = k;
@@ -224,11 +224,11 @@ static void task_faults(int kv, int sync) {
             if (!tr.failed) fail_msg("%s: the job succeeded", label);
             if (f.failed != 1) fail_msg("%s: the failing call was made %ld times", label, f.failed);
             tu_err_check(label, tr.r, &tr.e, STS_ERR_IO, STS_RULE_IO, errno_name(err), root, (const char *)NULL);
-            after = du_snapshot(root, 0);
-            du_snap_equal(&before, &after, label);
-            du_snap_free(&after);
+            after = tf_snapshot(root, 0);
+            tf_snap_equal(&before, &after, label);
+            tf_snap_free(&after);
         }
-    du_snap_free(&before);
+    tf_snap_free(&before);
     tf_rmtree(root);
 }
 static void test_faults_task_batch(void **state) { (void)state; task_faults(0, 0); }
@@ -270,7 +270,7 @@ static void commit_faults(int kv, int over_old) {
     du_msgs m;
     long n, k;
     int ei;
-    du_snap before;
+    tf_snap before;
     tf_fast_tmpdir(root, sizeof root);
     if (kv) cfg_kv(&c); else cfg_batch(&c);
     memset(&m, 0, sizeof m);
@@ -284,7 +284,7 @@ static void commit_faults(int kv, int over_old) {
         c.overwrite = 1;
     }
     DU_OK("prepare", sts_dataset_prepare(root, &c, SCH, 3, NULL, &e), e);
-    before = du_snapshot(root, 1);
+    before = tf_snapshot(root, 1);
     /* count */
     memset(&f, 0, sizeof f);
     du_fault_opts(&o, &f);
@@ -313,7 +313,7 @@ static void commit_faults(int kv, int over_old) {
     }
     for (k = 1; k <= n; k++)
         for (ei = 0; ei < 2; ei++) {
-            du_snap after;
+            tf_snap after;
             sts_result r;
             int err = ei ? EIO : ENOSPC;
             two_tasks(root, &c, kv, 0, &m);
@@ -342,12 +342,12 @@ static void commit_faults(int kv, int over_old) {
                 }
                 DU_OK(label, sts_dataset_discard(root, (const char *const *)m.m, m.len, m.n, NULL, &e), e);
             }
-            after = du_snapshot(root, 1);
-            du_snap_equal(&before, &after, label);
-            du_snap_free(&after);
+            after = tf_snapshot(root, 1);
+            tf_snap_equal(&before, &after, label);
+            tf_snap_free(&after);
             du_msgs_free(&m);
         }
-    du_snap_free(&before);
+    tf_snap_free(&before);
     tf_rmtree(root);
 }
 static void test_faults_commit_kv(void **state) { (void)state; commit_faults(1, 0); }
@@ -414,7 +414,7 @@ static void test_overwrite_stale_message(void **state) {
     sts_write_config c;
     sts_error e;
     du_msgs old, m;
-    du_snap before, after;
+    tf_snap before, after;
     sts_result r;
     (void)state;
     memset(&old, 0, sizeof old);
@@ -425,7 +425,7 @@ static void test_overwrite_stale_message(void **state) {
     two_tasks(root, &c, 1, 0, &old);
     DU_OK("old", du_commit_all(root, &c, &old, NULL, NULL, &e), e);
     du_check_dataset("old", root, NULL);
-    before = du_snapshot(root, 1);
+    before = tf_snapshot(root, 1);
     c.overwrite = 1;
     DU_OK("prepare", sts_dataset_prepare(root, &c, SCH, 3, NULL, &e), e);
     two_tasks(root, &c, 1, 0, &m);  /* the same keys as the old job: duplicates with the stale message */
@@ -436,12 +436,12 @@ static void test_overwrite_stale_message(void **state) {
     tu_err_check("a stale message", r, &e, STS_ERR_DATASET, STS_RULE_MESSAGE, "belongs to job", (const char *)NULL);
     /* the job gives up: its own shards go, the stale message's live shard stays */
     DU_OK("abort", sts_dataset_abort(root, (const char *const *)m.m, m.len, m.n, NULL, &e), e);
-    after = du_snapshot(root, 1);
+    after = tf_snapshot(root, 1);
     {
         tu_sb why = { 0, 0, 0 };
-        int same = du_snap_same(&before, &after, &why);
-        du_snap_free(&before);
-        du_snap_free(&after);
+        int same = tf_snap_same(&before, &after, &why);
+        tf_snap_free(&before);
+        tf_snap_free(&after);
         du_msgs_free(&old);
         du_msgs_free(&m);
         tf_rmtree(root);

@@ -490,7 +490,7 @@ static void test_dup_fail_across_tasks(void **state) {
     sts_write_config c;
     sts_error e;
     du_msgs m;
-    du_snap before, after;
+    tf_snap before, after;
     int t;
     char shard_of[2][128];
     (void)state;
@@ -499,7 +499,7 @@ static void test_dup_fail_across_tasks(void **state) {
     kv_config(&c);
     c.generate_index = 1;
     DU_OK("prepare", sts_dataset_prepare(root, &c, KV, 3, NULL, &e), e);
-    before = du_snapshot(root, 0);
+    before = tf_snapshot(root, 0);
     for (t = 0; t < 2; t++) {
         sts_task_writer *w;
         kcell k;
@@ -536,10 +536,10 @@ static void test_dup_fail_across_tasks(void **state) {
     /* the job aborted with its messages: the folder is as it was before the job took it */
     DU_OK("abort", sts_dataset_abort(root, (const char *const *)m.m, m.len, m.n, NULL, &e), e);
     DU_OK("prepare again", sts_dataset_prepare(root, &c, KV, 3, NULL, &e), e);
-    after = du_snapshot(root, 0);
-    du_snap_equal(&before, &after, "a failed dataset commit, then its abort");
-    du_snap_free(&before);
-    du_snap_free(&after);
+    after = tf_snapshot(root, 0);
+    tf_snap_equal(&before, &after, "a failed dataset commit, then its abort");
+    tf_snap_free(&before);
+    tf_snap_free(&after);
     du_msgs_free(&m);
     tf_rmtree(root);
 }
@@ -1615,7 +1615,7 @@ static void test_arrival_layout(void **state) {
         sts_error e;
         sts_task_writer *w;
         uint8_t *d = (uint8_t *)calloc(1, 1 << 16);
-        du_snap before, after;
+        tf_snap before, after;
         long pw = k1_calls[0];
         sts_options o;
         assert_non_null(d);
@@ -1624,16 +1624,16 @@ static void test_arrival_layout(void **state) {
         memset(&o, 0, sizeof o);
         o.io_fault = k1_count;
         DU_OK("prepare", sts_dataset_prepare(root, &c, KV1, 2, NULL, &e), e);
-        before = du_snapshot(root, 0);
+        before = tf_snapshot(root, 0);
         DU_OK("open", sts_task_open(root, 0, &c, KV1, 2, &o, &w, &e), e);
         ar_rows(w, d, 100, "a%03u");  /* 6.5 MB: a first shard sealed, the second one going out */
         assert_int_equal(sts_task_get_progress(w).shards, 1);
         sts_task_close(w);
         if (k1_calls[0] == pw) tu_sb_printf(&notes, "\n  abort: no shard went out while filling");
-        after = du_snapshot(root, 0);
-        du_snap_equal(&before, &after, "an arrival writer closed while a shard was going out");
-        du_snap_free(&before);
-        du_snap_free(&after);
+        after = tf_snapshot(root, 0);
+        tf_snap_equal(&before, &after, "an arrival writer closed while a shard was going out");
+        tf_snap_free(&before);
+        tf_snap_free(&after);
         free(d);
         tf_rmtree(root);
     }
@@ -1688,7 +1688,7 @@ static void test_arrival_alloc_failures(void **state) {
     sts_result r = STS_ERR_NOMEM;
     uint8_t *d = (uint8_t *)calloc(1, 1 << 16);
     uint64_t shape[1] = { 16384 };
-    du_snap before;
+    tf_snap before;
     long k, attempts = 0, refused = 1;
     size_t shards = 0, ref_n[8];
     uint8_t *ref[8] = { 0 };
@@ -1697,7 +1697,7 @@ static void test_arrival_alloc_failures(void **state) {
     tf_tmpdir(root, sizeof root);
     k1_config(&c, 300000, 1);
     DU_OK("prepare", sts_dataset_prepare(root, &c, KV1, 2, NULL, &e), e);
-    before = du_snapshot(root, 0);
+    before = tf_snapshot(root, 0);
     for (k = 0; k < 5000 && refused; k += k && tu_quick() ? 3 : 1) {  /* k = 0: none refused */
         tu_alloc al;
         sts_options o = tu_alloc_opts(&al, NULL);
@@ -1721,13 +1721,13 @@ static void test_arrival_alloc_failures(void **state) {
         }
         if (r == STS_OK) r = sts_task_commit(w, &msg, &len, &e);
         if (r != STS_OK) {
-            du_snap after;
+            tf_snap after;
             tu_err_check(label, r, &e, STS_ERR_NOMEM, STS_RULE_ALLOC, (const char *)NULL);
             assert_int_equal(al.failed, 1);
             sts_task_close(w);
-            after = du_snapshot(root, 0);
-            du_snap_equal(&before, &after, label);
-            du_snap_free(&after);
+            after = tf_snapshot(root, 0);
+            tf_snap_equal(&before, &after, label);
+            tf_snap_free(&after);
         } else {  /* no refusal, or one of a hint's (memory faulted in ahead): every shard */
             tf_names n;
             size_t j;
@@ -1762,7 +1762,7 @@ static void test_arrival_alloc_failures(void **state) {
     assert_int_equal(shards, 4);
     for (k = 0; k < 8; k++) free(ref[k]);
     assert_true(attempts > 10);
-    du_snap_free(&before);
+    tf_snap_free(&before);
     free(d);
     tf_rmtree(root);
 }

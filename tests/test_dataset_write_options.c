@@ -342,12 +342,12 @@ static void test_prepare_refuses_combinations(void **state) {
         sts_options o;
         sts_error e;
         sts_task_writer *w = (sts_task_writer *)(uintptr_t)0x1;
-        du_snap before, after;
+        tf_snap before, after;
         sts_result r;
         int kind = combo_case(k, &cs, &c, schema, &ncols, &o);
         char label[160];
         if (!kind) break;
-        before = du_snapshot(root, 1);
+        before = tf_snapshot(root, 1);
         snprintf(label, sizeof label, "prepare (new folder): %s", cs.label);
         r = sts_dataset_prepare(fresh, kind == 2 ? NULL : &c, schema, ncols, &o, &e);
         tu_err_note(&notes, label, r, &e, cs.code, cs.rule, cs.must1, cs.must2, (const char *)NULL);
@@ -359,12 +359,12 @@ static void test_prepare_refuses_combinations(void **state) {
         tu_err_note(&notes, label, r, &e, cs.code, cs.rule, cs.must1, cs.must2, (const char *)NULL);
         if (r == STS_OK) sts_task_close(w);
         else if (w != (sts_task_writer *)(uintptr_t)0x1) fail_msg("%s: out changed on failure", label);
-        after = du_snapshot(root, 1);
-        du_snap_equal(&before, &after, label);
+        after = tf_snapshot(root, 1);
+        tf_snap_equal(&before, &after, label);
         assert_false(tf_exists(fresh));
         assert_true(tf_exists(tmpname));
-        du_snap_free(&before);
-        du_snap_free(&after);
+        tf_snap_free(&before);
+        tf_snap_free(&after);
     }
     assert_true(k >= 40);
     {   /* the base configurations are valid: the failures above come from the one change each */
@@ -461,7 +461,7 @@ static void test_prepare_folder(void **state) {
     char root[64], dir[128], p[256], ours[4][256], foreign[256];
     sts_write_config c;
     sts_error e;
-    du_snap s;
+    tf_snap s;
     int i;
     static const char *temps[4] = {
         ".part-00001-0002-2b5e9c1a-3f4d-4e5f-8a6b-7c8d9e0f1a2b.safetensors.tmp-00112233aabbccdd",
@@ -475,11 +475,11 @@ static void test_prepare_folder(void **state) {
     /* a missing nested folder is created; the job's lock is all it holds */
     tf_join(dir, sizeof dir, root, "a/b/c");
     DU_OK("create", sts_dataset_prepare(dir, &c, SCHEMA, 5, NULL, &e), e);
-    s = du_snapshot(dir, 0);
+    s = tf_snapshot(dir, 0);
     assert_false(s.missing);
     assert_int_equal(s.n, 1);
     assert_string_equal(s.e[0].name, ".sts_job.lock");
-    du_snap_free(&s);
+    tf_snap_free(&s);
     /* a second job is refused while the first holds the folder, naming it and how to clear a crash's lock */
     tu_err_check("second job", sts_dataset_prepare(dir, &c, SCHEMA, 5, NULL, &e), &e, STS_ERR_EXISTS, STS_RULE_EXISTS,
                  "held by job", "sts clean", (const char *)NULL);
@@ -537,7 +537,7 @@ static void test_writer_state(void **state) {
     row_buf b;
     char *msg = NULL;
     size_t len = 0;
-    du_snap s;
+    tf_snap s;
     (void)state;
     tf_tmpdir(root, sizeof root);
     kv_config(&c);
@@ -562,9 +562,9 @@ static void test_writer_state(void **state) {
     }
     sts_task_close(w);
     sts_task_close(NULL);
-    s = du_snapshot(root, 0);
+    s = tf_snapshot(root, 0);
     assert_int_equal(s.n, 1);  /* the committed shard stays after close */
-    du_snap_free(&s);
+    tf_snap_free(&s);
     sts_free(NULL, msg, len + 1);
     tf_clear(root);
 
@@ -591,9 +591,9 @@ static void test_writer_state(void **state) {
             tu_err_check("row after failure", sts_task_write(w, make_row(&b, "b", 1), &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_STATE, "failed earlier", "IO", (const char *)NULL);
             tu_err_check("commit after failure", sts_task_commit(w, &msg, &len, &e), &e, STS_ERR_INVALID_ARGUMENT, STS_RULE_STATE, "failed earlier", (const char *)NULL);
             sts_task_close(w);
-            s = du_snapshot(root, 0);
-            if (s.n) { tu_sb t = { 0, 0, 0 }; du_snap_text(&s, &t); fail_msg("after an aborted writer the folder holds %s", t.p); }
-            du_snap_free(&s);
+            s = tf_snapshot(root, 0);
+            if (s.n) { tu_sb t = { 0, 0, 0 }; tf_snap_text(&s, &t); fail_msg("after an aborted writer the folder holds %s", t.p); }
+            tf_snap_free(&s);
         }
     }
     {   /* close without commit removes published-to-be and open files alike (abort) */
@@ -604,14 +604,14 @@ static void test_writer_state(void **state) {
         DU_OK("r1", sts_task_write(w, make_row(&b, "b", 1), &e), e);
         DU_OK("r2", sts_task_write(w, make_row(&b, "c", 2), &e), e);
         assert_true(sts_task_get_progress(w).rows == 3 && sts_task_get_progress(w).shards >= 1);
-        s = du_snapshot(root, 0);
+        s = tf_snapshot(root, 0);
         assert_true(s.n >= 1);  /* sealed temporaries exist now */
         for (size_t i = 0; i < s.n; i++) assert_true(s.e[i].name[0] == '.');
-        du_snap_free(&s);
+        tf_snap_free(&s);
         sts_task_close(w);
-        s = du_snapshot(root, 0);
+        s = tf_snapshot(root, 0);
         assert_int_equal(s.n, 0);
-        du_snap_free(&s);
+        tf_snap_free(&s);
     }
     tf_rmtree(root);
 }
@@ -751,7 +751,7 @@ static void test_forged_messages(void **state) {
         sts_rule rule = STS_RULE_MESSAGE;
         sts_error e;
         sts_result r;
-        du_snap before, after;
+        tf_snap before, after;
         watch wt;
         tu_alloc al;
         sts_options o;
@@ -760,7 +760,7 @@ static void test_forged_messages(void **state) {
         memset(&m, 0, sizeof m);
         tf_rmtree(dir);
         assert_int_equal(mkdir(dir, 0777), 0);
-        before = du_snapshot(dir, 0);
+        before = tf_snapshot(dir, 0);
         DU_OK("prepare", sts_dataset_prepare(dir, &c, SCHEMA, 5, NULL, &e), e);
         kv_task(dir, &c, 0, 3, &m);
         kv_task(dir, &c, 1, 3, &m);
@@ -812,7 +812,7 @@ static void test_forged_messages(void **state) {
         case 31: label = "task over 32 bits"; forge(forged, sizeof forged, m.m[1], "\"task\":1,", "\"task\":4294967296,"); must = "task id"; break;
         default: break;
         }
-        if (!label) { du_msgs_free(&m); du_snap_free(&before); break; }
+        if (!label) { du_msgs_free(&m); tf_snap_free(&before); break; }
         msgs[0] = m.m[0]; lens[0] = m.len[0];
         msgs[1] = k == 27 ? NULL : forged; lens[1] = strlen(forged);
         o = tu_alloc_opts(&al, NULL);
@@ -849,10 +849,10 @@ static void test_forged_messages(void **state) {
         if (al.bad) tu_sb_printf(&left, "\n  %s: allocator misuse in sts_dataset_abort: %s", label, al.why);
         else tu_alloc_check(label, &al);
         (void)sts_dataset_abort(dir, (const char *const *)m.m, m.len, m.n, NULL, &e);
-        after = du_snapshot(dir, 0);
-        du_snap_equal(&before, &after, label);
-        du_snap_free(&before);
-        du_snap_free(&after);
+        after = tf_snapshot(dir, 0);
+        tf_snap_equal(&before, &after, label);
+        tf_snap_free(&before);
+        tf_snap_free(&after);
         du_msgs_free(&m);
     }
     assert_true(k >= 31);
@@ -1076,9 +1076,9 @@ static void test_uuids(void **state) {
     qsort(ids, N, sizeof ids[0], uuid_cmp);
     for (i = 1; i < N; i++) if (strcmp(ids[i - 1], ids[i]) == 0) fail_msg("two task writers drew the uuid %s", ids[i]);
     {   /* nothing was created by opening and closing writers without rows */
-        du_snap s = du_snapshot(root, 0);
+        tf_snap s = tf_snapshot(root, 0);
         assert_int_equal(s.n, 0);
-        du_snap_free(&s);
+        tf_snap_free(&s);
     }
     tf_rmtree(root);
 }
