@@ -11842,19 +11842,22 @@ STS__PRIVATE sts_result sts__commit_file(sts__commit *c, const char *name, sts__
     if (r != STS_OK) { sts__atomic_abort(a); return r; }
     return sts__atomic_seal(a, durable, err);
 }
-/* Publishes the index files (a[0..nidx)) and the manifest (a[nidx]) so that an index file that is
-   visible always belongs to the manifest that is visible, at every moment:
+/* Publishes the index files (a[0..nidx)) and, with_manifest, the manifest (a[nidx]) so that an
+   index file that is visible always belongs to the manifest that is visible, at every moment:
    - no old index (the usual case): the index, then the manifest, last;
-   - an old index (overwrite): the old index moves aside, then the manifest, then the new index.
+   - an old index (overwrite, reindex): the old index moves aside, then the manifest, then the new
+     index.
    Replaced files are kept under backup names until everything is in place, so a failure puts the
-   old dataset's files back. */
-STS__PRIVATE sts_result sts__publish_all(sts__commit *c, sts__atomic *a, char **paths, size_t nidx, sts_error *err) {
+   old files back: both index files or neither (reindex, whose shards do not change), a dataset
+   whole or not at all (commit). */
+STS__PRIVATE sts_result sts__publish_all(sts__commit *c, sts__atomic *a, char **paths, size_t nidx, int with_manifest,
+                                         sts_error *err) {
     static const char *const index_names[2] = { "_tensor_index.csv", "_tensor_index.json" };
     char *old_idx[2] = { NULL, NULL }, *old_bak[2] = { NULL, NULL }, *man_bak = NULL;
     size_t old_idx_sz[2] = { 0, 0 }, old_bak_sz[2] = { 0, 0 }, man_bak_sz = 0, i, placed_idx = 0;
     int moved[2] = { 0, 0 }, man_linked = 0, man_placed = 0, had_old_index = 0, e;
     sts_result r = STS_OK;
-    char *man = paths[nidx];
+    char *man = with_manifest ? paths[nidx] : NULL;
     for (i = 0; i < 2; i++) {  /* the old index files, and their backup names */
         size_t sz;
         char *bn;
@@ -11873,7 +11876,7 @@ STS__PRIVATE sts_result sts__publish_all(sts__commit *c, sts__atomic *a, char **
         sts__free(&c->mem, bn, sz);
         if (!old_bak[i]) { r = sts__nomem(err, "a file name"); goto undo; }
     }
-    if (sts__path_kind(man) != STS__FT_NONE) {  /* the old manifest stays in place until the new one replaces it */
+    if (man && sts__path_kind(man) != STS__FT_NONE) {  /* the old manifest stays until the new one replaces it */
         size_t ml = strlen(man);
         const char *slash = strrchr(man, '/');
         size_t dl = (size_t)(slash - man) + 1;
@@ -11912,17 +11915,19 @@ STS__PRIVATE sts_result sts__publish_all(sts__commit *c, sts__atomic *a, char **
         }
     }
     /* a manifest that appeared meanwhile is never replaced (only the one kept as a backup is) */
-    e = man_linked ? sts__rename_path(&c->mem, a[nidx].tmp, man) : sts__rename_noreplace(&c->mem, a[nidx].tmp, man);
-    if (e) {
-        r = e == EEXIST && !man_linked
-                ? sts__failx(err, STS_RULE_EXISTS, "%q appeared while this job committed: another job published a "
-                             "dataset here; nothing of this job was published", man, strlen(man))
-                : sts__fail_errno(err, e, "rename into", man);
-        goto undo;
+    if (man) {
+        e = man_linked ? sts__rename_path(&c->mem, a[nidx].tmp, man) : sts__rename_noreplace(&c->mem, a[nidx].tmp, man);
+        if (e) {
+            r = e == EEXIST && !man_linked
+                    ? sts__failx(err, STS_RULE_EXISTS, "%q appeared while this job committed: another job published a "
+                                 "dataset here; nothing of this job was published", man, strlen(man))
+                    : sts__fail_errno(err, e, "rename into", man);
+            goto undo;
+        }
+        sts__free(&a[nidx].mem, a[nidx].tmp, a[nidx].tmp_size);
+        a[nidx].tmp = NULL;
+        man_placed = 1;
     }
-    sts__free(&a[nidx].mem, a[nidx].tmp, a[nidx].tmp_size);
-    a[nidx].tmp = NULL;
-    man_placed = 1;
     if (had_old_index)
         for (i = 0; i < nidx; i++) {
             if ((e = sts__rename_path(&c->mem, a[i].tmp, paths[i])) != 0) {
@@ -12061,7 +12066,7 @@ STSDEF sts_result sts_dataset_commit(const char *dir, const sts_write_config *cf
         goto fail;
     }
     if ((r = sts__unlock_ready(&c.mem, dir, c.lock.job, c.lock.job_len, &unlock, err)) != STS_OK) goto fail;
-    if ((r = sts__publish_all(&c, a, paths, nfiles - 1, err)) != STS_OK) goto fail;
+    if ((r = sts__publish_all(&c, a, paths, nfiles - 1, 1, err)) != STS_OK) goto fail;
     if (overwrite) sts__commit_cleanup(&c, index, old_path);
     sts__unlock_run(&c.mem, &unlock);  /* the job ends: the folder is free */
     if (durable && (e = sts__fsync_dir(&c.mem, paths[nfiles - 1])) != 0) {
@@ -12135,44 +12140,6 @@ STS__PRIVATE sts_result sts__reindex_shards(sts__commit *c, sts_error *err) {
     }
     return STS_OK;
 }
-/* reindex: both new index files or neither. Old ones move aside to hidden backups first, the new
-   ones arrive, and a failure puts the old ones back (the shards do not change, so either pair
-   describes them; in between, readers find no index and read the headers). */
-STS__PRIVATE sts_result sts__reindex_publish(sts__commit *c, sts__atomic *a, int durable, sts_error *err) {
-    static const char *const bak_names[2] = { "._tensor_index.csv.tmp-backup", "._tensor_index.json.tmp-backup" };
-    char *bak[2] = { NULL, NULL };
-    size_t bsz[2] = { 0, 0 }, i, placed = 0;
-    int moved[2] = { 0, 0 }, e;
-    sts_result r = STS_OK;
-    for (i = 0; i < 2; i++)
-        if (!(bak[i] = sts__join(&c->mem, c->dir, bak_names[i], &bsz[i]))) {
-            r = sts__nomem(err, "a backup name");
-            goto done;
-        }
-    for (i = 0; i < 2; i++) {
-        if (sts__path_kind(a[i].path) == STS__FT_NONE) continue;
-        sts__remove_path(bak[i]);
-        if ((e = sts__rename_path(&c->mem, a[i].path, bak[i])) != 0) {
-            r = sts__fail_errno(err, e, "move aside", a[i].path);
-            goto undo;
-        }
-        moved[i] = 1;
-    }
-    for (i = 0; i < 2; i++) {
-        if ((r = sts__atomic_publish(&a[i], 0, err)) != STS_OK) goto undo;
-        placed = i + 1;
-    }
-    for (i = 0; i < 2; i++) if (moved[i]) sts__remove_path(bak[i]);
-    if (durable && (e = sts__fsync_dir(&c->mem, a[1].path)) != 0)
-        r = sts__fail_errno(err, e, "fsync the folder of", a[1].path);  /* in place, not yet durable */
-    goto done;
-undo:
-    for (i = 0; i < placed; i++) sts__remove_path(a[i].path);
-    for (i = 0; i < 2; i++) if (moved[i]) (void)sts__rename_path(NULL, bak[i], a[i].path);
-done:
-    for (i = 0; i < 2; i++) sts__free(&c->mem, bak[i], bsz[i]);
-    return r;
-}
 STSDEF sts_result sts_dataset_reindex(const char *dir, const sts_options *opts, sts_dataset_summary *summary,
                                       sts_error *err) {
     sts__commit c;
@@ -12180,6 +12147,7 @@ STSDEF sts_result sts_dataset_reindex(const char *dir, const sts_options *opts, 
     char *paths[2] = { NULL, NULL };
     size_t psize[2] = { 0, 0 }, i;
     sts_result r;
+    int e;
     memset(&c, 0, sizeof c);
     memset(a, 0, sizeof a);
     a[0].fd = a[1].fd = -1;
@@ -12203,7 +12171,12 @@ STSDEF sts_result sts_dataset_reindex(const char *dir, const sts_options *opts, 
                               &psize[0], err)) != STS_OK) goto out;
     if ((r = sts__commit_file(&c, "_tensor_index.json", sts__commit_json_index, sts__durable(NULL, opts), &a[1],
                               &paths[1], &psize[1], err)) != STS_OK) goto out;
-    if ((r = sts__reindex_publish(&c, a, sts__durable(NULL, opts), err)) != STS_OK) goto out;
+    /* both files or neither: the old ones move aside until the new ones are in place */
+    if ((r = sts__publish_all(&c, a, paths, 2, 0, err)) != STS_OK) goto out;
+    if (sts__durable(NULL, opts) && (e = sts__fsync_dir(&c.mem, paths[1])) != 0) {
+        r = sts__fail_errno(err, e, "fsync the folder of", paths[1]);  /* in place, not yet durable */
+        goto out;
+    }
     if (summary) {
         memset(summary, 0, sizeof *summary);
         summary->shards = c.nshards;
