@@ -145,9 +145,15 @@ static int fw_io_fault(void *user, const char *op) {
     }
     return 0;
 }
+static int fw_fired(void) { return g_alloc.failed > 0 || __atomic_load_n(&g_fired, __ATOMIC_SEQ_CST) > 0; }
+/* A call refused for the injected fault alone: a complete error, NOMEM or IO, and a fault fired. */
+static void fw_fault_only(const char *what, sts_result r, const sts_error *e) {
+    fz_check_error(r, e, UINT64_MAX);
+    if (!((r == STS_ERR_NOMEM || r == STS_ERR_IO) && fw_fired())) fprintf(stderr, "%s: %s\n", what, e->message);
+    FZ_CHECK((r == STS_ERR_NOMEM || r == STS_ERR_IO) && fw_fired());
+}
 static void fw_faults_off(void) { __atomic_store_n(&J.fault, 0, __ATOMIC_SEQ_CST); g_alloc.fail_at = 0; }
 static uint64_t g_files;  /* files of the committed dataset (the trace) */
-static int fw_fired(void) { return g_alloc.failed > 0 || __atomic_load_n(&g_fired, __ATOMIC_SEQ_CST) > 0; }
 
 /* ---- the cells' bytes ---- */
 static uint64_t fw_mix(uint64_t x) {
@@ -713,16 +719,13 @@ static void fw_run(const uint8_t *data, size_t size) {
         FZ_CHECK(e.rule == STS_RULE_OPTION || ((r == STS_ERR_NOMEM || r == STS_ERR_IO) && fw_fired()));
         stop = 1;
     } else if (r != STS_OK) {
-        if (r != STS_ERR_NOMEM && r != STS_ERR_IO) fprintf(stderr, "prepare: %s\n", e.message);
-        fz_check_error(r, &e, UINT64_MAX);
-        FZ_CHECK((r == STS_ERR_NOMEM || r == STS_ERR_IO) && fw_fired());
+        fw_fault_only("prepare", r, &e);
         stop = 1;
     }
     for (i = 0; i < ntasks && !stop; i++) {
         r = sts_task_open(g_dir, (uint32_t)i, &c, g_schema, g_nschema, &g_opts, &tasks[i].w, &e);
         if (r != STS_OK) {
-            fz_check_error(r, &e, UINT64_MAX);
-            FZ_CHECK((r == STS_ERR_NOMEM || r == STS_ERR_IO) && fw_fired());
+            fw_fault_only("task open", r, &e);
             FZ_CHECK(tasks[i].w == NULL);
             stop = 1;
         }
@@ -747,9 +750,7 @@ static void fw_run(const uint8_t *data, size_t size) {
     for (i = 0; i < ntasks && !stop; i++) {
         r = sts_task_commit(tasks[i].w, &tasks[i].msg, &tasks[i].msg_len, &e);
         if (r != STS_OK) {
-            if (r != STS_ERR_NOMEM && r != STS_ERR_IO) fprintf(stderr, "task commit: %s\n", e.message);
-            fz_check_error(r, &e, UINT64_MAX);
-            FZ_CHECK((r == STS_ERR_NOMEM || r == STS_ERR_IO) && fw_fired());
+            fw_fault_only("task commit", r, &e);
             stop = 1;
         } else {
             msgs[nmsgs] = tasks[i].msg;
@@ -793,9 +794,7 @@ static void fw_run(const uint8_t *data, size_t size) {
             FZ_CHECK(e.rule == STS_RULE_MESSAGE);
             stop = 1;
         } else if (r != STS_OK) {
-            if (r != STS_ERR_NOMEM && r != STS_ERR_IO) fprintf(stderr, "dataset commit: %s\n", e.message);
-            fz_check_error(r, &e, UINT64_MAX);
-            FZ_CHECK((r == STS_ERR_NOMEM || r == STS_ERR_IO) && fw_fired());
+            fw_fault_only("dataset commit", r, &e);
             stop = 1;
         } else committed = 1;
     }
@@ -853,9 +852,7 @@ static void fw_run(const uint8_t *data, size_t size) {
             fw_faults_off();
             if (getenv("FZ_WR_TRACE")) fprintf(stderr, "  reindex (fault %d): %s\n", rf, r == STS_OK ? "OK" : e.message);
             if (r != STS_OK) {  /* refused for the fault alone, and the folder as it was */
-                fz_check_error(r, &e, UINT64_MAX);
-                if (!((r == STS_ERR_NOMEM || r == STS_ERR_IO) && fw_fired())) fprintf(stderr, "reindex: %s\n", e.message);
-                FZ_CHECK((r == STS_ERR_NOMEM || r == STS_ERR_IO) && fw_fired());
+                fw_fault_only("reindex", r, &e);
                 now = tf_snapshot(g_dir, 1);
                 fw_snap_same(&then, &now);
                 tf_snap_free(&now);
