@@ -340,6 +340,9 @@ typedef enum sts_result { STS_RESULT_LIST(STS__RESULT_ENUM) STS_RESULT_COUNT } s
         "8 + N + the last tensor's end equals the file size: no trailing bytes, no truncation") \
     X(STS_RULE_ALLOC,             STS_ERR_NOMEM, "alloc", "memory allocations succeed") \
     X(STS_RULE_IO,                STS_ERR_IO, "io", "operating-system I/O calls succeed") \
+    X(STS_RULE_DURABLE,           STS_ERR_IO, "io.durable", \
+        "a durable write's final folder fsync succeeds (when it fails, the new files are already in place, " \
+        "published, but may not survive a crash)") \
     X(STS_RULE_ARGUMENT,          STS_ERR_INVALID_ARGUMENT, "argument", \
         "arguments satisfy the documented preconditions") \
     X(STS_RULE_UNSUPPORTED,       STS_ERR_UNSUPPORTED, "unsupported", \
@@ -395,6 +398,9 @@ typedef enum sts_result { STS_RESULT_LIST(STS__RESULT_ENUM) STS_RESULT_COUNT } s
         "dataset: no job holds the folder (a lock is a job writing, or one that crashed)") \
     X(STS_RULE_DATASET_CHECKSUM,  STS_ERR_DATASET, "dataset.checksum", \
         "dataset: a shard's bytes have the CRC-32C its manifest records") \
+    X(STS_RULE_DATASET_PUBLISHED, STS_ERR_DATASET, "dataset.published", \
+        "dataset: sts_dataset_discard and sts_dataset_abort remove no shard of the published dataset (a message " \
+        "naming one is refused and nothing of it is removed)") \
     X(STS_RULE_PROBE,             STS_ERR_UNSUPPORTED, "archive.probe", \
         "archive: a registered provider supports the source (the message gives every provider's reason)") \
     X(STS_RULE_PROVIDER,          STS_ERR_FORMAT, "archive.provider", \
@@ -524,8 +530,9 @@ typedef struct sts_options {    /* zero-initialise: {0} means every default */
     int no_fsync;               /* sts_write_path: skip fsync (faster, not crash-safe) */
     uint64_t hash_seed;         /* name-index seed; 0 = derived per file from address entropy */
     /* Fault injection for tests: called before each write-side system call on files the library
-       creates ("write", "pwrite", "ftruncate", "fsync", "rename", "link"); a nonzero return is
-       taken as that call's errno. Leave NULL in production. */
+       creates ("write", "pwrite", "ftruncate", "fsync", "rename", "link") and before the fsync of a
+       folder after a durable publication ("fsync_dir"); a nonzero return is taken as that call's
+       errno. Leave NULL in production. */
     int (*io_fault)(void *user, const char *op);
     void *io_fault_user;
 } sts_options;
@@ -627,7 +634,9 @@ STSDEF sts_result sts_write_memory(const sts_tensor_spec *specs, size_t n, const
                                    const sts_options *opts, void **out, size_t *out_size, sts_error *err);
 #ifndef STS_NO_STDIO
 /* Atomic: a temporary in the same folder, fsync, rename, fsync of the folder. On any failure the
-   temporary is removed and an existing file at path is untouched. */
+   temporary is removed and an existing file at path is untouched, but for the last step: when the
+   folder's fsync fails, the new file is in place already and the error's rule is
+   STS_RULE_DURABLE (io.durable). */
 STSDEF sts_result sts_write_path(const char *path, const sts_tensor_spec *specs, size_t n,
                                  const sts_kv *meta, size_t n_meta, const sts_options *opts, sts_error *err);
 #endif
@@ -883,7 +892,10 @@ STSDEF sts_result sts_dataset_reindex(const char *dir, const sts_options *opts, 
 STSDEF sts_result sts_dataset_abort(const char *dir, const char *const *messages, const size_t *lens, size_t n,
                                     const sts_options *opts, sts_error *err);
 /* Drops some task outputs while the job goes on: removes the shards these messages name (a
-   speculative attempt that lost, the first attempt of a retried task) and keeps the folder's lock. */
+   speculative attempt that lost, the first attempt of a retried task) and keeps the folder's lock.
+   Both this and sts_dataset_abort refuse a message that names a shard of the published dataset
+   (DATASET, dataset.published; a call after the job's commit, or a stale message), removing
+   nothing it names, and go on with the other messages. */
 STSDEF sts_result sts_dataset_discard(const char *dir, const char *const *messages, const size_t *lens, size_t n,
                                       const sts_options *opts, sts_error *err);
 
@@ -3658,6 +3670,12 @@ STS__PRIVATE sts_result sts__fail_errno_f(sts_error *err, int e, const char *wha
                         sts__errno_name(e), e);
 }
 #define sts__fail_errno(err, e, what, path) sts__err(sts__fail_errno_f((err), (e), (what), (path)))  /* see sts__err */
+/* A durable publication whose final folder fsync failed: the new files are in place already. */
+STS__PRIVATE sts_result sts__fail_durable_f(sts_error *err, int e, const char *path) {
+    return sts__failx_f(err, STS_RULE_DURABLE, "fsync the folder of %q failed: %s (errno %d); the new files are in "
+                        "place (published) but may not survive a crash", path, strlen(path), sts__errno_name(e), e);
+}
+#define sts__fail_durable(err, e, path) sts__err(sts__fail_durable_f((err), (e), (path)))  /* see sts__err */
 /* Read exactly len bytes at off; 0 on success, else an errno (EIO when the file ended early). */
 STS__PRIVATE int sts__pread_all(int fd, void *dst, uint64_t len, uint64_t off) {
     uint8_t *p = (uint8_t *)dst;
@@ -4349,7 +4367,8 @@ STS__PRIVATE int sts__fsync_dir(const sts__mem *m, const char *path) {
     do fd = open(dir, O_RDONLY | O_CLOEXEC); while (fd < 0 && errno == EINTR);
     if (fd < 0) e = errno;
     else {
-        if (fsync(fd) != 0 && errno != EINVAL && errno != EBADF) e = errno;  /* some file systems refuse folder syncs */
+        /* some file systems refuse folder syncs (EINVAL, EBADF): not an error */
+        if ((e = sts__fault(m, "fsync_dir")) == 0 && fsync(fd) != 0 && errno != EINVAL && errno != EBADF) e = errno;
         close(fd);
     }
     sts__free(m, heap, len + 1);
@@ -4376,8 +4395,7 @@ STS__PRIVATE sts_result sts__atomic_publish(sts__atomic *a, int sync_dir, sts_er
     }
     sts__free(&a->mem, a->tmp, a->tmp_size);
     a->tmp = NULL;
-    if (sync_dir && (e = sts__fsync_dir(&a->mem, a->path)) != 0)
-        return sts__fail_errno(err, e, "fsync the folder of", a->path);
+    if (sync_dir && (e = sts__fsync_dir(&a->mem, a->path)) != 0) return sts__fail_durable(err, e, a->path);
     return STS_OK;
 }
 STS__PRIVATE sts_result sts__atomic_commit(sts__atomic *a, int durable, sts_error *err) {
@@ -11105,9 +11123,10 @@ STS__PRIVATE int sts__live_has(const sts__live *l, const char *name) {
     }
     return 0;
 }
-/* Removes every shard the messages name (the tasks' output) except the published dataset's:
-   the folder goes back to how it was. Each message on its own, so a bad one does not keep the
-   others' shards. Returns the first problem reading a message, or STS_OK. */
+/* Removes every shard the messages name (the tasks' output): the folder goes back to how it was.
+   A message naming a shard of the published dataset is refused whole (dataset.published). Each
+   message on its own, so a bad one does not keep the others' shards. Returns the first problem
+   with a message, or STS_OK. */
 STS__PRIVATE sts_result sts__remove_job(const sts__mem *m, const char *dir, const char *const *messages,
                                         const size_t *lens, size_t n, sts_error *err) {
     sts__live live;
@@ -11119,6 +11138,7 @@ STS__PRIVATE sts_result sts__remove_job(const sts__mem *m, const char *dir, cons
         uint32_t sh, s, j;
         size_t len = lens ? lens[i] : (messages[i] ? strlen(messages[i]) : 0);
         sts_result r1;
+        int pass, keep;
         if (!messages[i]) continue;
         if ((r1 = sts__jdoc_parse(&d, messages[i], len, m, "a commit message", STS_RULE_MESSAGE, err)) != STS_OK) {
             if (r == STS_OK) r = r1;
@@ -11130,22 +11150,33 @@ STS__PRIVATE sts_result sts__remove_job(const sts__mem *m, const char *dir, cons
             sts__jdoc_free(&d);
             continue;
         }
-        for (j = 0, s = sh + 1; j < d.tok[sh].count; j++, s = sts__jdoc_next(&d, s)) {
-            uint32_t f = d.tok[s].type == '{' ? sts__jdoc_get(&d, s, "shard_path") : 0;
-            char *name, *p;
-            size_t nl, sz;
-            if (!f || d.tok[f].type != '"') continue;
-            if (!(name = sts__jdoc_dup(m, &d, f, &nl))) {
-                if (r == STS_OK) r = sts__nomem(err, "a shard name");
-                continue;
+        /* pass 0 refuses a message naming a published shard (or one it cannot check), pass 1 removes */
+        for (pass = 0, keep = 0; pass < 2 && !keep; pass++) {
+            for (j = 0, s = sh + 1; j < d.tok[sh].count && !keep; j++, s = sts__jdoc_next(&d, s)) {
+                uint32_t f = d.tok[s].type == '{' ? sts__jdoc_get(&d, s, "shard_path") : 0;
+                char *name, *p;
+                size_t nl, sz;
+                int ours;
+                if (!f || d.tok[f].type != '"') continue;
+                if (!(name = sts__jdoc_dup(m, &d, f, &nl))) {
+                    if (r == STS_OK) r = sts__nomem(err, "a shard name");
+                    keep = pass == 0;
+                    continue;
+                }
+                ours = !memchr(name, 0, nl) && sts__is_shard_name(name);  /* never outside dir */
+                if (pass == 0 && ours && sts__live_has(&live, name)) {
+                    keep = 1;
+                    if (r == STS_OK)
+                        r = sts__failx(err, STS_RULE_DATASET_PUBLISHED, "commit message %z names %q, %s: nothing "
+                                       "it names is removed (was its job committed already?)", i, name, nl,
+                                       live.all ? "and the folder's manifest cannot be read (every shard is kept)"
+                                                : "a shard of the published dataset");
+                } else if (pass == 1 && ours && (p = sts__join(m, dir, name, &sz)) != NULL) {
+                    sts__remove_path(p);
+                    sts__free(m, p, sz);
+                }
+                sts__free(m, name, nl + 1);
             }
-            /* never outside dir, never live */
-            if (!memchr(name, 0, nl) && sts__is_shard_name(name) && !sts__live_has(&live, name) &&
-                (p = sts__join(m, dir, name, &sz)) != NULL) {
-                sts__remove_path(p);
-                sts__free(m, p, sz);
-            }
-            sts__free(m, name, nl + 1);
         }
         sts__jdoc_free(&d);
     }
@@ -12070,7 +12101,7 @@ STSDEF sts_result sts_dataset_commit(const char *dir, const sts_write_config *cf
     if (overwrite) sts__commit_cleanup(&c, index, old_path);
     sts__unlock_run(&c.mem, &unlock);  /* the job ends: the folder is free */
     if (durable && (e = sts__fsync_dir(&c.mem, paths[nfiles - 1])) != 0) {
-        r = sts__fail_errno(err, e, "fsync the folder of", paths[nfiles - 1]);  /* published, but not yet durable */
+        r = sts__fail_durable(err, e, paths[nfiles - 1]);  /* published, but not yet durable */
         goto out;
     }
     if (summary) {
@@ -12174,7 +12205,7 @@ STSDEF sts_result sts_dataset_reindex(const char *dir, const sts_options *opts, 
     /* both files or neither: the old ones move aside until the new ones are in place */
     if ((r = sts__publish_all(&c, a, paths, 2, 0, err)) != STS_OK) goto out;
     if (sts__durable(NULL, opts) && (e = sts__fsync_dir(&c.mem, paths[1])) != 0) {
-        r = sts__fail_errno(err, e, "fsync the folder of", paths[1]);  /* in place, not yet durable */
+        r = sts__fail_durable(err, e, paths[1]);  /* in place, not yet durable */
         goto out;
     }
     if (summary) {

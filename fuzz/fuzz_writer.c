@@ -56,10 +56,13 @@
        for a key that lastWin left in two shards);
      - a wrong dataset commit (op 7) is refused with a complete error and changes nothing in
        the folder (the tasks' shards and the lock stay, for the right commit, which follows);
-       discard and abort after the commit change nothing in the folder either;
+       discard and abort after the commit refuse the messages naming its shards
+       (dataset.published; always when no allocation fails in them) and change nothing either;
      - when a fault fires: the failing call returns NOMEM or IO (only then), a task writer that
        failed refuses what follows, and after the writers' close and sts_dataset_abort the folder
-       is byte for byte what it was before the job (empty, or the earlier dataset);
+       is byte for byte what it was before the job (empty, or the earlier dataset), but for a
+       durable commit or reindex whose last call, the folder's fsync, failed: io.durable, and the
+       dataset (or the index) is published, checked as above;
      - the checking allocator: no misuse, nothing left allocated.
    Under the replay build the same checks run over fuzz/corpus/writer/. */
 #define _POSIX_C_SOURCE 200809L
@@ -787,6 +790,7 @@ static void fw_run(const uint8_t *data, size_t size) {
             tf_snap_free(&now);
         }
         r = sts_dataset_commit(g_dir, &c, msgs, lens, nmsgs, &g_opts, NULL, &e);
+        if (getenv("FZ_WR_TRACE")) fprintf(stderr, "  dataset commit: %s\n", r == STS_OK ? "OK" : e.message);
         if (disagree && !(r == STS_ERR_NOMEM || r == STS_ERR_IO)) {
             if (r == STS_OK) fprintf(stderr, "dataset commit: tasks disagree on a column, but it committed\n");
             FZ_CHECK(r != STS_OK);
@@ -795,7 +799,8 @@ static void fw_run(const uint8_t *data, size_t size) {
             stop = 1;
         } else if (r != STS_OK) {
             fw_fault_only("dataset commit", r, &e);
-            stop = 1;
+            if (e.rule == STS_RULE_DURABLE) committed = 1;  /* the folder's fsync failed: published all the same */
+            else stop = 1;
         } else committed = 1;
     }
     fw_faults_off();
@@ -827,12 +832,16 @@ static void fw_run(const uint8_t *data, size_t size) {
             then = tf_snapshot(g_dir, 1);
             g_alloc.calls = 0;
             g_alloc.fail_at = late - 1;
-            r = sts_dataset_discard(g_dir, msgs, lens, nmsgs, &g_opts, &e);
-            if (r != STS_OK) fz_check_error(r, &e, UINT64_MAX);
-            if (getenv("FZ_WR_TRACE")) fprintf(stderr, "  discard after the commit: %s\n", r == STS_OK ? "OK" : e.message);
-            r = sts_dataset_abort(g_dir, msgs, lens, nmsgs, &g_opts, &e);
-            if (r != STS_OK) fz_check_error(r, &e, UINT64_MAX);
-            if (getenv("FZ_WR_TRACE")) fprintf(stderr, "  abort after the commit: %s\n", r == STS_OK ? "OK" : e.message);
+            for (i = 0; i < 2; i++) {  /* messages naming published shards are refused (always when no allocation fails) */
+                r = (i ? sts_dataset_abort : sts_dataset_discard)(g_dir, msgs, lens, nmsgs, &g_opts, &e);
+                if (getenv("FZ_WR_TRACE"))
+                    fprintf(stderr, "  %s after the commit: %s\n", i ? "abort" : "discard", r == STS_OK ? "OK" : e.message);
+                if (r != STS_OK) {
+                    fz_check_error(r, &e, UINT64_MAX);
+                    FZ_CHECK(e.rule == STS_RULE_DATASET_PUBLISHED || r == STS_ERR_NOMEM);
+                }
+                if (late == 1 && g_files) FZ_CHECK(r == STS_ERR_DATASET && e.rule == STS_RULE_DATASET_PUBLISHED);
+            }
             g_alloc.fail_at = 0;
             now = tf_snapshot(g_dir, 1);
             fw_snap_same(&then, &now);
@@ -851,7 +860,10 @@ static void fw_run(const uint8_t *data, size_t size) {
             r = sts_dataset_reindex(g_dir, &g_opts, &sum, &e);
             fw_faults_off();
             if (getenv("FZ_WR_TRACE")) fprintf(stderr, "  reindex (fault %d): %s\n", rf, r == STS_OK ? "OK" : e.message);
-            if (r != STS_OK) {  /* refused for the fault alone, and the folder as it was */
+            if (r != STS_OK && e.rule == STS_RULE_DURABLE) {  /* the folder's fsync, last: the new index is in place */
+                fw_fault_only("reindex", r, &e);
+                if (J.kv) J.index = 1;
+            } else if (r != STS_OK) {  /* refused for the fault alone, and the folder as it was */
                 fw_fault_only("reindex", r, &e);
                 now = tf_snapshot(g_dir, 1);
                 fw_snap_same(&then, &now);

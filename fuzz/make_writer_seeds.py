@@ -95,6 +95,10 @@ def seeds():
     for b in (1, 7, 20, 4, 10):  # reindex with an allocation (odd b) or a write-side call (even b) failing
         s["kv_reindex_fault_%d" % b] = s["kv_lastwin_arrival"] + bytes([7, 0, b])
         s["batch_reindex_fault_%d" % b] = s["batch_tail2"] + bytes([7, 0, b])
+    # durable, the last write-side call failing: the folder's fsync after the commit's publication
+    # (io.durable: published all the same), then after a reindex's
+    s["kv_durable_dirsync"] = job(KV | INDEX, 8 | DURABLE, 0x01, ENOSPC | 17 << 2, usual[:6])
+    s["kv_durable_reindex_dirsync"] = job(KV | INDEX, 8 | DURABLE, 0x01, 0, usual[:6]) + bytes([7, 0, 18])
     return s
 
 

@@ -1004,7 +1004,7 @@ static void test_write_path_os_error(void **state) {
 typedef struct fault {
     long calls, fail_at;
     int err;
-    int saw_write, saw_fsync, saw_rename;
+    int saw_write, saw_fsync, saw_rename, saw_fsync_dir;
 } fault;
 static int fault_hook(void *user, const char *op) {
     fault *f = (fault *)user;
@@ -1012,6 +1012,7 @@ static int fault_hook(void *user, const char *op) {
     if (!strcmp(op, "write")) f->saw_write++;
     else if (!strcmp(op, "fsync")) f->saw_fsync++;
     else if (!strcmp(op, "rename")) f->saw_rename++;
+    else if (!strcmp(op, "fsync_dir")) f->saw_fsync_dir++;
     return f->calls == f->fail_at ? f->err : 0;
 }
 static void test_write_path_faults(void **state) {
@@ -1048,6 +1049,16 @@ static void test_write_path_faults(void **state) {
             fl.err = k % 2 ? ENOSPC : EIO;
             r = sts_write_path(path, sp, 3, NULL, 0, &o, &e);
             if (r == STS_OK) break;
+            if (r == STS_ERR_IO && e.rule == STS_RULE_DURABLE) {  /* the folder's fsync, after the rename */
+                assert_true(durable);
+                assert_int_equal(fl.saw_fsync_dir, 1);
+                tu_err_has(cu_label, &e, "io.durable", "in place", (const char *)NULL);
+                bytes = tf_read(path, &n);
+                assert_true(n > 3);
+                free(bytes);
+                tf_write(path, "old", 3);
+                continue;
+            }
             if (r != STS_ERR_IO || e.rule != STS_RULE_IO) fail_msg("k=%ld: expected io, got %s: %s", k, sts_result_name(r), e.message);
             tu_err_has(cu_label, &e, (const char *)NULL);
             tu_err_has(cu_label, &e, k % 2 ? "ENOSPC" : "EIO", (const char *)NULL);
@@ -1063,6 +1074,7 @@ static void test_write_path_faults(void **state) {
         assert_true(fl.saw_write >= 1);
         assert_int_equal(fl.saw_rename, 1);
         assert_int_equal(fl.saw_fsync, durable);
+        assert_int_equal(fl.saw_fsync_dir, durable);
         print_message("sts_write_path (%s): %ld faultable calls, each failed in turn\n", durable ? "fsync" : "no_fsync", total);
         assert_int_equal(sts_write_memory(sp, 3, NULL, 0, NULL, &mem, &msize, NULL), STS_OK);
         bytes = tf_read(path, &n);

@@ -9,6 +9,8 @@
      the index) keeps every task's shards and the lock; the corrected commit succeeds;
    - an overwrite removes the old manifest's shards only, never another part-* file;
    - a manifest that appears while a job commits is never replaced;
+   - after the commit (or a durable commit whose last folder fsync failed: io.durable), discard and
+     abort refuse messages naming the published shards and change nothing of them;
    - check finds each kind of tampering (orphan, temporary, stale lock, stale or short CSV,
      weight_map, schema, samples_count, index offsets, a missing index key, a flipped data byte
      with --data, and the reader's verify_checksums on first touch);
@@ -424,6 +426,87 @@ static void test_overwrite_and_appearing_manifest(void **state) {
     sts_free(NULL, msg, len + 1);
 }
 
+/* After the commit: a durable commit whose folder fsync fails has published (io.durable); a discard
+   or abort naming the published shards is refused (dataset.published) and changes nothing, while
+   another message of the same call is still handled; an unreadable manifest protects every shard. */
+static int g_dirsync_fault;
+static int dirsync_hook(void *user, const char *op) {
+    (void)user;
+    return strcmp(op, "fsync_dir") == 0 && g_dirsync_fault ? 5 /* EIO */ : 0;
+}
+static void expect_refused(sts_result r, const sts_error *e, const char *needle) {
+    if (r != STS_ERR_DATASET || e->rule != STS_RULE_DATASET_PUBLISHED || !strstr(e->message, needle))
+        fail_msg("want dataset.published naming %s, got %s: %s", needle, sts_result_name(r), e->message);
+}
+static void test_after_commit(void **state) {
+    char dir[512], *msg[3];
+    size_t len[3];
+    sts_write_config c;
+    sts_options o;
+    sts_error e;
+    sts_result r;
+    tf_snap before, after;
+    int i;
+    (void)state;
+    fresh(dir, sizeof dir, "after_commit");
+    kv_config(&c, 0, 1);
+    c.no_fsync = 0;
+    OK(sts_dataset_prepare(dir, &c, SCHEMA, 3, NULL, &e));
+    OK(one_task(dir, &c, 0, 3, 21, &msg[0], &len[0], &e));
+    OK(one_task(dir, &c, 1, 3, 21, &msg[1], &len[1], &e));
+    memset(&o, 0, sizeof o);
+    o.io_fault = dirsync_hook;
+    g_dirsync_fault = 1;
+    r = sts_dataset_commit(dir, &c, (const char *const *)msg, len, 2, &o, NULL, &e);
+    g_dirsync_fault = 0;
+    if (r != STS_ERR_IO || e.rule != STS_RULE_DURABLE || !strstr(e.message, "in place"))
+        fail_msg("a failed folder fsync after the publication: %s: %s", sts_result_name(r), e.message);
+    assert_false(exists_in(dir, ".sts_job.lock"));  /* published: the job is over */
+    expect_clean(dir, 21, 1);
+    /* the driver, told the commit failed, discards and aborts with the job's messages */
+    before = tf_snapshot(dir, 1);
+    r = sts_dataset_discard(dir, (const char *const *)msg, len, 2, NULL, &e);
+    expect_refused(r, &e, "commit message 0 names");
+    r = sts_dataset_abort(dir, (const char *const *)msg, len, 2, NULL, &e);
+    expect_refused(r, &e, "a shard of the published dataset");
+    after = tf_snapshot(dir, 1);
+    tf_snap_equal(&before, &after, "discard and abort after the commit");
+    tf_snap_free(&after);
+    /* the next job (overwrite): a stale message beside its own task's is refused, its own task's
+       shards go */
+    kv_config(&c, 1, 1);
+    OK(sts_dataset_prepare(dir, &c, SCHEMA, 3, NULL, &e));
+    OK(one_task(dir, &c, 0, 2, 22, &msg[2], &len[2], &e));
+    {
+        const char *mix[2];
+        size_t mlen[2];
+        mix[0] = msg[2]; mlen[0] = len[2];
+        mix[1] = msg[1]; mlen[1] = len[1];
+        r = sts_dataset_abort(dir, mix, mlen, 2, NULL, &e);
+        expect_refused(r, &e, "commit message 1 names");
+    }
+    after = tf_snapshot(dir, 1);
+    tf_snap_equal(&before, &after, "an abort with a stale message: the new task's shards gone, the lock released");
+    tf_snap_free(&after);
+    expect_clean(dir, 21, 1);
+    /* a manifest that cannot be read protects every shard */
+    kv_config(&c, 1, 1);
+    OK(sts_dataset_prepare(dir, &c, SCHEMA, 3, NULL, &e));
+    sts_free(NULL, msg[2], len[2] + 1);
+    OK(one_task(dir, &c, 0, 2, 23, &msg[2], &len[2], &e));
+    edit(dir, "dataset_manifest.json", "{", "[");
+    r = sts_dataset_discard(dir, (const char *const *)&msg[2], &len[2], 1, NULL, &e);
+    expect_refused(r, &e, "cannot be read");
+    edit(dir, "dataset_manifest.json", "[", "{");
+    OK(sts_dataset_discard(dir, (const char *const *)&msg[2], &len[2], 1, NULL, &e));
+    OK(sts_dataset_abort(dir, NULL, NULL, 0, NULL, &e));
+    after = tf_snapshot(dir, 1);
+    tf_snap_equal(&before, &after, "discard once the manifest reads again");
+    tf_snap_free(&after);
+    tf_snap_free(&before);
+    for (i = 0; i < 3; i++) sts_free(NULL, msg[i], len[i] + 1);
+}
+
 /* check finds every kind of tampering; the reader verifies checksums on first touch when asked. */
 static void test_check_finds(void **state) {
     char base[512], dir[512], path[600], *shard;
@@ -569,6 +652,7 @@ int main(void) {
         cmocka_unit_test(test_kill9_then_clean),
         cmocka_unit_test(test_commit_retry),
         cmocka_unit_test(test_overwrite_and_appearing_manifest),
+        cmocka_unit_test(test_after_commit),
         cmocka_unit_test(test_check_finds),
         cmocka_unit_test(test_clean),
     };

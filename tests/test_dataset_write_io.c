@@ -261,6 +261,16 @@ static void two_tasks(const char *dir, const sts_write_config *c, int kv, uint32
         sts_task_close(w);
     }
 }
+/* Back to the state before the job (its lock included: the job holds the folder again). */
+static void restore(const char *root, const tf_snap *before) {
+    size_t i;
+    tf_clear(root);
+    for (i = 0; i < before->n; i++) {
+        char p[256];
+        tf_join(p, sizeof p, root, before->e[i].name);
+        tf_write(p, before->e[i].bytes, (size_t)before->e[i].size);
+    }
+}
 static void commit_faults(int kv, int over_old) {
     char root[64], label[160];
     sts_write_config c;
@@ -301,16 +311,7 @@ static void commit_faults(int kv, int over_old) {
         assert_int_equal(ds.index, 1);
         du_ds_free(&ds);
     }
-    /* back to the state before the job (its lock included: the job holds the folder again) */
-    tf_clear(root);
-    {
-        size_t i;
-        for (i = 0; i < before.n; i++) {
-            char p[256];
-            tf_join(p, sizeof p, root, before.e[i].name);
-            tf_write(p, before.e[i].bytes, (size_t)before.e[i].size);
-        }
-    }
+    restore(root, &before);
     for (k = 1; k <= n; k++)
         for (ei = 0; ei < 2; ei++) {
             tf_snap after;
@@ -325,6 +326,17 @@ static void commit_faults(int kv, int over_old) {
             f.armed = 0;
             snprintf(label, sizeof label, "%s dataset commit%s, %s at call %ld of %ld (%s)", kv ? "KV" : "batch",
                      over_old ? " over an old dataset" : "", errno_name(err), k, n, f.op);
+            if (k == n) {  /* the folder's fsync, after the publication: published, and said so */
+                assert_string_equal(f.op, "fsync_dir");
+                tu_err_check(label, r, &e, STS_ERR_IO, STS_RULE_DURABLE, errno_name(err), "in place", root,
+                             (const char *)NULL);
+                du_check_dataset(label, root, NULL);
+                r = sts_dataset_discard(root, (const char *const *)m.m, m.len, m.n, NULL, &e);
+                tu_err_check(label, r, &e, STS_ERR_DATASET, STS_RULE_DATASET_PUBLISHED, "published", (const char *)NULL);
+                du_msgs_free(&m);
+                restore(root, &before);
+                continue;
+            }
             tu_err_check(label, r, &e, STS_ERR_IO, STS_RULE_IO, errno_name(err), root, (const char *)NULL);
             {   /* nothing published, the tasks' shards kept for a retry; discarded, the folder is as before */
                 size_t q;

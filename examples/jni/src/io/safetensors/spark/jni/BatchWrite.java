@@ -59,13 +59,16 @@ public final class BatchWrite {
      * Merges the tasks' messages, one per partition (a speculative loser's or a failed attempt's
      * must not be among them), checks their shards and cross-task duplicates, then writes the
      * index (generate_index) and dataset_manifest.json last. Shards no message names are removed.
+     * A SafetensorsException whose rule is "io.durable" means the dataset was published but the
+     * folder's final fsync failed (it may not survive a crash); any other failure published nothing.
      */
     public Summary commit(byte[][] messages) throws IOException {
         long[] s = Native.commit(dir, keys, values, messages);
         return new Summary(s[0], s[1], s[2], s[3]);
     }
 
-    /** Removes the shards named in committed messages; nothing is published. */
+    /** Removes the shards named in committed messages; nothing is published. A message naming a
+     *  shard of the published dataset (after the commit) is refused: rule "dataset.published". */
     public void abort(byte[][] messages) throws IOException { Native.abort(dir, messages); }
     /** Drops these tasks' output while the job goes on (a speculative attempt that lost, the first
      *  attempt of a retried task): their shards go, the job keeps its folder. */
