@@ -1911,7 +1911,22 @@ STS__PRIVATE int sts__sort_records(const sts__mem *m, void *base, size_t n, size
 }
 
 /* ---- UTF-8 validation (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF) ----
-   Returns n when valid, else the index of the first byte of the bad sequence. */
+   sts__utf8_seq: the length of the multi-byte sequence at s (s[0] >= 0x80, n bytes readable), or 0
+   when it is not a valid one. sts__utf8_check: n when s[0..n) is valid, else the index of the
+   first byte of the bad sequence. */
+STS__PRIVATE size_t sts__utf8_seq(const uint8_t *s, size_t n) {
+    uint8_t c = s[0], lo = 0x80, hi = 0xBF;
+    size_t need, k;
+    if (c < 0xC2) return 0;                     /* stray continuation, or C0/C1 overlong */
+    else if (c < 0xE0) need = 1;
+    else if (c < 0xF0) { need = 2; if (c == 0xE0) lo = 0xA0; else if (c == 0xED) hi = 0x9F; }
+    else if (c < 0xF5) { need = 3; if (c == 0xF0) lo = 0x90; else if (c == 0xF4) hi = 0x8F; }
+    else return 0;
+    if (n <= need) return 0;
+    if (s[1] < lo || s[1] > hi) return 0;
+    for (k = 2; k <= need; k++) if ((s[k] & 0xC0) != 0x80) return 0;
+    return need + 1;
+}
 STS__PRIVATE size_t sts__utf8_check(const uint8_t *s, size_t n) {
     size_t i = 0;
     while (i < n) {
@@ -1937,17 +1952,9 @@ STS__PRIVATE size_t sts__utf8_check(const uint8_t *s, size_t n) {
         }
         if (s[i] < 0x80) { i++; continue; }
         {
-            uint8_t c = s[i], lo = 0x80, hi = 0xBF;
-            size_t need, k;
-            if (c < 0xC2) return i;                     /* stray continuation, or C0/C1 overlong */
-            else if (c < 0xE0) need = 1;
-            else if (c < 0xF0) { need = 2; if (c == 0xE0) lo = 0xA0; else if (c == 0xED) hi = 0x9F; }
-            else if (c < 0xF5) { need = 3; if (c == 0xF0) lo = 0x90; else if (c == 0xF4) hi = 0x8F; }
-            else return i;
-            if (n - i <= need) return i;
-            if (s[i + 1] < lo || s[i + 1] > hi) return i;
-            for (k = 2; k <= need; k++) if ((s[i + k] & 0xC0) != 0x80) return i;
-            i += need + 1;
+            size_t k = sts__utf8_seq(s + i, n - i);
+            if (!k) return i;
+            i += k;
         }
     }
     return n;
@@ -2040,8 +2047,9 @@ STS__PRIVATE int sts__hex4(const uint8_t *p, unsigned *v) {
     *v = (unsigned)(a << 12 | b << 8 | c << 4 | d);
     return 1;
 }
-/* Offset of the first '"', '\\' or control byte in p[0..n), or n. */
-STS__PRIVATE size_t sts__str_stop(const uint8_t *p, size_t n) {
+/* Offset of the first '"', '\\' or control byte in p[0..n) (with `hi`, also of the first byte
+   >= 0x80), or n. */
+STS__INLINE size_t sts__str_stop_at(const uint8_t *p, size_t n, int hi) {
     size_t i = 0;
 #ifdef STS__SSE2
     const __m128i q = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\'), ctl = _mm_set1_epi8(0x1f);
@@ -2049,7 +2057,7 @@ STS__PRIVATE size_t sts__str_stop(const uint8_t *p, size_t n) {
         __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
         __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, q), _mm_cmpeq_epi8(v, bs)),
                                    _mm_cmpeq_epi8(_mm_max_epu8(v, ctl), ctl));
-        int mask = _mm_movemask_epi8(hit);
+        int mask = _mm_movemask_epi8(hi ? _mm_or_si128(hit, v) : hit);
         if (mask) return i + (size_t)__builtin_ctz((unsigned)mask);
         i += 16;
     }
@@ -2057,7 +2065,7 @@ STS__PRIVATE size_t sts__str_stop(const uint8_t *p, size_t n) {
     while (i + 8 <= n) {  /* SWAR: the lowest flagged byte is exact */
         uint64_t x = sts__le64(p + i), ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
         uint64_t xq = x ^ (ones * '"'), xb = x ^ (ones * '\\');
-        uint64_t t = ((xq - ones) & ~xq) | ((xb - ones) & ~xb) | ((x - ones * 0x20) & ~x);
+        uint64_t t = ((xq - ones) & ~xq) | ((xb - ones) & ~xb) | ((x - ones * 0x20) & ~x) | (hi ? x : 0);
         t &= high;
         if (t) {
             size_t k = 0;
@@ -2067,20 +2075,30 @@ STS__PRIVATE size_t sts__str_stop(const uint8_t *p, size_t n) {
         i += 8;
     }
 #endif
-    while (i < n && p[i] != '"' && p[i] != '\\' && p[i] >= 0x20) i++;
+    while (i < n && p[i] != '"' && p[i] != '\\' && p[i] >= 0x20 && (!hi || p[i] < 0x80)) i++;
     return i;
 }
-/* A string at the cursor ('"'); leaves the cursor after the closing quote. */
+STS__PRIVATE size_t sts__str_stop(const uint8_t *p, size_t n) { return sts__str_stop_at(p, n, 0); }
+/* A string at the cursor ('"'); leaves the cursor after the closing quote. Its bytes >= 0x80 are
+   checked as UTF-8 here: with the grammar, which takes no such byte outside a string, a text that
+   parses is valid UTF-8 without a pass of its own (the header's parser relies on it). */
 STS__PRIVATE sts_result sts__json_string(sts__json *j, sts__str *s) {
     const uint8_t *start = ++j->p, *p = start, *end = j->end;
     s->esc = 0;
     for (;;) {
-        p += sts__str_stop(p, (size_t)(end - p));
+        p += sts__str_stop_at(p, (size_t)(end - p), 1);
         if (STS__UNLIKELY(p >= end))
             return sts__json_fail(j, STS_RULE_JSON_SYNTAX, p, "unterminated string");
         if (STS__LIKELY(*p == '"')) break;
         if (*p < 0x20)
             return sts__json_fail(j, STS_RULE_JSON_STRING, p, "raw control character %x in a string", (int)*p);
+        if (*p >= 0x80) {
+            size_t k = sts__utf8_seq(p, (size_t)(end - p));
+            if (!k) return sts__json_fail(j, STS_RULE_HEADER_UTF8, p, "byte %x is not part of a valid UTF-8 sequence",
+                                          (int)*p);
+            p += k;
+            continue;
+        }
         /* backslash */
         s->esc = 1;
         if (end - p < 2) return sts__json_fail(j, STS_RULE_JSON_SYNTAX, p, "unterminated escape");
@@ -3452,11 +3470,6 @@ STS__PRIVATE sts_result sts__parse_core(sts_file *f, const sts_options *o, sts_e
     sts_result r;
     size_t n = (size_t)f->header_len, bad;
     int strict = o && o->strict;
-    bad = sts__utf8_check(f->header, n);
-    if (bad != n)
-        return sts__fail(err, STS_RULE_HEADER_UTF8, 8 + (uint64_t)bad,
-                         "byte %x at file offset %U is not part of a valid UTF-8 sequence",
-                         (int)f->header[bad], 8 + (uint64_t)bad);
     memset(&ps, 0, sizeof ps);
     ps.j.off0 = 8;
     ps.j.p = ps.j.base = f->header;
@@ -3476,14 +3489,21 @@ STS__PRIVATE sts_result sts__parse_core(sts_file *f, const sts_options *o, sts_e
            the lower estimate: it grows once more if the count passes it. */
         size_t guess = n / 120 + 16;
         if (guess > STS__PROJECT_AT) guess = STS__PROJECT_AT;
-        if (!(f->tensors = (sts_tensor *)sts__alloc(&f->mem, guess * sizeof *f->tensors)))
-            return sts__nomem(err, "the tensor table");
-        f->cap = guess;
-        if (!sts__index_init_tagged(&f->mem, &f->index, guess < n / 140 + 16 ? guess : n / 140 + 16))
-            return sts__nomem(err, "the tensor index");
+        if ((f->tensors = (sts_tensor *)sts__alloc(&f->mem, guess * sizeof *f->tensors)) != NULL) f->cap = guess;
+        if (!f->tensors) r = sts__nomem(err, "the tensor table");
+        else if (!sts__index_init_tagged(&f->mem, &f->index, guess < n / 140 + 16 ? guess : n / 140 + 16))
+            r = sts__nomem(err, "the tensor index");
+        else r = sts__parse_json(&ps);
     }
-    r = sts__parse_json(&ps);
     if (ps.dims != ps.dims_local) sts__free(&f->mem, ps.dims, ps.dims_cap * sizeof *ps.dims);
+    /* The reference checks the whole header's UTF-8 before the JSON. The parser checks each
+       string's bytes (json_string), and its grammar takes no byte >= 0x80 elsewhere: a header that
+       parsed is valid UTF-8. On a failure the whole text is checked, and its first bad byte, if
+       any, is the verdict, as if it had been checked first (but for a failed allocation: NOMEM). */
+    if (r != STS_OK && r != STS_ERR_NOMEM && (bad = sts__utf8_check(f->header, n)) != n)
+        return sts__fail(err, STS_RULE_HEADER_UTF8, 8 + (uint64_t)bad,
+                         "byte %x at file offset %U is not part of a valid UTF-8 sequence",
+                         (int)f->header[bad], 8 + (uint64_t)bad);
     if (r != STS_OK) return r;
     if ((r = sts__finish_metadata(f, strict, err)) != STS_OK) return r;
     return sts__finish_tensors(f, &ps, err);

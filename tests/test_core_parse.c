@@ -281,6 +281,24 @@ static void test_header_utf8(void **state) {
         im = cu_img_bytes("{}      \xC3", 9, 0);
         cu_parse_fail(&im, NULL, STS_RULE_HEADER_UTF8, 8 + 8);
         cu_img_free(&im);
+        /* the parser checks strings as it goes and the whole text only on a failure: a bad byte
+           anywhere is still the verdict, before any JSON error that comes earlier in the text */
+        {
+            static const struct { const char *text; size_t at; } late[] = {
+                { "{\"a\":{\"dtype\":\"U8\",x}, \"b\xFF\":1}", 25 },                 /* after a syntax error */
+                { "{\"__metadata__\":{\"k\":\"v\xC3(\"}}", 23 },                     /* a metadata value */
+                { "{\"a\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0],\"z\":[\"\xE2\x82\"]}}", 58 },
+                { "{\"a\":{\"dtype\":\"U\xF0\x9F\x98\",\"shape\":[0],\"data_offsets\":[0,0]}}", 16 },
+                { "{\"\\u00e9\xC3\xA9\x80\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]}}", 10 },
+                { "{\"a\":1}\x80", 7 },                                                /* after the object */
+            };
+            size_t li;
+            for (li = 0; li < sizeof late / sizeof late[0]; li++) {
+                im = cu_img_bytes(late[li].text, strlen(late[li].text), 0);
+                cu_parse_fail(&im, NULL, STS_RULE_HEADER_UTF8, 8 + late[li].at);
+                cu_img_free(&im);
+            }
+        }
         /* valid UTF-8 in the padding is a JSON error, not a UTF-8 one */
         im = cu_img_bytes("{}  \xC3\xA9  ", 8, 0);
         cu_parse_fail(&im, NULL, STS_RULE_JSON_SYNTAX, 8 + 4);
