@@ -1824,24 +1824,42 @@ STS__PRIVATE void sts__index_put(sts__index *ix, size_t pos, uint32_t item, uint
     ix->slots[pos] = ((uint32_t)(h >> 32) & ix->tags) | item;
 }
 /* The slot holding `name`, or the empty slot where it would go. */
+STS__PRIVATE int sts__index_is(const sts__names *k, uint32_t it, uint64_t h, const char *name, size_t len) {
+    uint64_t ih = h;
+    size_t ilen;
+    const char *ip;
+    if (k->hashes) memcpy(&ih, (const char *)k->hashes + (size_t)it * k->hash_stride, sizeof ih);
+    if (ih != h) return 0;
+    ip = sts__name_of(k, it, &ilen);
+    return ilen == len && (len == 0 || memcmp(ip, name, len) == 0);
+}
 STS__PRIVATE size_t sts__index_probe(const sts__index *ix, const sts__names *k, uint64_t h,
                                      const char *name, size_t len) {
     size_t pos = (size_t)h & ix->mask;
     uint32_t want = (uint32_t)(h >> 32) & ix->tags;
-    for (;;) {
-        uint32_t s = ix->slots[pos], it;
-        if (s == STS__EMPTY) return pos;
-        it = s & ~ix->tags;
-        if ((s & ix->tags) == want) {
-            uint64_t ih = h;
-            size_t ilen;
-            const char *ip;
-            if (k->hashes) memcpy(&ih, (const char *)k->hashes + (size_t)it * k->hash_stride, sizeof ih);
-            if (ih == h) {
-                ip = sts__name_of(k, it, &ilen);
-                if (ilen == len && (len == 0 || memcmp(ip, name, len) == 0)) return pos;
+#ifdef STS__SSE2
+    if (ix->tags) {  /* four slots a step: the first empty one, and the tags equal to want before it */
+        const __m128i empty = _mm_set1_epi32(-1), tags = _mm_set1_epi32((int)ix->tags), w = _mm_set1_epi32((int)want);
+        while (pos + 4 <= ix->mask + 1) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(ix->slots + pos));
+            unsigned me = (unsigned)_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(v, empty)));
+            unsigned mt = (unsigned)_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(_mm_and_si128(v, tags), w)));
+            unsigned stop = me & (0u - me);  /* the first empty slot's bit, or 0 */
+            if (stop) mt &= stop - 1;        /* (an empty slot's tag bits may equal want: never one before it) */
+            while (mt) {
+                unsigned i = (unsigned)__builtin_ctz(mt);
+                if (sts__index_is(k, ix->slots[pos + i] & ~ix->tags, h, name, len)) return pos + i;
+                mt &= mt - 1;
             }
+            if (stop) return pos + (size_t)__builtin_ctz(stop);
+            pos = (pos + 4) & ix->mask;
         }
+    }
+#endif
+    for (;;) {
+        uint32_t s = ix->slots[pos];
+        if (s == STS__EMPTY) return pos;
+        if ((s & ix->tags) == want && sts__index_is(k, s & ~ix->tags, h, name, len)) return pos;
         pos = (pos + 1) & ix->mask;
     }
 }

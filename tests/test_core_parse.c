@@ -1408,6 +1408,70 @@ static void test_accessors_null_and_args(void **state) {
 }
 
 /* A fixed hash seed changes nothing visible; names still resolve. */
+/* The name index's probe (four slots a step where SSE2 is, else one) against a plain linear scan,
+   white box: small tagged tables filled to their 4/5 load with hashes chosen to pile up (homes
+   near the end, so runs wrap; tags that collide, so names are compared), then every name looked
+   up, and names that are absent. */
+typedef struct probe_item { const char *name; size_t len; } probe_item;
+static size_t probe_model(const sts__index *ix, const probe_item *items, uint64_t h, const char *name, size_t len) {
+    size_t pos = (size_t)h & ix->mask;
+    for (;;) {
+        uint32_t s = ix->slots[pos];
+        if (s == 0xffffffffu) return pos;
+        if ((s & ix->tags) == ((uint32_t)(h >> 32) & ix->tags) && items[s & ~ix->tags].len == len &&
+            memcmp(items[s & ~ix->tags].name, name, len) == 0)
+            return pos;
+        pos = (pos + 1) & ix->mask;
+    }
+}
+static void test_index_probe(void **state) {
+    static char names[200][8];
+    probe_item items[200];
+    uint64_t hs[200];
+    size_t caps[] = { 8, 16, 32, 64, 128 }, ci, i, round;
+    sts__mem m;
+    (void)state;
+    memset(&m, 0, sizeof m);
+    for (i = 0; i < 200; i++) {
+        snprintf(names[i], sizeof names[i], "n%zu", i);
+        items[i].name = names[i];
+        items[i].len = strlen(names[i]);
+    }
+    for (ci = 0; ci < sizeof caps / sizeof caps[0]; ci++)
+        for (round = 0; round < 6; round++) {
+            sts__index ix;
+            sts__names k;
+            size_t n, cap;
+            assert_true(sts__index_init_tagged(&m, &ix, caps[ci] / 5 * 4));
+            cap = ix.mask + 1;
+            n = sts__index_room(&ix);
+            k.items = items; k.stride = sizeof items[0];
+            k.ptr_off = offsetof(probe_item, name); k.len_off = offsetof(probe_item, len);
+            k.hashes = NULL; k.hash_stride = 0;
+            for (i = 0; i < n; i++) {
+                size_t pos;
+                uint64_t home = round % 3 == 0 ? cap - 1 - i % 3 : round % 3 == 1 ? (i * 7) % cap : cap - 2;
+                uint64_t tag = round < 3 ? 0x5a5a5a5au : (uint64_t)(i % 2) * 0xffffffffu;  /* 1s: as the empty slot */
+                hs[i] = tag << 32 | home;
+                pos = sts__index_probe(&ix, &k, hs[i], items[i].name, items[i].len);
+                assert_int_equal(pos, probe_model(&ix, items, hs[i], items[i].name, items[i].len));
+                assert_int_equal(ix.slots[pos], 0xffffffffu);
+                sts__index_put(&ix, pos, (uint32_t)i, hs[i]);
+            }
+            for (i = 0; i < n; i++) {  /* each found where it was put */
+                size_t pos = sts__index_probe(&ix, &k, hs[i], items[i].name, items[i].len);
+                assert_int_equal(pos, probe_model(&ix, items, hs[i], items[i].name, items[i].len));
+                assert_int_equal(sts__index_item(&ix, pos), (uint32_t)i);
+            }
+            for (i = 0; i < cap; i++) {  /* absent names, from every home: the first empty slot */
+                uint64_t h = (uint64_t)(i % 2 ? 0x5a5a5a5au : 0xffffffffu) << 32 | i;
+                size_t pos = sts__index_probe(&ix, &k, h, "absent", 6);
+                assert_int_equal(pos, probe_model(&ix, items, h, "absent", 6));
+                assert_int_equal(ix.slots[pos], 0xffffffffu);
+            }
+            sts__index_free(&m, &ix);
+        }
+}
 static void test_hash_seed(void **state) {
     cu_img im = cu_img_q("{'a':" U8_1 ",'b':{'dtype':'U8','shape':[1],'data_offsets':[1,2]},'__metadata__':{'m':'1','n':'2'}}", 2);
     uint64_t seeds[4] = { 0, 1, 42, UINT64_MAX };
@@ -1513,6 +1577,7 @@ int main(void) {
         cmocka_unit_test(test_header_only),
         cmocka_unit_test(test_accessors_null_and_args),
         cmocka_unit_test(test_hash_seed),
+        cmocka_unit_test(test_index_probe),
         cmocka_unit_test(test_all_dtypes_parse),
         cmocka_unit_test(test_every_format_rule_covered),
     };
