@@ -8,7 +8,9 @@
        read nothing past byte 8 + N;
      - tighter limits only add json.depth or header.too_large rejections;
      - failing the k-th allocation gives NOMEM and leaks nothing; sizes passed to free match;
-     - every error is complete (code, rule, "<rule id>: ..." message) and out stays untouched.
+     - every error is complete (code, rule, "<rule id>: ..." message) and out stays untouched;
+     - a header that parses is UTF-8, and one that is not is refused under header.utf8 at its first
+       bad byte (an oracle of the target's own: the library checks inside strings as it parses).
    On success every accessor is exercised: sts_at in offset order with contiguous offsets, sts_find
    for each name returns that very tensor, metadata_find for each key, and every name, value and
    data range is read byte by byte (ASan checks the pointers stay in the caller's buffer). */
@@ -122,6 +124,31 @@ static sts_result fz_src_read(void *user, uint64_t off, void *dst, size_t len) {
     return STS_OK;
 }
 
+/* The header's UTF-8, judged here without the library (it checks inside strings as it parses and
+   the whole text only on a failure): the index of the first byte of the first sequence that is
+   not RFC 3629 UTF-8, or n. Code points are decoded and then judged (overlong, surrogate, range),
+   a different route from the library's table of second-byte bounds. */
+static size_t fz_utf8_bad(const uint8_t *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        uint32_t cp, min;
+        size_t len, k;
+        if (s[i] < 0x80) { i++; continue; }
+        if ((s[i] & 0xE0) == 0xC0) { len = 2; cp = s[i] & 0x1Fu; min = 0x80; }
+        else if ((s[i] & 0xF0) == 0xE0) { len = 3; cp = s[i] & 0x0Fu; min = 0x800; }
+        else if ((s[i] & 0xF8) == 0xF0) { len = 4; cp = s[i] & 0x07u; min = 0x10000; }
+        else return i;
+        if (n - i < len) return i;
+        for (k = 1; k < len; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) return i;
+            cp = cp << 6 | (s[i + k] & 0x3Fu);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
+        i += len;
+    }
+    return n;
+}
+
 static sts_file *const untouched = (sts_file *)(uintptr_t)0x5157u; /* a sentinel, never used */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -159,6 +186,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         fz_check_error(r1, &e1, size);
         if (r0 == STS_OK) FZ_CHECK(is_strict_rule(e1.rule));
         else FZ_CHECK(e1.rule == e0.rule || is_strict_rule(e1.rule));
+    }
+
+    /* 1b. UTF-8, against the oracle above: a header that parses is UTF-8; one that is not gives
+       header.utf8 at its first bad byte, whatever else is wrong after the prefix checks */
+    if (size >= 8 && hn <= size - 8) {
+        size_t bad = fz_utf8_bad(data + 8, (size_t)hn);
+        if (r0 == STS_OK) FZ_CHECK(bad == hn);
+        if (r0 == STS_ERR_INVALID_HEADER && e0.rule == STS_RULE_HEADER_UTF8) FZ_CHECK(bad < hn && e0.offset == 8 + bad);
+        if (bad < hn && e0.rule != STS_RULE_HEADER_TOO_LARGE && e0.rule != STS_RULE_HEADER_LENGTH &&
+            e0.rule != STS_RULE_FILE_TOO_SMALL)
+            FZ_CHECK(e0.rule == STS_RULE_HEADER_UTF8 && e0.offset == 8 + bad);
     }
 
     /* 2. header-only from a copy of exactly the 8 + N prefix: same verdict, nothing read past it */
