@@ -421,6 +421,13 @@ public final class JniTests {
         check(list(d).containsAll(shards(first)), "the winner's shards are untouched");
         BatchWrite.Summary s = job.commit(new byte[][] { m0, first, m2 });
         check(s.samples == 75, "each row once: " + s);
+        // a driver that discards or aborts after its commit: refused, the dataset untouched
+        Set<String> published = list(d);
+        SafetensorsException late = expect(SafetensorsException.class, () -> job.discard(new byte[][] { first }));
+        check(late.rule().equals("dataset.published"), late.toString());
+        late = expect(SafetensorsException.class, () -> job.abort(new byte[][] { m0, first, m2 }));
+        check(late.rule().equals("dataset.published") && late.getMessage().contains("published dataset"), late.toString());
+        check(list(d).equals(published), "discard and abort after the commit changed the folder: " + list(d));
         checkClean(d, true);
         Expect e = new Expect();
         for (int p = 0; p < 3; p++) Rows.expectKv(e, p, 25);
