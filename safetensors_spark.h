@@ -872,7 +872,8 @@ STSDEF sts_task_progress sts_task_get_progress(const sts_task_writer *w);
    is refused): checks them and their shards (existence, size, header), cross-task duplicates, then
    writes the index (when asked) and dataset_manifest.json last. On failure nothing is published;
    the tasks' shards and the job's lock stay, for a corrected commit or for sts_dataset_abort,
-   which removes them. */
+   which removes them. One exception, told apart by its rule: when a durable commit's last step,
+   the folder's fsync, fails (STS_ERR_IO, STS_RULE_DURABLE), the dataset is published already. */
 STSDEF sts_result sts_dataset_commit(const char *dir, const sts_write_config *cfg, const char *const *messages,
                                      const size_t *lens, size_t n, const sts_options *opts,
                                      sts_dataset_summary *summary,
@@ -881,7 +882,8 @@ STSDEF sts_result sts_dataset_commit(const char *dir, const sts_write_config *cf
    shards (keeping its dataset_id, mode and duplicates strategy), or every *.safetensors in name
    order when there is no manifest (keys are then tensor names; a repeated name keeps the last
    file's). Shards are checked as the dataset commit checks them. Both files are replaced or
-   neither: on a failure the old index (or none) is back in place. */
+   neither: on a failure the old index (or none) is back in place (but for STS_RULE_DURABLE: the
+   new files are in place, the folder's fsync failed). */
 STSDEF sts_result sts_dataset_reindex(const char *dir, const sts_options *opts, sts_dataset_summary *summary,
                                       sts_error *err);
 /* Ends a job without publishing: removes the shards its committed task messages name (never a
