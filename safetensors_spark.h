@@ -11180,7 +11180,8 @@ STS__PRIVATE sts_result sts__remove_job(const sts__mem *m, const char *dir, cons
         sts_result r1;
         int pass, keep;
         if (!messages[i]) continue;
-        if ((r1 = sts__jdoc_parse(&d, messages[i], len, m, "a commit message", STS_RULE_MESSAGE, err)) != STS_OK) {
+        if ((r1 = sts__jdoc_parse(&d, messages[i], len, m, "a commit message", STS_RULE_MESSAGE,
+                                  r == STS_OK ? err : NULL)) != STS_OK) {  /* err tells the first problem */
             if (r == STS_OK) r = r1;
             continue;
         }
