@@ -2578,7 +2578,7 @@ STSDEF int sts_dtype_from_name(const char *name, size_t len, sts_dtype *out) {
     const uint8_t *p = (const uint8_t *)name;
     sts_dtype d = STS_DTYPE_COUNT;
     if (!name) return 0;
-    if (len == 3 || len == 4) {
+    if (len == 3 || (len == 4 && p[3])) {  /* a 4th byte of 0 would read as a 3-byte name: "U16\0" is not U16 */
         uint32_t w = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
                      (len == 4 ? (uint32_t)p[3] << 24 : 0u);
         switch (w) {

@@ -118,6 +118,9 @@ static void test_dtype_table(void **state) {
             assert_int_equal(sts_dtype_from_name(t, strlen(ref[i].name), &d), 1);
             assert_int_equal(d, i);
             assert_int_equal(sts_dtype_from_name(t, strlen(ref[i].name) + 1, &d), 0);
+            /* the name and a NUL ("U16\0", as an escaped \u0000 unescapes): not that dtype */
+            memcpy(t, ref[i].name, strlen(ref[i].name) + 1);
+            assert_int_equal(sts_dtype_from_name(t, strlen(ref[i].name) + 1, &d), 0);
         }
     }
     for (k = 0; k < sizeof bad / sizeof bad[0]; k++) {

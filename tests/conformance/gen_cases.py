@@ -838,6 +838,7 @@ def build():
     for tag, v in (("bf16_lower", '"bf16"'), ("empty", '""'), ("f8_e4m3fn", '"F8_E4M3FN"'), ("f6", '"F6"'),
                    ("f8", '"F8"'), ("c128", '"C128"'), ("u4", '"U4"'), ("i4", '"I4"'), ("float32", '"FLOAT32"'),
                    ("bool_lower", '"bool"'), ("leading_space", '" F32"'), ("nul_suffix", '"U8\\u0000"'),
+                   ("nul_suffix_3", '"F32\\u0000"'),
                    ("f8_lower_suffix", '"F8_e4m3"'), ("null", "null"), ("array", '["U8"]'), ("object", '{"U8":1}'),
                    ("true", "true"), ("f16_bf16", '"F16BF16"')):
         bad("dtype_bad_" + tag, F('{"w":{"dtype":%s,"shape":[1],"data_offsets":[0,1]}}' % v, b"\x01"), IHD,
