@@ -11131,7 +11131,13 @@ STS__PRIVATE void sts__commit_free(sts__commit *c) {
 /* The shards the published manifest (if any) lists: never removed by a failed or aborted job,
    even when a stale commit message names them. A manifest that cannot be read protects every shard
    a message names (nothing is removed rather than something live). */
-typedef struct sts__live { sts__manifest man; char **names; size_t n; int all; } sts__live;
+typedef struct sts__live {
+    sts__manifest man;
+    char **names;
+    size_t n;
+    int all;            /* the manifest could not be read: every shard counts as published */
+    sts_result why;     /* and why (NOMEM when an allocation failed) */
+} sts__live;
 STS__PRIVATE int sts__by_cstr(const void *ctx, size_t a, size_t b) {
     return strcmp(((char *const *)ctx)[a], ((char *const *)ctx)[b]) < 0;
 }
@@ -11144,13 +11150,20 @@ STS__PRIVATE void sts__live_load(const sts__mem *m, const char *dir, sts__live *
     size_t i;
     int found;
     memset(l, 0, sizeof *l);
-    if (sts__manifest_read(m, dir, &l->man, &found, NULL) != STS_OK) { l->all = 1; return; }
+    if ((l->why = sts__manifest_read(m, dir, &l->man, &found, NULL)) != STS_OK) { l->all = 1; return; }
     if (!found || !l->man.nshards) return;
-    if (!(l->names = (char **)sts__alloc(m, l->man.nshards * sizeof *l->names))) { l->all = 1; return; }
+    if (!(l->names = (char **)sts__alloc(m, l->man.nshards * sizeof *l->names))) {
+        l->all = 1;
+        l->why = STS_ERR_NOMEM;
+        return;
+    }
     l->n = l->man.nshards;
     for (i = 0; i < l->n; i++) l->names[i] = l->man.shards[i].name;
     /* cannot sort: protect every shard */
-    if (!sts__sort_records(m, l->names, l->n, sizeof *l->names, sts__by_cstr)) l->all = 1;
+    if (!sts__sort_records(m, l->names, l->n, sizeof *l->names, sts__by_cstr)) {
+        l->all = 1;
+        l->why = STS_ERR_NOMEM;
+    }
 }
 STS__PRIVATE int sts__live_has(const sts__live *l, const char *name) {
     size_t lo = 0, hi = l->n;
@@ -11207,7 +11220,9 @@ STS__PRIVATE sts_result sts__remove_job(const sts__mem *m, const char *dir, cons
                 ours = !memchr(name, 0, nl) && sts__is_shard_name(name);  /* never outside dir */
                 if (pass == 0 && ours && sts__live_has(&live, name)) {
                     keep = 1;
-                    if (r == STS_OK)
+                    if (r == STS_OK && live.all && live.why == STS_ERR_NOMEM)
+                        r = sts__nomem(err, "the folder's manifest (no shard is removed without it)");
+                    else if (r == STS_OK)
                         r = sts__failx(err, STS_RULE_DATASET_PUBLISHED, "commit message %z names %q, %s: nothing "
                                        "it names is removed (was its job committed already?)", i, name, nl,
                                        live.all ? "and the folder's manifest cannot be read (every shard is kept)"
