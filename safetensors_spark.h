@@ -890,7 +890,8 @@ STSDEF sts_result sts_dataset_reindex(const char *dir, const sts_options *opts, 
    published dataset's) and releases the folder when a message names its job, or when no message is
    given (a driver that aborts before any task committed). Releasing it, it first removes this
    library's temporaries (hidden files of writers that died or were never committed), as prepare
-   does: call it once every task writer of the job has ended. */
+   does: call it once every task writer of the job has ended. An allocation that fails (NOMEM)
+   may leave shards and the lock: the job is not over, and a second call finishes it. */
 STSDEF sts_result sts_dataset_abort(const char *dir, const char *const *messages, const size_t *lens, size_t n,
                                     const sts_options *opts, sts_error *err);
 /* Drops some task outputs while the job goes on: removes the shards these messages name (a
@@ -11227,9 +11228,12 @@ STS__PRIVATE sts_result sts__remove_job(const sts__mem *m, const char *dir, cons
                                        "it names is removed (was its job committed already?)", i, name, nl,
                                        live.all ? "and the folder's manifest cannot be read (every shard is kept)"
                                                 : "a shard of the published dataset");
-                } else if (pass == 1 && ours && (p = sts__join(m, dir, name, &sz)) != NULL) {
-                    sts__remove_path(p);
-                    sts__free(m, p, sz);
+                } else if (pass == 1 && ours) {
+                    if ((p = sts__join(m, dir, name, &sz)) != NULL) {
+                        sts__remove_path(p);
+                        sts__free(m, p, sz);
+                    } else if (r == STS_OK)
+                        r = sts__nomem(err, "a shard's path (the shard stays)");
                 }
                 sts__free(m, name, nl + 1);
             }
@@ -12296,30 +12300,43 @@ STSDEF sts_result sts_dataset_abort(const char *dir, const char *const *messages
     if (!dir || (!messages && n))
         return sts__failx(err, STS_RULE_ARGUMENT, "sts_dataset_abort needs a folder and the messages");
     r = sts__remove_job(&m, dir, messages, lens, n, err);
-    {   /* the job ends: its lock goes when a message names it, or when no message was given */
+    if (r != STS_ERR_NOMEM) {  /* NOMEM: a shard may stay, and so does the job, for a second call */
+        /* the job ends: its lock goes when a message names it, or when no message was given; one
+           that stays for want of memory (or a lock that cannot be read) is an error, never an OK */
         sts__joblock l;
+        sts__unlock u;
+        sts_error le;
+        sts_result lr;
         int found, ours = n == 0;
         size_t i;
-        if (sts__lock_read(&m, dir, &l, &found, NULL) == STS_OK && found && l.job) {
-            for (i = 0; i < n && !ours; i++) {
+        memset(&u, 0, sizeof u);
+        lr = sts__lock_read(&m, dir, &l, &found, &le);
+        if (lr == STS_OK && found && l.job) {
+            for (i = 0; i < n && !ours && lr == STS_OK; i++) {
                 sts__jdoc d;
                 uint32_t t;
                 size_t len = lens ? lens[i] : (messages[i] ? strlen(messages[i]) : 0);
-                if (!messages[i] || sts__jdoc_parse(&d, messages[i], len, &m, "a commit message", STS_RULE_MESSAGE,
-                                                    NULL))
-                    continue;
+                sts_result pr;
+                if (!messages[i]) continue;
+                pr = sts__jdoc_parse(&d, messages[i], len, &m, "a commit message", STS_RULE_MESSAGE, &le);
+                if (pr == STS_ERR_NOMEM) lr = pr;  /* whose message it is cannot be told */
+                if (pr != STS_OK) continue;  /* a bad message: remove_job has said so */
                 t = d.tok[0].type == '{' ? sts__jdoc_get(&d, 0, "job") : 0;
                 if (t && d.tok[t].type == '"' && !d.tok[t].esc && d.tok[t].len == l.job_len &&
                     memcmp(d.text + d.tok[t].at, l.job, l.job_len) == 0)
                     ours = 1;
                 sts__jdoc_free(&d);
             }
-            if (ours) {  /* dead writers' temporaries go while the folder is still the job's */
-                (void)sts__folder_pass(dir, &m, 1, 1, NULL);
-                sts__lock_release(&m, dir, l.job, l.job_len);
+            if (ours && lr == STS_OK && (lr = sts__unlock_ready(&m, dir, l.job, l.job_len, &u, &le)) == STS_OK) {
+                (void)sts__folder_pass(dir, &m, 1, 1, NULL);  /* dead writers' temporaries, while the folder is ours */
+                sts__unlock_run(&m, &u);
             }
         }
         sts__lock_free(&m, &l);
+        if (lr != STS_OK && r == STS_OK) {  /* the job still holds the folder: call sts_dataset_abort again */
+            if (err) *err = le;
+            r = lr;
+        }
     }
     if (r == STS_OK) sts__ok(err);
     return r;

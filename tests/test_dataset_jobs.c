@@ -507,6 +507,47 @@ static void test_after_commit(void **state) {
     for (i = 0; i < 3; i++) sts_free(NULL, msg[i], len[i] + 1);
 }
 
+/* sts_dataset_abort with each of its allocations failing in turn: NOMEM, or OK with the job over
+   (its shards and its lock gone); never OK with the lock left, so a driver knows to call it again,
+   and the call again ends the job. */
+static void test_abort_nomem(void **state) {
+    char dir[512], *msg[2];
+    size_t len[2];
+    long k, total = 0;
+    sts_write_config c;
+    sts_error e;
+    (void)state;
+    fresh(dir, sizeof dir, "abort_nomem");
+    kv_config(&c, 0, 1);
+    for (k = 1;; k++) {
+        tu_alloc a;
+        sts_options o = tu_alloc_opts(&a, NULL);
+        sts_result r;
+        OK(sts_dataset_prepare(dir, &c, SCHEMA, 3, NULL, &e));
+        OK(one_task(dir, &c, 0, 3, 31, &msg[0], &len[0], &e));
+        OK(one_task(dir, &c, 1, 3, 31, &msg[1], &len[1], &e));
+        a.fail_at = k;
+        r = sts_dataset_abort(dir, (const char *const *)msg, len, 2, &o, &e);
+        if (a.bytes || a.blocks) fail_msg("abort with allocation %ld failing left %ld blocks", k, a.blocks);
+        if (r == STS_OK) {
+            if (exists_in(dir, ".sts_job.lock")) fail_msg("abort with allocation %ld failing: OK, but the lock stays", k);
+        } else {
+            if (r != STS_ERR_NOMEM) fail_msg("abort with allocation %ld failing: %s: %s", k, sts_result_name(r), e.message);
+            OK(sts_dataset_abort(dir, (const char *const *)msg, len, 2, NULL, &e));  /* again, with memory */
+        }
+        {   /* the folder as before the job: empty */
+            tf_snap now = tf_snapshot(dir, 0);
+            if (now.n) fail_msg("abort with allocation %ld failing: %zu entries left, the first %s", k, now.n, now.e[0].name);
+            tf_snap_free(&now);
+        }
+        sts_free(NULL, msg[0], len[0] + 1);
+        sts_free(NULL, msg[1], len[1] + 1);
+        if (!a.failed) { total = k - 1; break; }
+    }
+    if (total < 4) fail_msg("only %ld allocations in an abort", total);
+    print_message("sts_dataset_abort: %ld allocations, each failed in turn\n", total);
+}
+
 /* check finds every kind of tampering; the reader verifies checksums on first touch when asked. */
 static void test_check_finds(void **state) {
     char base[512], dir[512], path[600], *shard;
@@ -653,6 +694,7 @@ int main(void) {
         cmocka_unit_test(test_commit_retry),
         cmocka_unit_test(test_overwrite_and_appearing_manifest),
         cmocka_unit_test(test_after_commit),
+        cmocka_unit_test(test_abort_nomem),
         cmocka_unit_test(test_check_finds),
         cmocka_unit_test(test_clean),
     };
