@@ -509,7 +509,8 @@ static void test_after_commit(void **state) {
 
 /* sts_dataset_abort with each of its allocations failing in turn: NOMEM, or OK with the job over
    (its shards and its lock gone); never OK with the lock left, so a driver knows to call it again,
-   and the call again ends the job. */
+   and the call again ends the job. sts_dataset_discard likewise: NOMEM, or OK with the task's
+   shards gone. */
 static void test_abort_nomem(void **state) {
     char dir[512], *msg[2];
     size_t len[2];
@@ -546,6 +547,31 @@ static void test_abort_nomem(void **state) {
     }
     if (total < 4) fail_msg("only %ld allocations in an abort", total);
     print_message("sts_dataset_abort: %ld allocations, each failed in turn\n", total);
+    for (k = 1;; k++) {  /* discard: NOMEM, or OK with the discarded task's shards gone; the job goes on */
+        tu_alloc a;
+        sts_options o = tu_alloc_opts(&a, NULL);
+        sts_result r;
+        tf_snap kept, now;
+        OK(sts_dataset_prepare(dir, &c, SCHEMA, 3, NULL, &e));
+        OK(one_task(dir, &c, 0, 3, 31, &msg[0], &len[0], &e));
+        kept = tf_snapshot(dir, 1);
+        OK(one_task(dir, &c, 1, 3, 32, &msg[1], &len[1], &e));
+        a.fail_at = k;
+        r = sts_dataset_discard(dir, (const char *const *)&msg[1], &len[1], 1, &o, &e);
+        if (a.bytes || a.blocks) fail_msg("discard with allocation %ld failing left %ld blocks", k, a.blocks);
+        if (r != STS_OK) {
+            if (r != STS_ERR_NOMEM) fail_msg("discard with allocation %ld failing: %s: %s", k, sts_result_name(r), e.message);
+            OK(sts_dataset_discard(dir, (const char *const *)&msg[1], &len[1], 1, NULL, &e));
+        }
+        now = tf_snapshot(dir, 1);
+        tf_snap_equal(&kept, &now, "discard: the other task's shards and the lock, nothing else");
+        tf_snap_free(&now);
+        tf_snap_free(&kept);
+        OK(sts_dataset_abort(dir, (const char *const *)msg, len, 2, NULL, &e));
+        sts_free(NULL, msg[0], len[0] + 1);
+        sts_free(NULL, msg[1], len[1] + 1);
+        if (!a.failed) break;
+    }
 }
 
 /* check finds every kind of tampering; the reader verifies checksums on first touch when asked. */
