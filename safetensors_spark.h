@@ -7854,13 +7854,18 @@ STS__PRIVATE sts_result sts__lock_held(const char *dir, const sts__joblock *l, s
                       l->host ? l->host : "?", l->host ? l->host_len : (size_t)1, l->started);
 }
 /* Takes dir for a new job: creates the lock (O_EXCL), or EXISTS naming the job that holds it. */
+/* A lock's path, kept for its removal (which then allocates nothing). */
+typedef struct sts__unlock { char *path; size_t size; } sts__unlock;
+/* Takes dir's lock for a new job (EXISTS naming the job that holds it); *undo gets the lock's
+   path, so that a prepare that fails after this can give the lock back even out of memory. */
 STS__PRIVATE sts_result sts__lock_take(const sts__mem *m, const char *dir, int durable, sts__joblock *mine,
-                                       sts_error *err) {
+                                       sts__unlock *undo, sts_error *err) {
     sts__buf b;
     char text[512], host[256], *path;
     size_t psz;
     int e;
     memset(mine, 0, sizeof *mine);
+    memset(undo, 0, sizeof *undo);
     if (!(mine->job = (char *)sts__alloc(m, 37))) return sts__nomem(err, "a job id");
     sts__uuid4(mine->job);
     mine->job_len = 36;
@@ -7881,6 +7886,7 @@ STS__PRIVATE sts_result sts__lock_take(const sts__mem *m, const char *dir, int d
 #undef STS__PUT
     if (!(path = sts__join(m, dir, STS__LOCK, &psz))) { sts__lock_free(m, mine); return sts__nomem(err, "a path"); }
     e = sts__create_excl(m, path, text, b.n, durable);
+    if (!e) { undo->path = path; undo->size = psz; return STS_OK; }
     sts__free(m, path, psz);
     if (e == EEXIST) {
         sts__joblock held;
@@ -7892,14 +7898,13 @@ STS__PRIVATE sts_result sts__lock_take(const sts__mem *m, const char *dir, int d
         sts__lock_free(m, &held);
         return r;
     }
-    if (e) { sts__lock_free(m, mine); return sts__fail_errno(err, e, "create the job lock in", dir); }
-    return STS_OK;
+    sts__lock_free(m, mine);
+    return sts__fail_errno(err, e, "create the job lock in", dir);
 }
 /* The removal of dir's lock when it names job (any lock when job is NULL), in two steps: the
    reading and the path first (only NOMEM fails it: a lock that cannot be read is left alone),
    then the removal, which allocates nothing. A commit readies it before it publishes, so that a
    published dataset never keeps its job's lock for want of memory. */
-typedef struct sts__unlock { char *path; size_t size; } sts__unlock;
 STS__PRIVATE sts_result sts__unlock_ready(const sts__mem *m, const char *dir, const char *job, size_t job_len,
                                           sts__unlock *u, sts_error *err) {
     sts__joblock l;
@@ -7922,10 +7927,6 @@ STS__PRIVATE void sts__unlock_run(const sts__mem *m, sts__unlock *u) {  /* also 
 STS__PRIVATE void sts__unlock_drop(const sts__mem *m, sts__unlock *u) {  /* ready, then not run */
     sts__free(m, u->path, u->size);
     u->path = NULL;
-}
-STS__PRIVATE void sts__lock_release(const sts__mem *m, const char *dir, const char *job, size_t job_len) {
-    sts__unlock u;
-    if (sts__unlock_ready(m, dir, job, job_len, &u, NULL) == STS_OK) sts__unlock_run(m, &u);
 }
 
 /* ---- listing ---- */
@@ -8668,14 +8669,18 @@ STSDEF sts_result sts_dataset_prepare(const char *dir, const sts_write_config *c
                                       size_t ncols, const sts_options *opts, sts_error *err) {
     sts__wcfg c;
     sts__joblock mine;
+    sts__unlock undo;
     sts_result r;
     if (!dir || !dir[0]) return sts__failx(err, STS_RULE_ARGUMENT, "sts_dataset_prepare needs a folder");
     if ((r = sts__wcfg_make(&c, cfg, schema, ncols, opts, err)) != STS_OK) return r;
     if ((r = sts__make_dirs(&c.mem, dir, err)) != STS_OK) { sts__wcfg_free(&c); return r; }
-    if ((r = sts__lock_take(&c.mem, dir, c.durable, &mine, err)) != STS_OK) { sts__wcfg_free(&c); return r; }
+    if ((r = sts__lock_take(&c.mem, dir, c.durable, &mine, &undo, err)) != STS_OK) { sts__wcfg_free(&c); return r; }
     if ((r = sts__folder_pass(dir, &c.mem, c.overwrite, 0, err)) != STS_OK)
-        sts__lock_release(&c.mem, dir, mine.job, mine.job_len);
-    else (void)sts__folder_pass(dir, &c.mem, c.overwrite, 1, NULL);
+        sts__unlock_run(&c.mem, &undo);  /* the lock given back, with no allocation */
+    else {
+        sts__unlock_drop(&c.mem, &undo);
+        (void)sts__folder_pass(dir, &c.mem, c.overwrite, 1, NULL);
+    }
     sts__lock_free(&c.mem, &mine);
     sts__wcfg_free(&c);
     if (r == STS_OK) sts__ok(err);

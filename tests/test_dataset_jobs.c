@@ -574,6 +574,33 @@ static void test_abort_nomem(void **state) {
     }
 }
 
+/* A prepare refused (a folder that is not empty) with each of its allocations failing in turn gives
+   back the lock it took: EXISTS or NOMEM, and never a lock left behind. */
+static void test_prepare_refused_nomem(void **state) {
+    char dir[512], path[600];
+    long k;
+    sts_write_config c;
+    sts_error e;
+    (void)state;
+    fresh(dir, sizeof dir, "prepare_nomem");
+    OK(one_job(dir, 0, 1, 1, 3, 41, &e));  /* a dataset: prepare without overwrite refuses the folder */
+    tf_join(path, sizeof path, dir, ".sts_job.lock");
+    kv_config(&c, 0, 1);
+    for (k = 1;; k++) {
+        tu_alloc a;
+        sts_options o = tu_alloc_opts(&a, NULL);
+        sts_result r;
+        a.fail_at = k;
+        r = sts_dataset_prepare(dir, &c, SCHEMA, 3, &o, &e);
+        if (r != STS_ERR_EXISTS && r != STS_ERR_NOMEM)
+            fail_msg("prepare with allocation %ld failing: %s: %s", k, sts_result_name(r), e.message);
+        if (tf_exists(path)) fail_msg("prepare with allocation %ld failing (%s) left its lock", k, sts_result_name(r));
+        if (a.bytes || a.blocks) fail_msg("prepare with allocation %ld failing left %ld blocks", k, a.blocks);
+        if (!a.failed) break;
+    }
+    expect_clean(dir, 41, 1);
+}
+
 /* check finds every kind of tampering; the reader verifies checksums on first touch when asked. */
 static void test_check_finds(void **state) {
     char base[512], dir[512], path[600], *shard;
@@ -721,6 +748,7 @@ int main(void) {
         cmocka_unit_test(test_overwrite_and_appearing_manifest),
         cmocka_unit_test(test_after_commit),
         cmocka_unit_test(test_abort_nomem),
+        cmocka_unit_test(test_prepare_refused_nomem),
         cmocka_unit_test(test_check_finds),
         cmocka_unit_test(test_clean),
     };
