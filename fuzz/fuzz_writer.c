@@ -60,7 +60,8 @@
        (dataset.published; always when no allocation fails in them) and change nothing either;
      - when a fault fires: the failing call returns NOMEM or IO (only then), a task writer that
        failed refuses what follows, and after the writers' close and sts_dataset_abort the folder
-       is byte for byte what it was before the job (empty, or the earlier dataset), but for a
+       is byte for byte what it was before the job (empty, or the earlier dataset; with an
+       allocation fault the abort is first called with one failing too: NOMEM, or done), but for a
        durable commit or reindex whose last call, the folder's fsync, failed: io.durable, and the
        dataset (or the index) is published, checked as above;
      - the checking allocator: no misuse, nothing left allocated.
@@ -881,7 +882,19 @@ static void fw_run(const uint8_t *data, size_t size) {
             else fw_check_batch();
         }
     } else {
-        r = sts_dataset_abort(g_dir, msgs, lens, nmsgs, &g_opts, &e);
+        r = STS_ERR_NOMEM;
+        if (J.fault_kind == 1) {  /* the driver's abort out of memory too: NOMEM (the job stays) or done */
+            g_alloc.calls = 0;
+            g_alloc.fail_at = 1 + J.fault_at % 23;
+            r = sts_dataset_abort(g_dir, msgs, lens, nmsgs, &g_opts, &e);
+            g_alloc.fail_at = 0;
+            if (getenv("FZ_WR_TRACE")) fprintf(stderr, "  abort out of memory: %s\n", r == STS_OK ? "OK" : e.message);
+            if (r != STS_OK) {
+                fz_check_error(r, &e, UINT64_MAX);
+                FZ_CHECK(r == STS_ERR_NOMEM);
+            }
+        }
+        if (r != STS_OK) r = sts_dataset_abort(g_dir, msgs, lens, nmsgs, &g_opts, &e);  /* OK: checked as it is */
         if (r != STS_OK) fprintf(stderr, "abort: %s\n", e.message);
         FZ_CHECK(r == STS_OK);
         after = tf_snapshot(g_dir, 1);
