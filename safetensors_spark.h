@@ -13993,9 +13993,11 @@ typedef struct sts__ck {
     sts_check_report rep;
     sts_error first;
     int has_first;
+    int nomem;                      /* an allocation failed: the check is incomplete (NOMEM, not a problem) */
     const char *dir;
 } sts__ck;
 STS__PRIVATE void sts__ck_report(sts__ck *ck, const sts_error *e) {
+    if (e->code == STS_ERR_NOMEM) { ck->nomem = 1; return; }  /* the checker's want, not the dataset's fault */
     ck->rep.problems++;
     if (!ck->has_first) { ck->first = *e; ck->has_first = 1; }
     if (ck->cfg && ck->cfg->problem) ck->cfg->problem(ck->cfg->user, e);
@@ -14195,7 +14197,7 @@ STS__PRIVATE void sts__ck_index(sts__ck *ck, const sts_dataset *ds) {
             size_t kl = t->name_len;
             if (ds->has_manifest && !ds->kv) {  /* batch keys: file/name */
                 kl = df->name_len + 1 + t->name_len;
-                if (kl > sizeof small && !(key = (char *)sts__alloc(&ck->mem, kl))) continue;
+                if (kl > sizeof small && !(key = (char *)sts__alloc(&ck->mem, kl))) { ck->nomem = 1; continue; }
                 memcpy(key, df->name, df->name_len);
                 key[df->name_len] = '/';
                 memcpy(key + df->name_len + 1, t->name, t->name_len);
@@ -14249,6 +14251,7 @@ STS__PRIVATE void sts__ck_csv(sts__ck *ck, const sts_dataset *ds, const char *te
     }
     for (k = 0; k < 4; k++) if (!(f[k] = (char *)sts__alloc(&ck->mem, n + 1))) {
         while (k--) sts__free(&ck->mem, f[k], n + 1);
+        ck->nomem = 1;
         return;
     }
     at = sizeof head - 1;
@@ -14300,7 +14303,11 @@ STS__PRIVATE void sts__ck_weight_map(sts__ck *ck, const sts_dataset *ds, const c
     uint32_t wm, md, t, s, i;
     uint64_t total = 0, want = 0;
     const sts__dkey *en;
-    if (sts__jdoc_parse(&d, text, n, &ck->mem, "_tensor_index.json", STS_RULE_DATASET_INDEX, NULL) != STS_OK) return;
+    {   /* the index loaded, so it parses: only memory can fail here */
+        sts_result pr = sts__jdoc_parse(&d, text, n, &ck->mem, "_tensor_index.json", STS_RULE_DATASET_INDEX, NULL);
+        if (pr == STS_ERR_NOMEM) ck->nomem = 1;
+        if (pr != STS_OK) return;
+    }
     wm = sts__jdoc_get(&d, 0, "weight_map");
     if (!wm || d.tok[wm].type != '{')
         sts__ck_fail(ck, STS_RULE_DATASET_INDEX, "_tensor_index.json has no weight_map object");
@@ -14311,8 +14318,9 @@ STS__PRIVATE void sts__ck_weight_map(sts__ck *ck, const sts_dataset *ds, const c
         for (i = 0, s = wm + 1; i < d.tok[wm].count; i++, s = sts__jdoc_next(&d, s + 1)) {
             size_t kl, fl;
             char *key = sts__jdoc_dup(&ck->mem, &d, s, &kl), *file;
-            if (!key) break;
+            if (!key) { ck->nomem = 1; break; }
             file = d.tok[s + 1].type == '"' ? sts__jdoc_dup(&ck->mem, &d, s + 1, &fl) : NULL;
+            if (!file && d.tok[s + 1].type == '"') { ck->nomem = 1; sts__free(&ck->mem, key, kl + 1); break; }
             en = sts__ck_find(ds, key, kl);
             if (!en || !file || fl != ds->files[en->file].name_len || memcmp(file, ds->files[en->file].name, fl) != 0)
                 sts__ck_fail(ck, STS_RULE_DATASET_INDEX, "_tensor_index.json: weight_map's %q %s", key, kl,
@@ -14386,6 +14394,10 @@ STSDEF sts_result sts_dataset_check(const char *path, const sts_check_config *cf
             cd.has_mf = found && mf_ok;
             cd.names = cd.has_mf ? sts__ck_names(&ck.mem, &mf, &cd.nnames) : NULL;
             if (!cd.names) cd.nnames = 0;
+            if (cd.has_mf && mf.nshards && !cd.names) {  /* out of memory: every shard would read as an orphan */
+                sts__manifest_free(&mf);
+                return sts__nomem(err, "the manifest's shard names");
+            }
             if (sts__list_dir(path, sts__ck_entry, &cd, &le) != STS_OK) sts__ck_report(&ck, &le);
             sts__free(&ck.mem, cd.names, cd.nnames * sizeof *cd.names);
         }
@@ -14445,7 +14457,8 @@ STSDEF sts_result sts_dataset_check(const char *path, const sts_check_config *cf
                 size_t psz, tsz;
                 sts_error fe;
                 sts__ck_index(&ck, ds);
-                if ((p = sts__join(&ck.mem, path, "_tensor_index.csv", &psz)) != NULL) {
+                if (!(p = sts__join(&ck.mem, path, "_tensor_index.csv", &psz))) ck.nomem = 1;
+                else {
                     if (sts__path_kind(p) == STS__FT_NONE)
                         sts__ck_fail(&ck, STS_RULE_DATASET_INDEX,
                                      "_tensor_index.json has no _tensor_index.csv beside it");
@@ -14453,17 +14466,19 @@ STSDEF sts_result sts_dataset_check(const char *path, const sts_check_config *cf
                     else { sts__ck_csv(&ck, ds, text, tsz); sts__free(&ck.mem, text, tsz + 1); }
                     sts__free(&ck.mem, p, psz);
                 }
-                if ((p = sts__join(&ck.mem, path, "_tensor_index.json", &psz)) != NULL) {
+                if (!(p = sts__join(&ck.mem, path, "_tensor_index.json", &psz))) ck.nomem = 1;
+                else {
                     if (sts__read_file(&ck.mem, p, &text, &tsz, &fe) == STS_OK) {
                         sts__ck_weight_map(&ck, ds, text, tsz);
                         sts__free(&ck.mem, text, tsz + 1);
-                    }
+                    } else if (fe.code == STS_ERR_NOMEM) ck.nomem = 1;
                     sts__free(&ck.mem, p, psz);
                 }
             } else if (r == STS_OK) {
                 char *p;
                 size_t psz;
-                if ((p = sts__join(&ck.mem, path, "_tensor_index.csv", &psz)) != NULL) {
+                if (!(p = sts__join(&ck.mem, path, "_tensor_index.csv", &psz))) ck.nomem = 1;
+                else {
                     if (sts__path_kind(p) != STS__FT_NONE && !ds->index_stale)
                         sts__ck_fail(&ck, STS_RULE_DATASET_INDEX,
                                      "_tensor_index.csv has no _tensor_index.json beside it");
@@ -14476,6 +14491,7 @@ STSDEF sts_result sts_dataset_check(const char *path, const sts_check_config *cf
         sts__manifest_free(&mf);
     }
     if (report) *report = ck.rep;
+    if (ck.nomem) return sts__nomem(err, "the check (it stopped short: what it reported holds, the rest is unchecked)");
     if (ck.rep.problems) {
         if (err) *err = ck.first;
         return STS_ERR_DATASET;
@@ -14492,13 +14508,18 @@ typedef struct sts__cl {
     char **names;
     size_t nnames, count;
     int has_mf;
+    int nomem;                      /* a left-over stayed for want of memory */
 } sts__cl;
 STS__PRIVATE void sts__cl_remove(sts__cl *cl, const char *name, const char *why) {
-    char *p;
-    size_t sz;
+    char *p = NULL;
+    size_t sz = 0;
+    if (!(cl->cfg && cl->cfg->dry_run) && !(p = sts__join(&cl->mem, cl->dir, name, &sz))) {
+        cl->nomem = 1;  /* not removed, so not reported as removed */
+        return;
+    }
     cl->count++;
     if (cl->cfg && cl->cfg->removed) cl->cfg->removed(cl->cfg->user, name, why);
-    if ((cl->cfg && cl->cfg->dry_run) || !(p = sts__join(&cl->mem, cl->dir, name, &sz))) return;
+    if (!p) return;
     sts__remove_path(p);
     sts__free(&cl->mem, p, sz);
 }
@@ -14546,6 +14567,10 @@ STSDEF sts_result sts_dataset_clean(const char *dir, const sts_clean_config *cfg
     if (r == STS_ERR_NOMEM) return sts__nomem(err, "the manifest");
     cl.has_mf = r == STS_OK && found;  /* an unreadable manifest: no shard can be told an orphan */
     if (cl.has_mf) cl.names = sts__ck_names(&cl.mem, &mf, &cl.nnames);
+    if (cl.has_mf && mf.nshards && !cl.names) {  /* out of memory: never take the dataset's shards for orphans */
+        sts__manifest_free(&mf);
+        return sts__nomem(err, "the manifest's shard names");
+    }
     r = sts__list_dir(dir, sts__cl_entry, &cl, err);
     if (r == STS_OK) {  /* half an index (a commit stopped between the two files): it goes; sts index rebuilds */
         static const char *const ix[2] = { "_tensor_index.csv", "_tensor_index.json" };
@@ -14553,13 +14578,15 @@ STSDEF sts_result sts_dataset_clean(const char *dir, const sts_clean_config *cfg
         for (k = 0; k < 2; k++) {
             char *p;
             size_t sz;
-            have[k] = (p = sts__join(&cl.mem, dir, ix[k], &sz)) != NULL && sts__path_kind(p) == STS__FT_REG;
+            if (!(p = sts__join(&cl.mem, dir, ix[k], &sz))) cl.nomem = 1;  /* unknown: neither is taken for half */
+            have[k] = p && sts__path_kind(p) == STS__FT_REG;
             sts__free(&cl.mem, p, sz);
         }
-        if (have[0] != have[1])
+        if (have[0] != have[1] && !cl.nomem)
             sts__cl_remove(&cl, ix[have[0] ? 0 : 1], "half of an index whose other file is missing");
     }
     if (r == STS_OK && lfound) sts__cl_remove(&cl, STS__LOCK, "the lock of a job that is gone");
+    if (r == STS_OK && cl.nomem) r = sts__nomem(err, "a path (a left-over stays; clean again)");
     sts__free(&cl.mem, cl.names, cl.nnames * sizeof *cl.names);
     sts__manifest_free(&mf);
     if (count) *count = cl.count;

@@ -117,6 +117,17 @@ static void expect_clean(const char *dir, int seed, int data) {
     if (seed >= 0 && tu_lef32((const uint8_t *)v.data + 4) != (float)(seed * 1000 + 1)) fail_msg("%s: k0_0__x is not job %d's", dir, seed);
     sts_dataset_close(ds);
 }
+/* The dataset reads back whole while the two left-overs may still be there: checked on a copy
+   without them. */
+static void expect_clean_but(const char *dir, int seed, const char *a, const char *b) {
+    char copy[600], cmd[4096];
+    snprintf(copy, sizeof copy, "%s.copy", dir);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -a '%s' '%s' && rm -f '%s%s' '%s%s'", copy, dir, copy, copy,
+             a + strlen(dir), copy, b + strlen(dir));
+    assert_int_equal(system(cmd), 0);
+    expect_clean(copy, seed, 1);
+    tf_rmtree(copy);
+}
 /* Each problem check reports, collected. */
 typedef struct problems { int n; sts_rule rules[64]; char text[4096]; } problems;
 static void on_problem(void *user, const sts_error *p) {
@@ -739,6 +750,70 @@ static void test_clean(void **state) {
     free(shard);
 }
 
+/* clean and check with each allocation failing in turn: clean gives NOMEM or OK, never removes a
+   shard of the dataset (a failed allocation once made every shard read as an orphan), never says
+   it removed what stays; check gives NOMEM or its findings (the orphan, the temporary), never the
+   dataset's own shards as orphans. */
+static void count_removed(void *user, const char *name, const char *why) { (void)name; (void)why; ++*(size_t *)user; }
+static void test_clean_check_nomem(void **state) {
+    char dir[512], path[600], orphan[600], temp[600];
+    long k;
+    sts_error e;
+    (void)state;
+    fresh(dir, sizeof dir, "clean_nomem");
+    OK(one_job(dir, 0, 1, 2, 3, 51, &e));
+    tf_join(orphan, sizeof orphan, dir, "part-00009-0000-33333333-3333-4333-8333-333333333333.safetensors");
+    tf_join(temp, sizeof temp, dir, "._tensor_index.json.tmp-01");
+    for (k = 1;; k++) {  /* check */
+        tu_alloc a;
+        sts_options o = tu_alloc_opts(&a, NULL);
+        sts_check_config cc;
+        sts_check_report rep;
+        problems ps;
+        sts_result r;
+        tf_write(orphan, "orphan", 6);
+        memset(&ps, 0, sizeof ps);
+        memset(&cc, 0, sizeof cc);
+        cc.problem = on_problem;
+        cc.user = &ps;
+        a.fail_at = k;
+        r = sts_dataset_check(dir, &cc, &o, &rep, &e);
+        if (r != STS_ERR_NOMEM && r != STS_ERR_DATASET)
+            fail_msg("check with allocation %ld failing: %s: %s", k, sts_result_name(r), e.message);
+        if (ps.n > 1 || (ps.n == 1 && !strstr(ps.text, "part-00009")))
+            fail_msg("check with allocation %ld failing (%s) reported %d:\n%s", k, sts_result_name(r), ps.n, ps.text);
+        if (a.bytes || a.blocks) fail_msg("check with allocation %ld failing left %ld blocks", k, a.blocks);
+        if (!a.failed) { assert_int_equal(ps.n, 1); break; }
+    }
+    for (k = 1;; k++) {  /* clean */
+        tu_alloc a;
+        sts_options o = tu_alloc_opts(&a, NULL);
+        sts_clean_config cl;
+        size_t count = 0, called = 0;
+        sts_result r;
+        int left;
+        tf_write(orphan, "orphan", 6);
+        tf_write(temp, "t", 1);
+        memset(&cl, 0, sizeof cl);
+        cl.removed = count_removed;
+        cl.user = &called;
+        a.fail_at = k;
+        r = sts_dataset_clean(dir, &cl, &o, &count, &e);
+        if (r != STS_OK && r != STS_ERR_NOMEM)
+            fail_msg("clean with allocation %ld failing: %s: %s", k, sts_result_name(r), e.message);
+        left = tf_exists(orphan) + tf_exists(temp);
+        if (r == STS_OK && left) fail_msg("clean with allocation %ld failing: OK, but %d left-overs stay", k, left);
+        if (r == STS_OK) assert_int_equal(count, 2);
+        assert_int_equal((long)called, 2 - left);  /* reported removed: exactly what went */
+        expect_clean_but(dir, 51, orphan, temp);
+        if (a.bytes || a.blocks) fail_msg("clean with allocation %ld failing left %ld blocks", k, a.blocks);
+        if (!a.failed) break;
+    }
+    tf_join(path, sizeof path, dir, "dataset_manifest.json");
+    assert_true(tf_exists(path));
+    expect_clean(dir, 51, 1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_second_job_refused),
@@ -749,6 +824,7 @@ int main(void) {
         cmocka_unit_test(test_after_commit),
         cmocka_unit_test(test_abort_nomem),
         cmocka_unit_test(test_prepare_refused_nomem),
+        cmocka_unit_test(test_clean_check_nomem),
         cmocka_unit_test(test_check_finds),
         cmocka_unit_test(test_clean),
     };
