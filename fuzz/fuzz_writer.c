@@ -61,7 +61,9 @@
      - when a fault fires: the failing call returns NOMEM or IO (only then), a task writer that
        failed refuses what follows, and after the writers' close and sts_dataset_abort the folder
        is byte for byte what it was before the job (empty, or the earlier dataset; with an
-       allocation fault the abort is first called with one failing too: NOMEM, or done), but for a
+       allocation fault the abort is first called with one failing too: NOMEM, or done; and after
+       a commit, check and clean with an allocation failing: NOMEM or a clean verdict, nothing
+       removed), but for a
        durable commit or reindex whose last call, the folder's fsync, failed: io.durable, and the
        dataset (or the index) is published, checked as above;
      - the checking allocator: no misuse, nothing left allocated.
@@ -827,6 +829,27 @@ static void fw_run(const uint8_t *data, size_t size) {
         FZ_CHECK(r == STS_OK && rep.problems == 0);
         if (J.kv) fw_check_kv();
         else fw_check_batch();
+        if (J.fault_kind == 1) {  /* check and clean out of memory: NOMEM or their verdict, the folder untouched */
+            sts_clean_config cl;
+            size_t removed = 0;
+            tf_snap then = tf_snapshot(g_dir, 1), now;
+            g_alloc.calls = 0;
+            g_alloc.fail_at = 1 + J.fault_at % 61;
+            r = sts_dataset_check(g_dir, &cc, &g_opts, &rep, &e);
+            if (r != STS_OK) fz_check_error(r, &e, UINT64_MAX);
+            if (r != STS_OK && getenv("FZ_WR_TRACE")) fprintf(stderr, "  check out of memory: %s\n", e.message);
+            FZ_CHECK(r == STS_OK || (r == STS_ERR_NOMEM && rep.problems == 0));
+            g_alloc.calls = 0;
+            memset(&cl, 0, sizeof cl);
+            r = sts_dataset_clean(g_dir, &cl, &g_opts, &removed, &e);
+            g_alloc.fail_at = 0;
+            if (r != STS_OK) fz_check_error(r, &e, UINT64_MAX);
+            FZ_CHECK((r == STS_OK || r == STS_ERR_NOMEM) && removed == 0);
+            now = tf_snapshot(g_dir, 1);
+            fw_snap_same(&then, &now);
+            tf_snap_free(&then);
+            tf_snap_free(&now);
+        }
         if (late) {  /* a driver that discards or aborts after the commit: the published dataset stays,
                         even when an allocation fails in them (late - 1: which one; 0 none) */
             tf_snap then, now;
