@@ -424,6 +424,30 @@ static void test_reindex_faults(void **state) {
             tf_snap_free(&after);
         }
         if (calls < 4) fail_msg("index %d: only %ld write-side calls in a reindex", index, calls);
+        for (at = 1;; at++) {  /* each allocation failing in turn: NOMEM and the folder as it was, or done */
+            tf_snap before = tf_snapshot(dir, 1), after;
+            tu_sb why = { NULL, 0, 0 };
+            tu_alloc a;
+            sts_options o = tu_alloc_opts(&a, NULL);
+            sts_error e;
+            sts_result r;
+            a.fail_at = at;
+            r = sts_dataset_reindex(dir, &o, NULL, &e);
+            if (a.bytes || a.blocks) fail_msg("index %d: reindex with allocation %ld failing left %ld blocks", index, at, a.blocks);
+            if (!a.failed) {
+                if (r != STS_OK) fail_msg("index %d: reindex without a failure: %s", index, e.message);
+                tf_snap_free(&before);
+                break;
+            }
+            if (r != STS_ERR_NOMEM && r != STS_OK)
+                fail_msg("index %d: reindex with allocation %ld failing: %s: %s", index, at, sts_result_name(r), e.message);
+            after = tf_snapshot(dir, 1);
+            if (r != STS_OK && !tf_snap_same(&before, &after, &why))
+                fail_msg("index %d: reindex with allocation %ld failing changed the folder:%s", index, at, why.p);
+            if (r == STS_OK) expect_key_both_ways(dir, "k000_000__img", 1);
+            tf_snap_free(&before);
+            tf_snap_free(&after);
+        }
         if (!durable_seen) fail_msg("index %d: no failing call gave io.durable", index);
         expect_key_both_ways(dir, "k000_000__img", 1);
     }
