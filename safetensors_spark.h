@@ -1294,7 +1294,9 @@ STSDEF sts_result sts_gguf_write(const sts_tensor_spec *specs, size_t n, const s
 STSDEF sts_result sts_gguf_write_size(const sts_tensor_spec *specs, size_t n, const sts_meta *kvs, size_t n_kv,
                                       const sts_options *opts, uint64_t *file_size, sts_error *err);
 #ifndef STS_NO_STDIO
-/* Atomically: a temporary beside path, fsync (unless opts->no_fsync), rename. */
+/* Atomically: a temporary beside path, fsync (unless opts->no_fsync), rename, fsync of the folder;
+   as sts_write_path, a failure leaves path as it was but for STS_RULE_DURABLE (the folder's fsync
+   failed after the rename: the new file is in place). */
 STSDEF sts_result sts_gguf_write_path(const char *path, const sts_tensor_spec *specs, size_t n, const sts_meta *kvs,
                                       size_t n_kv, const sts_options *opts, sts_error *err);
 #endif
