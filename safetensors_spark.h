@@ -6521,23 +6521,22 @@ STS__PRIVATE uint32_t sts__crc32c_patch(uint32_t crc, uint64_t len, uint64_t at,
                                         uint64_t n) {
     return crc ^ sts__crc32c_combine(was ^ now, 0, len - at - n);
 }
-/* The CRC of crc's bytes followed by n zero bytes (a batch file's padding rows). */
+/* The CRC of crc's bytes followed by n zero bytes (a batch file's padding rows, which may be
+   terabytes of a sparse file): long runs by joins of power-of-two blocks, one per bit of n, so the
+   cost is O(log^2 n) whatever n. */
 STS__PRIVATE uint32_t sts__crc32c_zeros(uint32_t crc, uint64_t n) {
     static const uint8_t zeros[4096] = { 0 };
-    uint32_t z = 0;
     uint64_t left = n;
-    if (n > ((uint64_t)1 << 24)) {  /* long runs: doubling by joins */
-        uint32_t block = sts__crc32c(0, zeros, sizeof zeros);
-        uint64_t have = sizeof zeros;
-        while (have * 2 <= n) { block = sts__crc32c_combine(block, block, have); have *= 2; }
-        z = block;
-        left = n - have;
-        while (left >= have) { z = sts__crc32c_combine(z, block, have); left -= have; }
-        while (left) {
-            size_t k = left > sizeof zeros ? sizeof zeros : (size_t)left;
-            z = sts__crc32c_combine(z, sts__crc32c(0, zeros, k), k);
-            left -= k;
+    if (n > ((uint64_t)1 << 24)) {
+        uint32_t block = sts__crc32c(0, zeros, sizeof zeros), z = 0;  /* z: the CRC of the zeros so far (none: 0) */
+        uint64_t have = sizeof zeros;                                   /* block: the CRC of `have` zeros */
+        for (;;) {
+            if (left & have) { z = sts__crc32c_combine(z, block, have); left -= have; }
+            if (left <= have || have >> 63) break;  /* no higher bit of n left (left < 4096 now) */
+            block = sts__crc32c_combine(block, block, have);
+            have *= 2;
         }
+        if (left) z = sts__crc32c_combine(z, sts__crc32c(0, zeros, (size_t)left), left);
         return sts__crc32c_combine(crc, z, n);
     }
     while (left) {

@@ -49,7 +49,9 @@ static void fo_refused(sts_result r, const sts_error *e) {
     FZ_CHECK(r != STS_OK);
     fz_check_error(r, e, UINT64_MAX);
     if (r == STS_ERR_NOMEM) FZ_CHECK(fo_alloc.failed > 0);
-    FZ_CHECK(r != STS_ERR_IO);  /* no fault is injected: the folder is a private temporary */
+    /* no fault is injected: the folder is a private temporary; but a padded tail of a huge
+       batch_size may pass the file system's largest file (ext4: 16 TiB; tmpfs takes it sparse) */
+    FZ_CHECK(r != STS_ERR_IO || strstr(e->message, "EFBIG") != NULL);
 }
 
 static sts_column fo_schema[5] = {
@@ -97,6 +99,7 @@ static void fo_run(const uint8_t *data, size_t size) {
     sts_error e;
     sts_result r;
     sts_task_writer *w = NULL;
+    sts_dataset_summary sum;
     tf_snap before, after;
     char *msg = NULL;
     size_t msg_len = 0, at, k, taken = 0;
@@ -172,7 +175,7 @@ static void fo_run(const uint8_t *data, size_t size) {
     if (ok && (r = sts_task_commit(w, &msg, &msg_len, &e)) != STS_OK) { fo_refused(r, &e); ok = 0; }
     if (ok) {
         const char *const *msgs = (const char *const *)&msg;
-        r = sts_dataset_commit(fo_dir, &c, msgs, &msg_len, 1, &o, NULL, &e);
+        r = sts_dataset_commit(fo_dir, &c, msgs, &msg_len, 1, &o, &sum, &e);
         if (r != STS_OK) { fo_refused(r, &e); ok = 0; }
         else committed = 1;
     }
@@ -183,7 +186,7 @@ static void fo_run(const uint8_t *data, size_t size) {
         sts_check_report rep;
         sts_dataset *ds = NULL;
         memset(&cc, 0, sizeof cc);
-        cc.data = 1;
+        cc.data = sum.bytes <= ((uint64_t)64 << 20);  /* a padded tail of a huge batch_size: a sparse file of terabytes */
         r = sts_dataset_check(fo_dir, &cc, &o, &rep, &e);
         if (r != STS_OK) fprintf(stderr, "check: %s\n", e.message);
         FZ_CHECK(r == STS_OK && rep.problems == 0);

@@ -134,6 +134,9 @@ def option_seeds():
         "values_refused": opts(0, [("batch_size", "0"), ("target_shard_size_mb", "49"), ("dtype", "F8_E4M3"),
                                    ("tail_strategy", "x"), ("mode", "append"), ("kv_separator", ""),
                                    ("commit_threads", "65"), ("unknown", "1")] + kv),
+        # a padded tail of 2^40 rows: a sparse file of 53 TB whose CRC of zeros was once O(n)
+        "batch_huge_pad": opts(0, [("batch_size", "1099511627776"), ("columns", "t,a,b"), ("dtype", "F32"),
+                                   ("tail_strategy", "pad")]),
         "nomem_3": opts(3, kv),
         "nomem_40": opts(40, batch + [("generate_index", "true")]),
         "nomem_60": opts(60, kv + [("kv_layout", "arrival")]),

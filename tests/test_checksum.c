@@ -86,6 +86,21 @@ int main(void) {
             want = sts__crc32c(want, zero, 12345);
             CHECK(sts__crc32c_zeros(77, ((uint64_t)40 << 20) + 12345) == want, "40 MiB + 12345 zeros");
         }
+        {   /* runs of any length, to 2^64 - 1, in time (one join a bit of n; once O(n)): a run is its
+               halves joined, and the long path agrees with the short one at the edge */
+            static const uint64_t ns[] = { ((uint64_t)1 << 24) + 1, ((uint64_t)1 << 24) + 4097, ((uint64_t)3 << 25) + 7,
+                                           ((uint64_t)1 << 40) - 1, 368934880584320ull, (uint64_t)1 << 63,
+                                           ~(uint64_t)0, ~(uint64_t)0 - 4095 };
+            size_t q;
+            uint32_t edge = sts__crc32c_zeros(5, (uint64_t)1 << 24);  /* the short path */
+            CHECK(sts__crc32c_zeros(5, ((uint64_t)1 << 24) + 1) == sts__crc32c(edge, zero, 1), "2^24 + 1 zeros");
+            for (q = 0; q < sizeof ns / sizeof ns[0]; q++) {
+                uint64_t n = ns[q], a0 = n / 3, b0 = n - a0;
+                uint32_t whole = sts__crc32c_zeros(9, n), halves = sts__crc32c_zeros(sts__crc32c_zeros(9, a0), b0);
+                CHECK(whole == halves, "%llu zeros: %08x, as %llu then %llu: %08x", (unsigned long long)n, whole,
+                      (unsigned long long)a0, (unsigned long long)b0, halves);
+            }
+        }
     }
     {   /* the KV writer's digest hook: chunk CRCs made ahead (DIGEST items) joined when the same
            bytes are written; other pieces taken as they come; the rest dropped at the file's end */
