@@ -11232,7 +11232,7 @@ STS__PRIVATE sts_result sts__remove_job(const sts__mem *m, const char *dir, cons
                     else if (r == STS_OK)
                         r = sts__failx(err, STS_RULE_DATASET_PUBLISHED, "commit message %z names %q, %s: nothing "
                                        "it names is removed (was its job committed already?)", i, name, nl,
-                                       live.all ? "and the folder's manifest cannot be read (every shard is kept)"
+                                       live.all ? "and the folder's manifest is unreadable (every shard is kept)"
                                                 : "a shard of the published dataset");
                 } else if (pass == 1 && ours) {
                     if ((p = sts__join(m, dir, name, &sz)) != NULL) {

@@ -507,7 +507,7 @@ static void test_after_commit(void **state) {
     OK(one_task(dir, &c, 0, 2, 23, &msg[2], &len[2], &e));
     edit(dir, "dataset_manifest.json", "{", "[");
     r = sts_dataset_discard(dir, (const char *const *)&msg[2], &len[2], 1, NULL, &e);
-    expect_refused(r, &e, "cannot be read");
+    expect_refused(r, &e, "is unreadable");
     edit(dir, "dataset_manifest.json", "[", "{");
     OK(sts_dataset_discard(dir, (const char *const *)&msg[2], &len[2], 1, NULL, &e));
     OK(sts_dataset_abort(dir, NULL, NULL, 0, NULL, &e));
