@@ -16265,7 +16265,7 @@ typedef struct sts__gg {            /* the reader: the bytes at hand and where t
     const uint8_t *base;
     uint64_t base_off, size;
     size_t chunk;                   /* the next chunk's size (sources that are not mapped) */
-    uint64_t ahead;                 /* bytes from p on that the header surely still holds (from the counts) */
+    uint64_t reach;                 /* a file offset the header surely reaches (from the counts) */
     uint64_t prefix;                /* the probed prefix's length: bytes read already */
     int be, strict;
     sts_error *err;
@@ -16281,6 +16281,9 @@ typedef struct sts__gg_slot { uint64_t h; size_t i; } sts__gg_slot;   /* i: item
 typedef struct sts__gg_set { sts__gg_slot *s; size_t mask, n; } sts__gg_set;
 
 STS__INLINE uint64_t sts__gg_pos(const sts__gg *g) { return g->base_off + (uint64_t)(g->p - g->base); }
+/* The header holds at least n more bytes from p on: where it surely reaches. Kept as a file offset,
+   so that reads further inside the same part (past a key, a name) do not stretch it. */
+STS__INLINE void sts__gg_ahead(sts__gg *g, uint64_t n) { g->reach = sts__gg_pos(g) + n; }
 STS__INLINE uint32_t sts__gg_32(const sts__gg *g, const uint8_t *p) {
     return g->be ? (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3] : sts__le32(p);
 }
@@ -16292,10 +16295,10 @@ STS__INLINE uint32_t sts__gg_16(const sts__gg *g, const uint8_t *p) {
 }
 /* n more bytes at p, which the caller knows lie inside the file: a source that is not mapped gets
    a new chunk that starts with the bytes not used yet (earlier chunks stay: strings point there).
-   A chunk reaches no further than the header surely does (g->ahead) or the probed prefix: what is
+   A chunk reaches no further than the header surely does (g->reach) or the probed prefix: what is
    read past the header is at most what the probe read. */
 STS__PRIVATE sts_result sts__gg_refill(sts__gg *g, uint64_t n) {
-    uint64_t pos = sts__gg_pos(g), left = g->size - pos, more = g->ahead;
+    uint64_t pos = sts__gg_pos(g), left = g->size - pos, more = g->reach > pos ? g->reach - pos : 0;
     size_t keep = (size_t)(g->end - g->p), want;
     uint8_t *buf;
     sts_result r;
@@ -16471,24 +16474,24 @@ STS__PRIVATE sts_result sts__gg_items(sts__gg *g, uint32_t vt, uint64_t n, sts_m
     memset(&z, 0, sizeof z);
     z.format_type = vt;
     if (vt == 8) {  /* strings: (length, bytes) each, pointing into the header */
-        uint64_t rest = g->ahead - n * 8;  /* what the header holds after the array, at least */
+        uint64_t rest = g->reach - sts__gg_pos(g) - n * 8;  /* what the header holds after the array, at least */
         z.type = STS_META_STRING;
         for (k = 0; k < n; k++) {
             sts_meta *it = &items[k];
             *it = z;
             w.idx = k;
-            g->ahead = (n - k) * 8 + rest;
+            sts__gg_ahead(g, (n - k) * 8 + rest);
             if ((r = sts__gg_str(g, &it->str, &it->str_len, &w)) != STS_OK) return r;
             if (g->strict && sts__utf8_check((const uint8_t *)it->str, it->str_len) != it->str_len)
                 return sts__gg_bad_utf8(g, sts__gg_pos(g) - it->str_len - 8, &w);
         }
     } else {
         size_t sz = sts__gg_vsize[vt];
-        uint64_t rest = g->ahead - n * sz;
+        uint64_t rest = g->reach - sts__gg_pos(g) - n * sz;
         for (k = 0; k < n; k++) {
             if ((uint64_t)(g->end - g->p) < sz) {
                 w.idx = k;
-                g->ahead = (n - k) * sz + rest;
+                sts__gg_ahead(g, (n - k) * sz + rest);
                 if ((r = sts__gg_need(g, sz, STS_RULE_GGUF_TRUNCATED, &w)) != STS_OK) return r;
             }
             items[k] = z;
@@ -16645,7 +16648,7 @@ STS__PRIVATE sts_result sts__gg_kvs(sts__gg *g, uint64_t n_kv, uint64_t after, u
         size_t dup;
         int have;
         memset(&m, 0, sizeof m);
-        g->ahead = (n_kv - i) * 14 + after;  /* a KV takes at least 14 bytes */
+        sts__gg_ahead(g, (n_kv - i) * 14 + after);  /* a KV takes at least 14 bytes */
         w.kind = "key"; w.idx = i; w.has_idx = 1; w.nm = NULL; w.nl = 0;
         if ((r = sts__gg_str(g, &m.key, &m.key_len, &w)) != STS_OK) break;
         if (!m.key_len) { r = sts__fail(g->err, STS_RULE_GGUF_KEY, at, "key %U is empty", i); break; }
@@ -16693,7 +16696,7 @@ STS__PRIVATE sts_result sts__gg_kvs(sts__gg *g, uint64_t n_kv, uint64_t after, u
                               "%U are left in the file", n, sts__gg_vname[vt], m.key, m.key_len, least, left);
                 break;
             }
-            g->ahead = least + (n_kv - i - 1) * 14 + after;
+            sts__gg_ahead(g, least + (n_kv - i - 1) * 14 + after);
             if ((r = sts__gg_items(g, vt, n, &m, m.key, m.key_len)) != STS_OK) break;
         } else if (vt == 8) {
             m.type = STS_META_STRING;
@@ -16857,11 +16860,11 @@ STS__PRIVATE sts_result sts__gguf_open(void *user, sts_builder *b, sts_error *er
             return sts__nomem(err, "the tensor infos");
     }
     for (i = 0; i < n_tensors && r == STS_OK; i++) {
-        g.ahead = (n_tensors - i) * 24;  /* a tensor info takes at least 24 bytes */
+        sts__gg_ahead(&g, (n_tensors - i) * 24);  /* a tensor info takes at least 24 bytes */
         r = sts__gg_info_read(&g, &names, infos, i, seed);
     }
     sts__gg_set_free(a, &names);
-    g.ahead = 0;
+    sts__gg_ahead(&g, 0);
     if (r == STS_OK) r = sts__gg_data(&g, infos, n_tensors, align, &data_at);
     if (r == STS_OK && g.strict) r = sts__gg_required(&g, infos, n_tensors);
     for (i = 0; i < n_tensors && r == STS_OK; i++) {  /* the descriptors: row-major shapes, ggml's order beside */

@@ -497,6 +497,52 @@ static void test_small_source(void **state) {
     free(b.p);
 }
 
+/* ---- a header read through a callback ends where the header does: the bound on what is left is kept
+   as a file offset, so reads in the middle of a tensor info (past its name) do not stretch it. Scalars
+   (no dimensions: 24 bytes of fixed fields) with long names make the header's least size much smaller
+   than its real one, so the reader refills many times near its end. ---- */
+static void test_source_stops_at_data(void **state) {
+    size_t nt, nl, i;
+    (void)state;
+    for (nt = 200; nt <= 260; nt += 7)
+        for (nl = 4; nl <= 63; nl += 3) {
+            gbuf b;
+            sts_archive *a;
+            sts_error e;
+            mem_src ms;
+            const sts_tensor_desc *d;
+            char name[64];
+            uint64_t data_at;
+            memset(&b, 0, sizeof b);
+            gb_put(&b, "GGUF", 4);
+            gb_u(&b, 3, 4);
+            gb_u(&b, nt, 8);
+            gb_u(&b, 1, 8);
+            gb_s(&b, "general.architecture", 20);
+            gb_u(&b, 8, 4);
+            gb_s(&b, "llama", 5);
+            for (i = 0; i < nt; i++) {
+                memset(name, 'n', nl);
+                snprintf(name, sizeof name, "%zu", i);
+                name[strlen(name)] = 'n';
+                gb_s(&b, name, nl);
+                gb_u(&b, 0, 4);            /* n_dims 0: a scalar */
+                gb_u(&b, 0, 4);            /* F32 */
+                gb_u(&b, i * 32, 8);       /* 4 bytes padded to 32 */
+            }
+            while (b.n % 32) gb_put(&b, "", 1);
+            data_at = b.n;
+            for (i = 0; i < nt * 32; i++) gb_put(&b, "\x11", 1);
+            TU_CHECK(open_via(NULL, VIA_SOURCE, NULL, b.p, b.n, 0, &a, &e, &ms) == STS_OK);
+            TU_CHECK(sts_archive_at(a, 0, &d, &e) == STS_OK && d->offset == data_at);
+            if (ms.max_end > data_at && ms.max_end > 4096)
+                TU_FAIL("%zu tensors, names of %zu bytes: read to byte %llu; the data section starts at %llu", nt,
+                        nl, (unsigned long long)ms.max_end, (unsigned long long)data_at);
+            sts_archive_close(a);
+            free(b.p);
+        }
+}
+
 /* ---- every allocation refused in turn: NOMEM (or a clean success), nothing leaked ---- */
 static void test_alloc_failures(void **state) {
     char path[1024];
@@ -706,6 +752,7 @@ int main(void) {
         cmocka_unit_test(test_views),
         cmocka_unit_test(test_vocab),
         cmocka_unit_test(test_small_source),
+        cmocka_unit_test(test_source_stops_at_data),
         cmocka_unit_test(test_alloc_failures),
         cmocka_unit_test(test_dequant),
         cmocka_unit_test(test_probe),
