@@ -12436,8 +12436,6 @@ typedef struct sts__keymap {
     size_t last_file_len;           /* its length (0: none) */
     uint32_t last_fi;               /* and its index: entries of one file come together */
     sts__fmap text;                 /* while reading the index: the file's bytes, given back behind the parser */
-    size_t text_ok;                 /* the first bytes checked to be UTF-8 */
-    size_t text_bad;                /* the first byte that is not, or (size_t)-1 */
 } sts__keymap;
 
 typedef struct sts__col {           /* a schema column */
@@ -12787,34 +12785,20 @@ STS__PRIVATE sts_result sts__ds_listing(sts_dataset *ds, sts_error *err) {
 }
 
 /* ---- the tensor index ---- */
-/* Checks the index's UTF-8 up to byte `upto`, 16 MiB ahead of the parser at a time, so each
-   page is read while it is in memory and then given back. Each window ends where a character
-   starts, so the first bad byte found is the one a check of the whole text finds; a bad byte
-   anywhere is the verdict, whatever the parser said (as when the whole text was checked first). */
-STS__PRIVATE void sts__index_utf8(sts__keymap *k, size_t upto) {
-    const uint8_t *s = k->text.p;
-    size_t n = k->text.size;
-    if (upto > n) upto = n;
-    while (k->text_ok < upto && k->text_bad == (size_t)-1) {
-        size_t a = k->text_ok, b = n - a > ((size_t)16 << 20) ? a + ((size_t)16 << 20) : n, back = 0, bad;
-        while (b < n && back < 4 && (s[b] & 0xC0) == 0x80) { b--; back++; }
-        /* five continuation bytes in a row: not UTF-8; check the rest at once */
-        if (b < n && (s[b] & 0xC0) == 0x80) b = n;
-        if ((bad = sts__utf8_check(s + a, b - a)) != b - a) k->text_bad = a + bad;
-        k->text_ok = b;
-    }
-}
-/* The parser is at byte `at`: check ahead, give back what both have passed. */
-STS__PRIVATE void sts__index_step(sts__keymap *k, size_t at) {
-    sts__index_utf8(k, at > (size_t)-1 - ((size_t)16 << 20) ? (size_t)-1 : at + ((size_t)16 << 20));
-    sts__map_drop_before(&k->text, at < k->text_ok ? at : k->text_ok);
-}
-/* The verdict on the whole text's UTF-8: r, or the error for its first bad byte. */
+/* The index's UTF-8 needs no pass of its own: every byte the parser passes is grammar (ASCII) or
+   inside a string, whose bytes >= 0x80 the string scanners check (sts__json_string, sts__ix_str), so
+   a text that parses is UTF-8. What is behind the parser can go back to the system. */
+STS__PRIVATE void sts__index_step(sts__keymap *k, size_t at) { sts__map_drop_before(&k->text, at); }
+/* The verdict of a parse that stopped early (r, failed or not): the first byte that is not UTF-8
+   decides, as when the whole text was checked first. The bytes given back were all passed by the
+   parser, so the check starts there, past the continuation bytes of a character begun before. */
 STS__PRIVATE sts_result sts__index_utf8_verdict(sts__keymap *k, sts_result r, sts_error *err) {
-    sts__index_utf8(k, (size_t)-1);
-    if (k->text_bad == (size_t)-1) return r;
-    return sts__fail(err, STS_RULE_DATASET_INDEX, (uint64_t)k->text_bad, "_tensor_index.json is not UTF-8 at byte %U",
-                     (uint64_t)k->text_bad);
+    const uint8_t *s = k->text.p;
+    size_t a = k->text.gone, n = k->text.size, bad, back = 0;
+    while (a < n && back < 3 && (s[a] & 0xC0) == 0x80) { a++; back++; }
+    if ((bad = sts__utf8_check(s + a, n - a)) == n - a) return r;
+    return sts__fail(err, STS_RULE_DATASET_INDEX, (uint64_t)(a + bad), "_tensor_index.json is not UTF-8 at byte %U",
+                     (uint64_t)(a + bad));
 }
 /* Room for n bytes at `at` in the scratch buffer (an entry's unescaped key, then its name). */
 STS__PRIVATE char *sts__km_scratch(sts__keymap *k, size_t at, size_t n) {
@@ -12830,12 +12814,17 @@ STS__PRIVATE char *sts__km_scratch(sts__keymap *k, size_t at, size_t n) {
 STS__PRIVATE const uint8_t *sts__ix_lit(const uint8_t *p, const uint8_t *end, const char *lit, size_t n) {
     return p && (size_t)(end - p) >= n && memcmp(p, lit, n) == 0 ? p + n : NULL;
 }
-/* up to the closing quote */
+/* up to the closing quote; bytes >= 0x80 checked as UTF-8 in place (a bad one: the general reader's error) */
 STS__PRIVATE const uint8_t *sts__ix_str(const uint8_t *p, const uint8_t *end, size_t *n) {
-    size_t i;
+    size_t i = 0, m;
     if (!p) return NULL;
-    i = sts__str_stop(p, (size_t)(end - p));
-    if (i >= (size_t)(end - p) || p[i] != '"') return NULL;
+    for (;;) {
+        i += sts__str_stop_at(p + i, (size_t)(end - p) - i, 1);
+        if (i >= (size_t)(end - p)) return NULL;
+        if (p[i] == '"') break;
+        if (p[i] < 0x80 || !(m = sts__utf8_seq(p + i, (size_t)(end - p) - i))) return NULL;
+        i += m;
+    }
     *n = i;
     return p + i + 1;
 }
@@ -13010,7 +12999,7 @@ STS__PRIVATE sts_result sts__index_entry(sts_dataset *ds, sts__keymap *k, sts__j
     return STS_OK;
 }
 /* _tensor_index.json, in phases: the text (mapped, given back behind the parser, its UTF-8 checked
-   ahead of it), the "tensors" object read entry by entry with the header scanner's pieces (no token
+   in its strings), the "tensors" object read entry by entry with the header scanner's pieces (no token
    tape: an index of a million keys is parsed in one pass), the "metadata" object (its dataset_id
    tells a stale index), other members skipped. */
 STS__PRIVATE sts_result sts__index_open(sts_dataset *ds, const char *path, sts__keymap **out, sts_error *err) {
@@ -13022,8 +13011,6 @@ STS__PRIVATE sts_result sts__index_open(sts_dataset *ds, const char *path, sts__
        they are not copied as they grow and their pages can be huge from the first touch */
     (void)sts__km_reserve(k, k->text.size / 2);
     STS__ADD(&ds->st_header, (uint64_t)k->text.size);
-    k->text_bad = (size_t)-1;
-    sts__index_step(k, 0);
     *out = k;
     return STS_OK;
 }
@@ -13136,7 +13123,6 @@ STS__PRIVATE sts_result sts__ds_load_index(sts_dataset *ds, const char *path, st
         goto fail;
     }
     if (!have_meta && ds->dataset_id) goto stale;  /* no dataset_id at all: not this dataset's index */
-    if ((r = sts__index_utf8_verdict(k, STS_OK, err)) != STS_OK) goto fail;
     sts__keymap_drop_text(k);  /* keys and names were copied: the JSON's pages leave the process */
     if ((r = sts__keymap_finish(ds, k, err)) != STS_OK) goto fail;
     ds->index = k;

@@ -65,6 +65,31 @@ FZ_HELPER void fz_use_alloc(sts_options *o, tu_alloc *a, size_t fail_at) {
     a->abort_on_bad = 1;
 }
 
+/* UTF-8 judged here without the library (which checks inside strings as it parses, and the whole
+   text only on a failure): the index of the first byte of the first sequence that is
+   not RFC 3629 UTF-8, or n. Code points are decoded and then judged (overlong, surrogate, range),
+   a different route from the library's table of second-byte bounds. */
+FZ_HELPER size_t fz_utf8_bad(const uint8_t *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        uint32_t cp, min;
+        size_t len, k;
+        if (s[i] < 0x80) { i++; continue; }
+        if ((s[i] & 0xE0) == 0xC0) { len = 2; cp = s[i] & 0x1Fu; min = 0x80; }
+        else if ((s[i] & 0xF0) == 0xE0) { len = 3; cp = s[i] & 0x0Fu; min = 0x800; }
+        else if ((s[i] & 0xF8) == 0xF0) { len = 4; cp = s[i] & 0x07u; min = 0x10000; }
+        else return i;
+        if (n - i < len) return i;
+        for (k = 1; k < len; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) return i;
+            cp = cp << 6 | (s[i + k] & 0x3Fu);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
+        i += len;
+    }
+    return n;
+}
+
 /* An error is complete: the code, a real rule whose result it is, and a message that starts
    with the rule id and holds no TAB or newline (the sts tool prints it in a TSV column). */
 FZ_HELPER void fz_check_error(sts_result r, const sts_error *e, uint64_t size) {

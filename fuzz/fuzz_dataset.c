@@ -30,6 +30,8 @@
        the matching rows of the unfiltered scan, so pushdown never loses a row;
      - scans over two file ranges return the rows of the whole scan, in order;
      - with a failing allocator: NOMEM or success, and no byte left allocated after close.
+     - an index read (used, or found stale) is UTF-8, and one refused for its UTF-8 is refused at
+       its first bad byte (an oracle of the target's own);
      - the folder's lineage record (sts_dataset_lineage): a complete error, or printable ASCII JSON
        in MLflow's field order with an 8-digit hex digest, the same bytes on a second call.
    Under the replay build the same checks run over fuzz/corpus/dataset/. */
@@ -524,9 +526,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         fz_check_err(r, &e);
         FZ_CHECK(ds == (sts_dataset *)&in);  /* out untouched */
         if (in.flags & 0x20) FZ_CHECK(a.bytes == 0);
+        /* an index refused for its UTF-8: at its first bad byte, as a check of the whole text finds */
+        if (in.index && e.rule == STS_RULE_DATASET_INDEX && strstr(e.message, "_tensor_index.json is not UTF-8"))
+            FZ_CHECK(e.offset == fz_utf8_bad(in.index->p, in.index->n) && e.offset < in.index->n);
         return 0;
     }
     FZ_CHECK(ds != NULL);
+    /* an index that was read (used or found stale) is UTF-8: the reader checks it in its strings only */
+    if (in.index && (sts_dataset_describe(ds).has_index || sts_dataset_describe(ds).index_stale))
+        FZ_CHECK(fz_utf8_bad(in.index->p, in.index->n) == in.index->n);
     fz_read(ds, consistent && !(in.flags & 0x20) && !cfg.no_index && !(in.flags & 0x10));
     sts_dataset_close(ds);
     if (in.flags & 0x20) FZ_CHECK(a.bytes == 0);

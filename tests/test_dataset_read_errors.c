@@ -659,6 +659,36 @@ static void test_index_malformed(void **state) {
         }
         dr_write_str(p, "{\"tensors\":{\"\xff\":{}}}");
         tu_err_check("not UTF-8", dr_try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, "_tensor_index.json", NULL);
+        /* entries in the writer's form (the fast reader) with a bad byte in a string: its exact byte,
+           as a check of the whole text gives; a good character there is read */
+        {
+            static const char *const forms[] = {
+                "{\"tensors\":{\"a\":{\"file\":\"%s\",\"tensor\":\"x\xC3(\",\"dtype\":\"U8\",\"shape\":[1],"
+                "\"data_offsets\":[0,1]}}}",
+                "{\"tensors\":{\"a\":{\"file\":\"%s\",\"tensor\":\"x\xED\xA0\x80\",\"dtype\":\"U8\",\"shape\":[1],"
+                "\"data_offsets\":[0,1]}}}",
+                "{\"tensors\":{\"a\":{\"file\":\"%s\",\"dtype\":\"U8\xF4\x90\x80\x80\",\"shape\":[1],"
+                "\"data_offsets\":[0,1]}}}",
+                "{\"tensors\":{\"a\":{\"file\":\"%s\",\"tensor\":\"x\xC3\xA9\",\"dtype\":\"U8\",\"shape\":[1],"
+                "\"data_offsets\":[0,1]}}}",
+            };
+            for (i = 0; i < sizeof forms / sizeof *forms; i++) {
+                char want[64];
+                const char *b;
+                sts_result r;
+                snprintf(q, sizeof q, forms[i], sh.v[0]);
+                dr_write_str(p, q);
+                r = dr_try_open(dir, 0, &ds, &e);
+                if (i == 3) {
+                    if (r != STS_OK) fail_msg("a good character: %s", e.message);
+                    sts_dataset_close(ds);
+                    continue;
+                }
+                for (b = q; (unsigned char)*b < 0x80; b++) {}  /* the sequence that breaks starts here */
+                snprintf(want, sizeof want, "not UTF-8 at byte %zu", (size_t)(b - q));
+                tu_err_check("a bad byte in an entry", r, &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, want, NULL);
+            }
+        }
     }
     /* a hand-written index with escapes, unknown fields and a key that is not the tensor's name */
     {
@@ -768,6 +798,49 @@ static void test_index_utf8_windows(void **state) {
     /* a JSON error near the start, a bad byte 16 MiB later: the UTF-8 verdict, as before */
     utf8_index_case(dir, "JSON error first", late, 2, W16 + 99, "{\"tensors\":{}, x \"", 0, (long long)(W16 + 100));
     free(id);
+    tf_names_free(&sh);
+    tf_rmtree(dir);
+}
+/* The pages behind the parser are given back (8 MiB at a time, on page boundaries) and the UTF-8
+   verdict of a parse that stops later starts where they end, which can be inside a character: a
+   string of 3-byte characters over 9 MiB, every split of a character by the page boundary, then
+   a JSON error (the verdict: JSON, no false UTF-8 error) or a bad byte (reported at its byte). */
+static void test_index_utf8_after_drop(void **state) {
+    char dir[256], p[512];
+    tf_names sh = kv_dataset(dir, sizeof dir, "utf8_drop", 1);
+    size_t chars = ((size_t)9 << 20) / 3, shift, i;
+    int bad;
+    (void)state;
+    index_path(p, sizeof p, dir);
+    for (shift = 0; shift < 3; shift++)
+        for (bad = 0; bad <= 1; bad++) {
+            size_t n = chars * 3 + 256, at;
+            uint8_t *t = (uint8_t *)malloc(n);
+            sts_dataset *ds;
+            sts_error e;
+            sts_result r;
+            char want[64];
+            assert_non_null(t);
+            at = (size_t)sprintf((char *)t, "{\"p\":\"%.*s", (int)shift, "xxx");
+            for (i = 0; i < chars; i++, at += 3) memcpy(t + at, "\xE2\x82\xAC", 3);  /* U+20AC */
+            at += (size_t)sprintf((char *)t + at, "\",\"q\":\"x\",\"r\":");
+            if (bad) {
+                t[at] = 0xFF;
+                snprintf(want, sizeof want, "not UTF-8 at byte %zu", at);
+                at++;
+            }
+            at += (size_t)sprintf((char *)t + at, " nope}");
+            tf_write(p, t, at);
+            free(t);
+            r = dr_try_open(dir, 0, &ds, &e);
+            if (bad) tu_err_check("a bad byte after the pages given back", r, &e, STS_ERR_DATASET,
+                                  STS_RULE_DATASET_INDEX, "_tensor_index.json", want, NULL);
+            else {
+                tu_err_check("a JSON error after the pages given back", r, &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX,
+                             "expected a value", NULL);
+                if (strstr(e.message, "UTF-8")) fail_msg("shift %zu: %s", shift, e.message);
+            }
+        }
     tf_names_free(&sh);
     tf_rmtree(dir);
 }
@@ -931,6 +1004,7 @@ int main(void) {
         cmocka_unit_test(test_index_malformed),
         cmocka_unit_test(test_index_escaped_strings),
         cmocka_unit_test(test_index_utf8_windows),
+        cmocka_unit_test(test_index_utf8_after_drop),
         cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, dr_root_setup, dr_root_teardown);
