@@ -722,9 +722,10 @@ static void test_index_malformed(void **state) {
     tf_rmtree(dir);
 }
 
-/* The index's UTF-8 is checked 16 MiB ahead of the parser (and its pages given back behind it):
-   the verdict must be the one a check of the whole text gives. Characters of 2 and 4 bytes across
-   the 16 MiB mark are valid; a truncated character there, a run of continuation bytes across it,
+/* The index's UTF-8 is checked in its strings as they are parsed (its pages given back behind the
+   parser), and the rest of the text when the parse stops early: the verdict must be the one a check
+   of the whole text gives. Characters of 2 and 4 bytes across
+   the 16 MiB mark (where a windowed check once split the text) are valid; a truncated character there, a run of continuation bytes across it,
    and a bad byte far past a JSON error or in a stale index are reported at their exact byte. */
 #define W16 ((size_t)16 << 20)
 static void utf8_index_case(const char *dir, const char *what, const uint8_t *tail, size_t tail_len, size_t tail_at,
