@@ -12796,7 +12796,7 @@ STS__PRIVATE sts_result sts__index_utf8_verdict(sts__keymap *k, sts_result r, st
     const uint8_t *s = k->text.p;
     size_t a = k->text.gone, n = k->text.size, bad, back = 0;
     while (a < n && back < 3 && (s[a] & 0xC0) == 0x80) { a++; back++; }
-    if ((bad = sts__utf8_check(s + a, n - a)) == n - a) return r;
+    if (a >= n || (bad = sts__utf8_check(s + a, n - a)) == n - a) return r;  /* (an empty file: no bytes) */
     return sts__fail(err, STS_RULE_DATASET_INDEX, (uint64_t)(a + bad), "_tensor_index.json is not UTF-8 at byte %U",
                      (uint64_t)(a + bad));
 }
