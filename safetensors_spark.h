@@ -12795,7 +12795,7 @@ STS__PRIVATE void sts__index_step(sts__keymap *k, size_t at) { sts__map_drop_bef
 STS__PRIVATE sts_result sts__index_utf8_verdict(sts__keymap *k, sts_result r, sts_error *err) {
     const uint8_t *s = k->text.p;
     size_t a = k->text.gone, n = k->text.size, bad, back = 0;
-    while (a < n && back < 3 && (s[a] & 0xC0) == 0x80) { a++; back++; }
+    while (a && a < n && back < 3 && (s[a] & 0xC0) == 0x80) { a++; back++; }  /* none given back: none to skip */
     if (a >= n || (bad = sts__utf8_check(s + a, n - a)) == n - a) return r;  /* (an empty file: no bytes) */
     return sts__fail(err, STS_RULE_DATASET_INDEX, (uint64_t)(a + bad), "_tensor_index.json is not UTF-8 at byte %U",
                      (uint64_t)(a + bad));

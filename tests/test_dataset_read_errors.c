@@ -659,6 +659,9 @@ static void test_index_malformed(void **state) {
         }
         dr_write_str(p, "{\"tensors\":{\"\xff\":{}}}");
         tu_err_check("not UTF-8", dr_try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET, STS_RULE_DATASET_INDEX, "_tensor_index.json", NULL);
+        dr_write_str(p, "\x92\x92\x92\x92{}");  /* continuation bytes first: the very first byte is the verdict */
+        tu_err_check("not UTF-8 from its first byte", dr_try_open(dir, 0, &ds, &e), &e, STS_ERR_DATASET,
+                     STS_RULE_DATASET_INDEX, "not UTF-8 at byte 0", NULL);
         /* entries in the writer's form (the fast reader) with a bad byte in a string: its exact byte,
            as a check of the whole text gives; a good character there is read */
         {
