@@ -2581,7 +2581,10 @@ STSDEF int sts_dtype_from_name(const char *name, size_t len, sts_dtype *out) {
     const uint8_t *p = (const uint8_t *)name;
     sts_dtype d = STS_DTYPE_COUNT;
     if (!name) return 0;
-    if (len == 3 || (len == 4 && p[3])) {  /* a 4th byte of 0 would read as a 3-byte name: "U16\0" is not U16 */
+    if (len == 2) {  /* the one-byte dtypes, the usual KV index's */
+        if (p[1] == '8') d = p[0] == 'U' ? STS_DTYPE_U8 : p[0] == 'I' ? STS_DTYPE_I8 : STS_DTYPE_COUNT;
+        else if (p[0] == 'F' && p[1] == '4') d = STS_DTYPE_F4;
+    } else if (len == 3 || (len == 4 && p[3])) {  /* a 4th byte of 0 would read as a 3-byte name: "U16\0" is not U16 */
         uint32_t w = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
                      (len == 4 ? (uint32_t)p[3] << 24 : 0u);
         switch (w) {
@@ -12811,8 +12814,10 @@ STS__PRIVATE char *sts__km_scratch(sts__keymap *k, size_t at, size_t n) {
    subset of what sts__index_entry takes, with the same values; on anything else it returns 0 with
    j->p unmoved, and the general reader starts over from the same byte (so every error is the
    general reader's); -1 when the shapes cannot grow (NOMEM: a failed allocation is not retried). */
-STS__PRIVATE const uint8_t *sts__ix_lit(const uint8_t *p, const uint8_t *end, const char *lit, size_t n) {
-    return p && (size_t)(end - p) >= n && memcmp(p, lit, n) == 0 ? p + n : NULL;
+STS__INLINE const uint8_t *sts__ix_lit(const uint8_t *p, const uint8_t *end, const char *lit, size_t n) {
+    if (!p || (size_t)(end - p) < n) return NULL;
+    /* word compares that fold to constants (libc's memcmp was nine calls an entry) */
+    return (n >= 8 && n <= 24 ? sts__lit_eq(p, lit, n) : sts__eq_short(p, (const uint8_t *)lit, n)) ? p + n : NULL;
 }
 /* up to the closing quote; bytes >= 0x80 checked as UTF-8 in place (a bad one: the general reader's error) */
 STS__PRIVATE const uint8_t *sts__ix_str(const uint8_t *p, const uint8_t *end, size_t *n) {
@@ -12841,7 +12846,7 @@ STS__PRIVATE int sts__index_entry_fast(sts_dataset *ds, sts__keymap *k, sts__jso
     if (j->depth + 1 > j->max_depth) return 0;
     file = p = sts__ix_lit(p, end, "{\"file\":\"", 9);
     p = sts__ix_str(p, end, &fl);
-    if (p && end - p > 11 && memcmp(p, ",\"tensor\":\"", 11) == 0) { name = p + 11; p = sts__ix_str(name, end, &nl); }
+    if (p && end - p > 11 && STS__LIT_EQ(p, ",\"tensor\":\"")) { name = p + 11; p = sts__ix_str(name, end, &nl); }
     dt = p = sts__ix_lit(p, end, ",\"dtype\":\"", 10);
     p = sts__ix_str(p, end, &dl);
     p = sts__ix_lit(p, end, ",\"shape\":[", 10);
@@ -12861,7 +12866,7 @@ STS__PRIVATE int sts__index_entry_fast(sts_dataset *ds, sts__keymap *k, sts__jso
     p = sts__ix_u64(p + 1, end, &en);
     p = sts__ix_lit(p, end, "]}", 2);
     if (!p || en < b) return 0;
-    if (k->last_file_len && fl == k->last_file_len && memcmp(file, k->last_file, fl) == 0) fi = k->last_fi;
+    if (k->last_file_len && fl == k->last_file_len && sts__eq_short(file, (const uint8_t *)k->last_file, fl)) fi = k->last_fi;
     else {
         size_t f = sts__ds_file_index(ds, (const char *)file, fl);
         if (f == (size_t)-1) return 0;  /* a stale index: the general reader says so */

@@ -128,6 +128,30 @@ static void test_dtype_table(void **state) {
         assert_int_equal(sts_dtype_from_name(bad[k], strlen(bad[k]), &d), 0);
         assert_int_equal(d, STS_DTYPE_U8);  /* untouched */
     }
+    /* exhaustive: every 1- and 2-byte string, and every 3-byte one of NUL and printable ASCII, is a
+       dtype exactly when it spells one of the table's names */
+    {
+        unsigned a, b, c;
+        for (a = 0; a < 65536; a++) {
+            char t[3];
+            size_t len = a < 256 ? 1 : 2;
+            int want = 0;
+            t[0] = (char)(a & 0xff); t[1] = (char)(a >> 8);
+            for (i = 0; i < 22; i++)
+                if (strlen(ref[i].name) == len && memcmp(ref[i].name, t, len) == 0) want = 1;
+            if (sts_dtype_from_name(t, len, &d) != want) fail_msg("%zu bytes %02x %02x", len, a & 0xff, a >> 8);
+        }
+        for (a = 31; a < 127; a++)
+            for (b = 31; b < 127; b++)
+                for (c = 31; c < 127; c++) {
+                    char t[3];
+                    int want = 0;
+                    t[0] = (char)(a == 31 ? 0 : a); t[1] = (char)(b == 31 ? 0 : b); t[2] = (char)(c == 31 ? 0 : c);
+                    for (i = 0; i < 22; i++)
+                        if (strlen(ref[i].name) == 3 && memcmp(ref[i].name, t, 3) == 0) want = 1;
+                    if (sts_dtype_from_name(t, 3, &d) != want) fail_msg("3 bytes %02x %02x %02x", t[0], t[1], t[2]);
+                }
+    }
     assert_int_equal(sts_dtype_from_name("F3\0002", 4, &d), 0);
     assert_int_equal(sts_dtype_from_name(NULL, 3, &d), 0);
     assert_string_equal(sts_dtype_name(STS_DTYPE_COUNT), "?");
