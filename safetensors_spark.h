@@ -12866,7 +12866,8 @@ STS__PRIVATE int sts__index_entry_fast(sts_dataset *ds, sts__keymap *k, sts__jso
     p = sts__ix_u64(p + 1, end, &en);
     p = sts__ix_lit(p, end, "]}", 2);
     if (!p || en < b) return 0;
-    if (k->last_file_len && fl == k->last_file_len && sts__eq_short(file, (const uint8_t *)k->last_file, fl)) fi = k->last_fi;
+    if (k->last_file_len && fl == k->last_file_len && sts__eq_short(file, (const uint8_t *)k->last_file, fl))
+        fi = k->last_fi;
     else {
         size_t f = sts__ds_file_index(ds, (const char *)file, fl);
         if (f == (size_t)-1) return 0;  /* a stale index: the general reader says so */
