@@ -2070,9 +2070,9 @@ STS__PRIVATE int sts__hex4(const uint8_t *p, unsigned *v) {
     *v = (unsigned)(a << 12 | b << 8 | c << 4 | d);
     return 1;
 }
-/* Offset of the first '"', '\\' or control byte in p[0..n) (with `hi`, also of the first byte
-   >= 0x80), or n. */
-STS__INLINE size_t sts__str_stop_at(const uint8_t *p, size_t n, int hi) {
+/* Offset of the first '"', '\\', control byte or byte >= 0x80 in p[0..n), or n: where a string
+   scanner has something to judge. */
+STS__INLINE size_t sts__str_stop(const uint8_t *p, size_t n) {
     size_t i = 0;
 #ifdef STS__SSE2
     const __m128i q = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\'), ctl = _mm_set1_epi8(0x1f);
@@ -2080,7 +2080,7 @@ STS__INLINE size_t sts__str_stop_at(const uint8_t *p, size_t n, int hi) {
         __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
         __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, q), _mm_cmpeq_epi8(v, bs)),
                                    _mm_cmpeq_epi8(_mm_max_epu8(v, ctl), ctl));
-        int mask = _mm_movemask_epi8(hi ? _mm_or_si128(hit, v) : hit);
+        int mask = _mm_movemask_epi8(_mm_or_si128(hit, v));
         if (mask) return i + (size_t)__builtin_ctz((unsigned)mask);
         i += 16;
     }
@@ -2088,7 +2088,7 @@ STS__INLINE size_t sts__str_stop_at(const uint8_t *p, size_t n, int hi) {
     while (i + 8 <= n) {  /* SWAR: the lowest flagged byte is exact */
         uint64_t x = sts__le64(p + i), ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
         uint64_t xq = x ^ (ones * '"'), xb = x ^ (ones * '\\');
-        uint64_t t = ((xq - ones) & ~xq) | ((xb - ones) & ~xb) | ((x - ones * 0x20) & ~x) | (hi ? x : 0);
+        uint64_t t = ((xq - ones) & ~xq) | ((xb - ones) & ~xb) | ((x - ones * 0x20) & ~x) | x;
         t &= high;
         if (t) {
             size_t k = 0;
@@ -2098,10 +2098,9 @@ STS__INLINE size_t sts__str_stop_at(const uint8_t *p, size_t n, int hi) {
         i += 8;
     }
 #endif
-    while (i < n && p[i] != '"' && p[i] != '\\' && p[i] >= 0x20 && (!hi || p[i] < 0x80)) i++;
+    while (i < n && p[i] != '"' && p[i] != '\\' && p[i] >= 0x20 && p[i] < 0x80) i++;
     return i;
 }
-STS__PRIVATE size_t sts__str_stop(const uint8_t *p, size_t n) { return sts__str_stop_at(p, n, 0); }
 /* A string at the cursor ('"'); leaves the cursor after the closing quote. Its bytes >= 0x80 are
    checked as UTF-8 here: with the grammar, which takes no such byte outside a string, a text that
    parses is valid UTF-8 without a pass of its own (the header's parser relies on it). */
@@ -2109,7 +2108,7 @@ STS__PRIVATE sts_result sts__json_string(sts__json *j, sts__str *s) {
     const uint8_t *start = ++j->p, *p = start, *end = j->end;
     s->esc = 0;
     for (;;) {
-        p += sts__str_stop_at(p, (size_t)(end - p), 1);
+        p += sts__str_stop(p, (size_t)(end - p));
         if (STS__UNLIKELY(p >= end))
             return sts__json_fail(j, STS_RULE_JSON_SYNTAX, p, "unterminated string");
         if (STS__LIKELY(*p == '"')) break;
@@ -12824,7 +12823,7 @@ STS__PRIVATE const uint8_t *sts__ix_str(const uint8_t *p, const uint8_t *end, si
     size_t i = 0, m;
     if (!p) return NULL;
     for (;;) {
-        i += sts__str_stop_at(p + i, (size_t)(end - p) - i, 1);
+        i += sts__str_stop(p + i, (size_t)(end - p) - i);
         if (i >= (size_t)(end - p)) return NULL;
         if (p[i] == '"') break;
         if (p[i] < 0x80 || !(m = sts__utf8_seq(p + i, (size_t)(end - p) - i))) return NULL;
