@@ -8810,6 +8810,7 @@ struct sts_task_writer {
                                        bytes of its dtype and column shape (0: not yet) */
     size_t *rrep;                   /* the open shard's entry the tensor replaces (lastWin), else (size_t)-1 */
     size_t *rpos, *rord;            /* 2 x ncols: exact counts' events (place in ord) and their order */
+    int phases_only;                /* tests: every row through the phases, none through sts__kv_row_fast */
     sts__fdsink *sink;
     uint8_t *hbuf;                  /* KV: the header's pieces are rendered here (hbuf_cap bytes) */
     size_t hbuf_cap;
@@ -10357,7 +10358,7 @@ STS__PRIVATE int sts__kv_name_less(const char *a, size_t la, const char *b, size
 /* The key's one pass: 1 when it is UTF-8 without NUL, with *esc its bytes in the header (no
    quotes). Words of plain ASCII (nothing to escape, no control byte) settle the usual key in a
    step or two, the last word overlapping; anything else goes through the full checks. */
-STS__PRIVATE int sts__kv_key_scan(const char *k, size_t n, uint64_t *esc) {
+STS__INLINE int sts__kv_key_scan(const char *k, size_t n, uint64_t *esc) {
     size_t i = 0;
     uint64_t w;
     if (n >= 8) {
@@ -10714,12 +10715,114 @@ STS__PRIVATE sts_result sts__kv_alone(sts_task_writer *w, const sts__kvrow *x, s
                      w->calls, w->c.cols[at].name, w->c.cols[at].name_len, header, (uint64_t)x->klen,
                      (uint64_t)STS_MAX_HEADER_SIZE);
 }
+/* The usual row in one pass: 1 when taken, 0 when the phases above must take it (nothing has
+   changed), -1 when it failed the task. Usual: a key of UTF-8 without NUL, names ascending from
+   the task's last key (no key index), each cell a tensor of its fixed column's dtype, shape and
+   byte count (not empty) and, in the sorted layout, of the shard's last dtype, room in the names,
+   keys and entries as they are, and an open shard (not empty) that takes the row without a roll.
+   What it changes is what the phases change for such a row (test_kv_fast compares the files). */
+STS__PRIVATE int sts__kv_row_fast(sts_task_writer *w, const sts_value *row, sts_error *err) {
+    const sts_value *kv = &row[w->c.key_in];
+    const sts_tensor_spec *prev = w->nents ? &w->ents[w->nents - 1] : NULL;
+    size_t i, nc = w->c.ncols, nl, names = 0, klen = (size_t)kv->size;
+    uint64_t kesc, sum = 0, fixed = 0, data = w->shard_data, header;
+    uint32_t dc = w->idig, de, cur = (uint32_t)(w->nshards - (size_t)w->streaming);
+    const char *pn;
+    char *base, *n;
+    if (!prev || w->kidx || w->unsorted || !w->rspec || w->phases_only || !w->nkeys || w->nkeys + nc > w->keys_cap ||
+        w->nkeys + nc > (size_t)STS__EMPTY || w->nents + nc > w->ents_room ||
+        prev->name != w->keys[w->nkeys - 1].name || !kv->data || kv->size > ((uint64_t)1 << 30) ||
+        !sts__kv_key_scan((const char *)kv->data, klen, &kesc))
+        return 0;
+    for (i = 0; i < nc; i++) {
+        const sts__ocol *o = &w->c.cols[i];
+        const sts_value *v = &row[o->in];
+        if (o->kind != STS_VALUE_TENSOR || !o->fixed || !w->cpart[i] || v->dtype != o->dtype ||
+            v->rank != o->rank || v->size != o->row_bytes || !v->size || !v->data ||
+            (v->rank && (!v->shape || !sts__kv_dims_eq(v->shape, o->shape + 1, v->rank))) ||
+            (!w->c.arrival && v->dtype != prev->dtype))
+            return 0;
+        data += v->size;
+        de = (uint32_t)sts__digits(data);
+        fixed += 2 + kesc + w->cesc[i] + w->cpart[i];
+        sum += 2 + kesc + w->cesc[i] + w->cpart[i] + dc + de;
+        dc = de;
+        names += klen + w->c.sep_len + o->name_len + 1;
+    }
+    if (w->names_left < names || 9 + fixed + 40 * (uint64_t)nc > STS_MAX_HEADER_SIZE) return 0;
+    header = 1 + w->isum + sum;
+    if (w->streaming ? header > w->room || 8 + w->room + data > w->c.target
+                     : 8 + (header + 7) / 8 * 8 + data > w->c.target || (header + 7) / 8 * 8 > STS_MAX_HEADER_SIZE)
+        return 0;
+    /* the names at the arena's end, each after the last (the phases' order checks) */
+    base = n = sts__kv_names_end(w);
+    pn = w->keys[w->nkeys - 1].name;
+    nl = w->keys[w->nkeys - 1].len;
+    for (i = 0; i < nc; i++) {
+        const sts__ocol *o = &w->c.cols[i];
+        size_t l = klen + w->c.sep_len + o->name_len;
+        sts__kv_copy(n, kv->data, klen);
+        sts__kv_copy(n + klen, w->c.sep, w->c.sep_len);
+        sts__kv_copy(n + klen + w->c.sep_len, o->name, o->name_len);
+        n[l] = 0;
+        if ((l == 12 && memcmp(n, "__metadata__", 12) == 0) || !sts__kv_name_less(pn, nl, n, l)) return 0;
+        pn = n;
+        nl = l;
+        n += l + 1;
+    }
+    /* taken: the phases' changes */
+    w->shard_rows++;
+    for (i = 0, n = base; i < nc; i++) {
+        const sts__ocol *o = &w->c.cols[i];
+        const sts_value *v = &row[o->in];
+        size_t ent = w->nents++;
+        uint64_t b = v->size, fix = 2 + kesc + w->cesc[i] + w->cpart[i];
+        sts__key *k = &w->keys[w->nkeys++];
+        sts_tensor_spec *e = &w->ents[ent];
+        sts__dchunk *c;
+        void *dst;
+        nl = klen + w->c.sep_len + o->name_len;
+        k->name = n;
+        k->hash = 0;
+        k->len = nl;
+        k->shard = cur;
+        k->ent = (uint32_t)ent;
+        w->names_left -= nl + 1;
+        memset(e, 0, sizeof *e);
+        e->name = n;
+        e->name_len = nl;
+        e->dtype = o->dtype;
+        e->data_size = b;
+        e->rank = o->rank;
+        e->shape = o->shape + 1;
+        n += nl + 1;
+        c = w->chunk_at != (size_t)-1 ? &w->chunks[w->chunk_at] : NULL;
+        if (c && c->cap - c->used >= b) { dst = c->p + c->used; c->used += (size_t)b; }  /* sts__kv_data's usual case */
+        else if (!(dst = sts__kv_data(w, b, err))) { sts__task_fail(w, STS_ERR_NOMEM); return -1; }
+        else c = &w->chunks[w->chunk_at];
+        e->data = dst;
+        w->echk[ent] = (uint32_t)w->chunk_at;
+        memcpy(dst, v->data, (size_t)b);
+        if (c->crc_on) c->crc = sts__crc32c(c->crc, dst, (size_t)b);
+        w->efix[ent] = (uint32_t)fix;
+        w->shard_fixed += fix;
+        w->shard_data += b;
+        if (!w->min_size || b < w->min_size) w->min_size = b;
+    }
+    w->isum += sum;
+    w->idig = dc;
+    w->rows++;
+    return 1;
+}
 /* One KV row: checked, named and checked for duplicates, the open shard rolled when the row would
    push it past the target (or the header cap), then appended. A refused row changes nothing. */
 STS__PRIVATE sts_result sts__kv_row(sts_task_writer *w, const sts_value *row, sts_error *err) {
     sts__kvrow x;
     sts_result r;
     size_t i;
+    int fast = sts__kv_row_fast(w, row, err);
+    if (fast < 0) return STS_ERR_NOMEM;
+    if (fast) goto taken;
     if ((r = sts__kv_check(w, row, &x, err)) != STS_OK || (r = sts__kv_names(w, row, &x, err)) != STS_OK ||
         (r = sts__kv_alone(w, &x, err)) != STS_OK) return r;
     sts__kv_inrow(w, &x);
@@ -10735,6 +10838,7 @@ STS__PRIVATE sts_result sts__kv_row(sts_task_writer *w, const sts_value *row, st
         }
     }
     if ((r = sts__kv_append(w, row, &x, err)) != STS_OK) return r;
+taken:
     /* kv_layout = arrival: the shard starts going out once it is an eighth full or holds two chunks
        of data (what its room needs stays held back, so a task that ends early is sealed without a
        move, and one that never sent a chunk is written compact); with or without a thread, the

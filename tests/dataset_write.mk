@@ -3,7 +3,7 @@
 # Makefile build and run each program plain, under ASan+UBSan and under valgrind.
 DATASET_WRITE_SRCS := tests/test_dataset_write_options.c tests/test_dataset_write_batch.c tests/test_dataset_write_limits.c \
                       tests/test_dataset_write_kv.c tests/test_dataset_write_io.c tests/test_dataset_write_crash.c \
-                      tests/test_dataset_write_commit.c
+                      tests/test_dataset_write_commit.c tests/test_kv_fast.c
 UNIT_SRCS += $(DATASET_WRITE_SRCS)
 
 # The writer's I/O thread under ThreadSanitizer: the KV and batch writers, faults, threads and
