@@ -1,16 +1,17 @@
 /* test_kv_fast.c - layer 8, KV mode: the one-pass row (sts__kv_row_fast) against the phases.
-   The KV writer takes the usual row (an ASCII key, names ascending, cells of their fixed columns'
-   dtype and shape, no roll) in one pass, and every other row through its phases (check, names,
-   fit, append). Both must leave the same state. Each case here writes the same rows twice, once
-   as the writer chooses and once with every row through the phases (the writer's phases_only
-   flag, a white-box switch), and compares what comes out: each row's result and error, each
-   shard's bytes, the commit message (shard names aside) and the dataset commit's documents.
-   The rows are random, seeded per case, and built to wander in and out of the usual: keys of 1 to
-   40 bytes, some needing escapes or non-ASCII, some out of order (the key index then takes every
-   later row), duplicates (fail or lastWin), cells of another shape or empty, one to three tensor
-   columns of one or several dtypes, column names in and out of order, small targets (rolls every
-   few rows, rows at the exact fit), both layouts, with and without the I/O thread. Chunks are 16
-   KiB (as in the writer's fuzz target) so that arrival shards stream and chunks fill often. */
+   The KV writer takes the usual row (a key of UTF-8 without NUL, names ascending, cells of their
+   fixed columns' dtype and shape, no roll) in one pass, and every other row through its phases
+   (check, names, fit, append). Both must leave the same state. Each case here writes the same rows
+   twice, once as the writer chooses and once with every row through the phases (the writer's
+   phases_only flag, a white-box switch), commits the dataset, and compares what comes out: each
+   row's result and error, the task's commit message, each shard's bytes, and the manifest and
+   index files (random ids aside). The rows are random, seeded per case, and built to wander in and
+   out of the usual: keys of 3 to 52 bytes, some with escapes, non-ASCII characters or control
+   bytes, some out of order or repeated (the key index then takes every later row), duplicates
+   (fail or lastWin), cells of another shape or empty, one to three tensor columns of one or
+   several dtypes, column names in and out of order, small targets (rolls every few rows), both
+   layouts, with and without the I/O thread. Chunks are 16 KiB (as in the writer's fuzz target) so
+   that arrival shards stream and chunks fill often. */
 #define _POSIX_C_SOURCE 200809L
 #define STS_KV_CHUNK_BYTES ((size_t)16 << 10)
 #define STS_IMPLEMENTATION
@@ -26,7 +27,7 @@ typedef struct kf_case {
 } kf_case;
 
 typedef struct kf_out {
-    tu_sb log;        /* each row's result and error message, then the commit message with shard names numbered */
+    tu_sb log;        /* each row's result and error message, the commit message, the dataset's documents */
     tf_names shards;  /* the shards, sorted by name: part-TTTTT-SSSS-uuid */
     char dir[4096];
 } kf_out;
@@ -67,7 +68,16 @@ static int kf_is_uuid(const char *p, size_t n) {
     return 1;
 }
 
-/* Writes the case's rows into a fresh folder; phases_only: every row through the phases. */
+/* A document into the log, its random ids (the job's, the task's, in the shards' names) as "<id>". */
+static void kf_log_text(tu_sb *log, const char *p, size_t n) {
+    size_t i;
+    for (i = 0; i < n;) {
+        if (kf_is_uuid(p + i, n - i)) { tu_sb_str(log, "<id>"); i += 36; }
+        else tu_sb_put(log, p + i++, 1);
+    }
+}
+
+/* Writes the case's rows into a fresh folder and commits the dataset; phases_only: every row through the phases. */
 static void kf_write(const kf_case *c, int phases_only, kf_out *o) {
     sts_column schema[4];
     sts_write_config cfg;
@@ -99,6 +109,7 @@ static void kf_write(const kf_case *c, int phases_only, kf_out *o) {
     cfg.kv_layout = c->arrival ? STS_KV_ARRIVAL : STS_KV_SORTED;
     cfg.no_fsync = 1;
     cfg.no_io_thread = !c->threaded;
+    cfg.generate_index = 1;
     DU_OK("prepare", sts_dataset_prepare(o->dir, &cfg, schema, 1 + (size_t)c->ncols, NULL, &e), e);
     DU_OK("open", sts_task_open(o->dir, 0, &cfg, schema, 1 + (size_t)c->ncols, NULL, &w, &e), e);
     w->phases_only = phases_only;
@@ -134,13 +145,24 @@ static void kf_write(const kf_case *c, int phases_only, kf_out *o) {
         return;
     }
     sts_task_close(w);
-    o->shards = du_list_shards(o->dir);
-    /* the message, its random ids (the job's, the task's, in the shards' names) as "<id>" */
-    for (i = 0; i < msg_len;) {
-        if (kf_is_uuid(msg + i, msg_len - i)) { tu_sb_str(&o->log, "<id>"); i += 36; }
-        else tu_sb_put(&o->log, msg + i++, 1);
-    }
+    kf_log_text(&o->log, msg, msg_len);
+    if (sts_dataset_commit(o->dir, &cfg, (const char *const *)&msg, &msg_len, 1, NULL, NULL, &e) != STS_OK)
+        tu_sb_printf(&o->log, "dataset commit: %s %s\n", sts_result_name(e.code), e.message);
     sts_free(NULL, msg, msg_len + 1);
+    o->shards = du_list_shards(o->dir);
+    {
+        static const char *const docs[] = { "dataset_manifest.json", "_tensor_index.csv", "_tensor_index.json" };
+        for (j = 0; j < sizeof docs / sizeof *docs; j++) {
+            char path[4200];
+            size_t n;
+            uint8_t *text;
+            tf_join(path, sizeof path, o->dir, docs[j]);
+            text = tf_read_opt(path, &n);
+            tu_sb_printf(&o->log, "\n%s:%s\n", docs[j], text ? "" : " none");
+            if (text) kf_log_text(&o->log, (const char *)text, n);
+            free(text);
+        }
+    }
 }
 
 static void kf_free(kf_out *o) {
@@ -166,6 +188,10 @@ static size_t kf_compare(const kf_case *c) {
         fail_msg("%s: the results differ at byte %zu: one pass \"%.160s\", phases \"%.160s\"", label, k,
                  a.log.p + (k > 40 ? k - 40 : 0), b.log.p + (k > 40 ? k - 40 : 0));
     }
+    tu_sb_put(&a.log, "", 1);  /* NUL-terminated for strstr */
+    if (!strstr(a.log.p, "\ndataset_manifest.json:\n") || !strstr(a.log.p, "\n_tensor_index.json:\n"))
+        fail_msg("%s: the dataset commit left no manifest or index: %.300s", label,
+                 strstr(a.log.p, "commit") ? strstr(a.log.p, "commit") : a.log.p);
     if (a.shards.n != b.shards.n) fail_msg("%s: %zu shards against %zu", label, a.shards.n, b.shards.n);
     for (i = 0; i < a.shards.n; i++) {
         char pa[4200], pb[4200];
