@@ -10557,6 +10557,17 @@ STS__INLINE void sts__kv_inrow(sts_task_writer *w, sts__kvrow *x) {
     x->add_sum = sum;
     x->end_dig = dc;
 }
+/* Whether the open shard takes a row in layout order (sts__kv_inrow: add_sum header bytes,
+   add_data data bytes) on its exact size, kept as rows came ({} and the first comma net one
+   byte): a streaming shard's header within its room and its data behind that within the target,
+   else the whole file within the target and the header within the cap. */
+STS__INLINE int sts__kv_fits_in_order(const sts_task_writer *w, uint64_t add_sum, uint64_t add_data) {
+    uint64_t header = 1 + w->isum + add_sum;
+    if (w->streaming)  /* the header within its room, the data behind it */
+        return header <= w->room && 8 + w->room + w->shard_data + add_data <= w->c.target;
+    header = (header + 7) / 8 * 8;
+    return 8 + header + w->shard_data + add_data <= w->c.target && header <= STS_MAX_HEADER_SIZE;
+}
 /* Row phase 3, the roll decision: 1 when the open shard (not empty) takes the row without passing
    the target or the header cap, on the real byte count; 0 when it must roll first; -1 when out of
    memory. A cheap upper bound settles most rows (added and replaced tensors all counted as
@@ -10568,13 +10579,7 @@ STS__PRIVATE int sts__kv_fits(sts_task_writer *w, const sts__kvrow *x) {
     uint64_t nc = w->c.ncols, header, dd, bound;
     int fits;
     if (w->c.arrival && !x->ino) return 0;  /* arrival replaces no entry of the open shard: it rolls */
-    if (w->streaming)  /* the header within its room, the data behind it */
-        return 1 + w->isum + x->add_sum <= w->room && 8 + w->room + w->shard_data + x->add_data <= w->c.target;
-    if (x->ino) {  /* in order: the exact size, kept as rows came ({} and the first comma net one byte) */
-        header = (1 + w->isum + x->add_sum + 7) / 8 * 8;
-        bound = 8 + header + w->shard_data + x->add_data;
-        return bound <= w->c.target && header <= STS_MAX_HEADER_SIZE;  /* w->exact stays 0 (see below) */
-    }
+    if (x->ino) return sts__kv_fits_in_order(w, x->add_sum, x->add_data);  /* w->exact stays 0 (see below) */
     bound = sts__shard_bound(w->nents + nc, w->shard_fixed + x->add_fixed, w->shard_data + x->add_data,
                                       &header);
     fits = bound <= w->c.target && header <= STS_MAX_HEADER_SIZE;
@@ -10725,7 +10730,7 @@ STS__PRIVATE int sts__kv_row_fast(sts_task_writer *w, const sts_value *row, sts_
     const sts_value *kv = &row[w->c.key_in];
     const sts_tensor_spec *prev = w->nents ? &w->ents[w->nents - 1] : NULL;
     size_t i, nc = w->c.ncols, nl, names = 0, klen = (size_t)kv->size;
-    uint64_t kesc, sum = 0, fixed = 0, data = w->shard_data, header;
+    uint64_t kesc, sum = 0, fixed = 0, data = w->shard_data;
     uint32_t dc = w->idig, de, cur = (uint32_t)(w->nshards - (size_t)w->streaming);
     const char *pn;
     char *base, *n;
@@ -10744,16 +10749,14 @@ STS__PRIVATE int sts__kv_row_fast(sts_task_writer *w, const sts_value *row, sts_
             return 0;
         data += v->size;
         de = (uint32_t)sts__digits(data);
-        fixed += 2 + kesc + w->cesc[i] + w->cpart[i];
-        sum += 2 + kesc + w->cesc[i] + w->cpart[i] + dc + de;
+        w->rfix[i] = 2 + kesc + w->cesc[i] + w->cpart[i];  /* as phase 2 counts it (scratch until taken) */
+        fixed += w->rfix[i];
+        sum += w->rfix[i] + dc + de;
         dc = de;
         names += klen + w->c.sep_len + o->name_len + 1;
     }
     if (w->names_left < names || 9 + fixed + 40 * (uint64_t)nc > STS_MAX_HEADER_SIZE) return 0;
-    header = 1 + w->isum + sum;
-    if (w->streaming ? header > w->room || 8 + w->room + data > w->c.target
-                     : 8 + (header + 7) / 8 * 8 + data > w->c.target || (header + 7) / 8 * 8 > STS_MAX_HEADER_SIZE)
-        return 0;
+    if (!sts__kv_fits_in_order(w, sum, data - w->shard_data)) return 0;
     /* the names at the arena's end, each after the last (the phases' order checks) */
     base = n = sts__kv_names_end(w);
     pn = w->keys[w->nkeys - 1].name;
@@ -10776,7 +10779,7 @@ STS__PRIVATE int sts__kv_row_fast(sts_task_writer *w, const sts_value *row, sts_
         const sts__ocol *o = &w->c.cols[i];
         const sts_value *v = &row[o->in];
         size_t ent = w->nents++;
-        uint64_t b = v->size, fix = 2 + kesc + w->cesc[i] + w->cpart[i];
+        uint64_t b = v->size, fix = w->rfix[i];
         sts__key *k = &w->keys[w->nkeys++];
         sts_tensor_spec *e = &w->ents[ent];
         sts__dchunk *c;
