@@ -10426,6 +10426,16 @@ STS__PRIVATE sts_result sts__kv_check(sts_task_writer *w, const sts_value *row, 
     x->names = names;
     return STS_OK;
 }
+/* A row's tensor name at n: the key, kv_separator and the column's name, then a NUL; its length. */
+STS__INLINE size_t sts__kv_name_put(const sts_task_writer *w, char *n, const char *key, size_t klen,
+                                    const sts__ocol *o) {
+    size_t l = klen + w->c.sep_len + o->name_len;
+    sts__kv_copy(n, key, klen);
+    sts__kv_copy(n + klen, w->c.sep, w->c.sep_len);
+    sts__kv_copy(n + klen + w->c.sep_len, o->name, o->name_len);
+    n[l] = 0;
+    return l;
+}
 /* Row phase 2, the tensor names (key + kv_separator + column, each with a NUL, built at the end of
    the names arena, where the new ones stay if the row is taken): each checked against the
    reserved name and the task's keys (duplicatesStrategy=fail) before anything changes; the row's
@@ -10452,10 +10462,7 @@ again:
         size_t nl = x->klen + w->c.sep_len + o->name_len, pos;
         uint64_t b = e->data_size;
         uint32_t slot;
-        sts__kv_copy(n, x->key, x->klen);
-        sts__kv_copy(n + x->klen, w->c.sep, w->c.sep_len);
-        sts__kv_copy(n + x->klen + w->c.sep_len, o->name, o->name_len);
-        n[nl] = 0;
+        sts__kv_name_put(w, n, x->key, x->klen, o);
         pos_end += nl + 1;
         if (nl == 12 && memcmp(n, "__metadata__", 12) == 0)
             return sts__failx(err, STS_RULE_ROW_VALUE, "row %U: key %q and column %q make the tensor name "
@@ -10763,11 +10770,7 @@ STS__PRIVATE int sts__kv_row_fast(sts_task_writer *w, const sts_value *row, sts_
     nl = w->keys[w->nkeys - 1].len;
     for (i = 0; i < nc; i++) {
         const sts__ocol *o = &w->c.cols[i];
-        size_t l = klen + w->c.sep_len + o->name_len;
-        sts__kv_copy(n, kv->data, klen);
-        sts__kv_copy(n + klen, w->c.sep, w->c.sep_len);
-        sts__kv_copy(n + klen + w->c.sep_len, o->name, o->name_len);
-        n[l] = 0;
+        size_t l = sts__kv_name_put(w, n, (const char *)kv->data, klen, o);
         if ((l == 12 && memcmp(n, "__metadata__", 12) == 0) || !sts__kv_name_less(pn, nl, n, l)) return 0;
         pn = n;
         nl = l;
